@@ -1,0 +1,35 @@
+"""The one exception hierarchy of Threadline.
+
+Every error Threadline raises on purpose derives from `ThreadlineError`, so callers can catch the
+library's failures without catching their own. Messages name what is wrong, where (message index,
+part index, field, conversation) and what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    'ThreadlineError',
+    'UserError',
+    'MessageValidationError',
+]
+
+
+class ThreadlineError(Exception):
+    """Base class of every error Threadline raises on purpose."""
+
+
+class UserError(ThreadlineError, RuntimeError):
+    """The caller used the API in a way it does not support; the message says how to fix it."""
+
+
+class MessageValidationError(ThreadlineError, ValueError):
+    """A serialized history could not be loaded.
+
+    `location` is the path of the offending value (`messages[3].parts[1].tool_call_id`), `reason`
+    what is wrong with it. Loading is all-or-nothing: when this is raised nothing was returned.
+    """
+
+    def __init__(self, location: str, reason: str) -> None:
+        self.location = location
+        self.reason = reason
+        super().__init__(f'{location}: {reason}' if location else reason)

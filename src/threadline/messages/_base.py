@@ -1,0 +1,76 @@
+"""The base every message, part, content item and usage record is built on.
+
+Messages are `msgspec.Struct`s: typed, slotted values that msgspec decodes from and encodes to
+JSON in C, which is what lets a 10k-message history load about as fast as `orjson.loads` parses
+it. On top of that, this module makes them behave like the dataclasses the documents describe:
+
+- `dataclasses.replace(obj, field=...)`, `dataclasses.fields(obj)` and `dataclasses.is_dataclass`
+  work, through a `__dataclass_fields__` mapping installed on every concrete class by
+  `install_dataclass_shim`;
+- a class can accept constructor keywords that differ from its stored attributes
+  (`_init_aliases`), handled by the metaclass, so decoding (which bypasses `__call__`) pays nothing;
+- pydantic validates and serializes them with Threadline's own JSON form when they appear in a
+  user's model or a `TypeAdapter` (`__get_pydantic_core_schema__`, imported lazily).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
+
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler
+    from pydantic_core import CoreSchema
+
+__all__ = ['MessageMeta', 'WireStruct', 'install_dataclass_shim']
+
+
+class MessageMeta(msgspec.StructMeta):
+    """Metaclass that renames constructor keywords listed in a class's `_init_aliases`."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        aliases: dict[str, str] = getattr(cls, '_init_aliases', None) or {}
+        for public, stored in aliases.items():
+            if public in kwargs:
+                kwargs[stored] = kwargs.pop(public)
+        return super().__call__(*args, **kwargs)
+
+
+class WireStruct(msgspec.Struct, metaclass=MessageMeta, repr_omit_defaults=True, forbid_unknown_fields=True):
+    """Base of every wire type: value equality, readable repr without default fields."""
+
+    _init_aliases: ClassVar[dict[str, str] | None] = None
+
+    def __replace__(self, **changes: Any) -> Any:
+        """Support `copy.replace` (Python 3.13+) the same way `dataclasses.replace` is supported."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from ._pydantic import struct_core_schema
+
+        return struct_core_schema(cls)
+
+
+def install_dataclass_shim(cls: type[msgspec.Struct]) -> None:
+    """Give a struct class the `__dataclass_fields__` that `dataclasses.replace` and friends read.
+
+    The fields are those of a keyword-only dataclass with the same public names and defaults, so
+    `replace` rebuilds the object through the struct's own constructor. Stored attributes renamed
+    by `_init_aliases` appear under their public names.
+    """
+    aliases: dict[str, str] = getattr(cls, '_init_aliases', None) or {}
+    public_for = {stored: public for public, stored in aliases.items()}
+    specs: list[tuple[str, Any, Any]] = []
+    for info in msgspec.structs.fields(cls):
+        if info.default is not msgspec.NODEFAULT:
+            spec = dataclasses.field(default=info.default)
+        elif info.default_factory is not msgspec.NODEFAULT:
+            spec = dataclasses.field(default_factory=info.default_factory)
+        else:
+            spec = dataclasses.field()
+        specs.append((public_for.get(info.name, info.name), Any, spec))
+    shadow = dataclasses.make_dataclass(cls.__name__, specs, kw_only=True)
+    cls.__dataclass_fields__ = shadow.__dataclass_fields__  # type: ignore[attr-defined]

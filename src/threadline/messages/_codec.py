@@ -1,0 +1,276 @@
+"""The JSON form of a history: encoding, a fast typed decoder, and a careful fallback loader.
+
+Loading takes one of two paths:
+
+- the fast path decodes the whole document straight into message structs with msgspec, in C,
+  for a history in the current shape (what Threadline and pydantic-ai 2.62 write);
+- anything it rejects goes to the careful path, which parses the JSON once more and loads message
+  by message, part by part. It accepts what the fast path does not (legacy field aliases, parts
+  and content kinds from a newer writer, unknown fields, lax scalar types) and, when the input
+  really is invalid, raises `MessageValidationError` naming the message index, part index and
+  field. Nothing is returned on error, so nothing is ever half-loaded.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from ..exceptions import MessageValidationError
+from ._content import FILE_URL_KINDS, Base64Bytes, BinaryContent, CachePoint, TextContent, UploadedFile
+from ._messages import ModelMessage, ModelRequest, ModelResponse
+from ._opaque import OpaqueContent, OpaquePart
+from ._parts import (
+    CompactionPart,
+    FilePart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolAvailabilityDeltaPart,
+    ToolCallPart,
+    ToolReturnContent,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from ._tool_content import rehydrate_tool_content
+from ._usage import RequestUsage, RunUsage
+
+__all__ = ['decode_messages', 'dec_hook', 'enc_hook', 'encoder', 'load_messages', 'load_struct']
+
+
+def dec_hook(tp: Any, obj: Any) -> Any:
+    """Decode the two custom wire types: tool-return content and base64 file data."""
+    if tp is ToolReturnContent:
+        return rehydrate_tool_content(obj, dec_hook)
+    if tp is Base64Bytes:
+        if type(obj) is str:
+            return Base64Bytes.decode_text(obj)
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return Base64Bytes(obj)
+        raise TypeError(f'expected base64 text or bytes, got {type(obj).__name__}')
+    raise NotImplementedError(f'no decoder for {tp!r}')
+
+
+def enc_hook(obj: Any) -> Any:
+    """Encode what msgspec does not know natively: URL-safe base64 data, opaque parts, and (for
+    application `metadata`) anything pydantic knows how to make JSON-compatible."""
+    if isinstance(obj, Base64Bytes):
+        return obj.encode_text()
+    if isinstance(obj, (OpaquePart, OpaqueContent)):
+        return obj.data
+    try:
+        from pydantic_core import to_jsonable_python
+    except ImportError:  # pragma: no cover - pydantic is a dependency
+        raise TypeError(f'cannot serialize {type(obj).__name__}') from None
+    return to_jsonable_python(obj)
+
+
+encoder = msgspec.json.Encoder(enc_hook=enc_hook, decimal_format='string')
+_decoder = msgspec.json.Decoder(list[ModelMessage], dec_hook=dec_hook)
+_PART_TYPES_REQUEST: dict[str, type[msgspec.Struct]] = {
+    cls.part_kind: cls
+    for cls in (
+        SystemPromptPart,
+        UserPromptPart,
+        ToolReturnPart,
+        RetryFeedbackPart,
+        RetryPromptPart,
+        CompactionPart,
+        ToolAvailabilityDeltaPart,
+    )
+}
+_PART_TYPES_RESPONSE: dict[str, type[msgspec.Struct]] = {
+    cls.part_kind: cls
+    for cls in (
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        NativeToolCallPart,
+        NativeToolReturnPart,
+        FilePart,
+        CompactionPart,
+    )
+}
+_CONTENT_TYPES: dict[str, type[msgspec.Struct]] = {
+    **FILE_URL_KINDS,
+    'text-content': TextContent,
+    'binary': BinaryContent,
+    'uploaded-file': UploadedFile,
+    'cache-point': CachePoint,
+}
+_ALIASES: dict[type, dict[str, str]] = {
+    ModelResponse: {'vendor_details': 'provider_details', 'vendor_id': 'provider_response_id'},
+    ToolAvailabilityDeltaPart: {'added': 'tools_added'},
+    RequestUsage: {'request_tokens': 'input_tokens', 'response_tokens': 'output_tokens'},
+    RunUsage: {'request_tokens': 'input_tokens', 'response_tokens': 'output_tokens'},
+}
+_ENCODE_NAMES: dict[type, frozenset[str]] = {}
+
+
+def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMessage]:
+    """Load a JSON history: the fast typed decoder first, the careful loader for anything else."""
+    try:
+        return _decoder.decode(data)
+    except Exception:  # noqa: BLE001 - every failure is re-examined by the careful loader
+        pass
+    try:
+        parsed = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise MessageValidationError('messages', f'invalid JSON: {exc}') from None
+    except TypeError as exc:
+        raise MessageValidationError('messages', f'expected JSON text or bytes: {exc}') from None
+    return load_messages(parsed)
+
+
+def load_messages(items: Any) -> list[ModelMessage]:
+    """Load a history from Python objects (dicts as `dump_python` writes them, or messages)."""
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, (list, tuple)):
+        raise MessageValidationError('messages', f'expected a list of messages, got {_type_name(items)}')
+    return [_load_message(item, f'messages[{i}]') for i, item in enumerate(items)]
+
+
+def load_struct(cls: type, value: Any, location: str) -> Any:
+    """Load one wire struct of type `cls` (a message, part, content item or usage) from Python data."""
+    if isinstance(value, cls):
+        return value
+    if cls is ModelRequest or cls is ModelResponse:
+        message = _load_message(value, location)
+        if not isinstance(message, cls):
+            raise MessageValidationError(f'{location}.kind', f'expected {cls.kind!r}, got {message.kind!r}')
+        return message
+    for table in (_PART_TYPES_REQUEST, _PART_TYPES_RESPONSE):
+        if table.get(getattr(cls, 'part_kind', None)) is cls:  # type: ignore[arg-type]
+            return _load_part(value, location, {cls.part_kind: cls})  # type: ignore[attr-defined]
+    return _convert(_known_fields(cls, _require_dict(value, location)), cls, location)
+
+
+def _load_message(item: Any, loc: str) -> ModelMessage:
+    if isinstance(item, (ModelRequest, ModelResponse)):
+        return item
+    data = _require_dict(item, loc)
+    kind = data.get('kind')
+    if kind == 'request':
+        cls: type[ModelRequest] | type[ModelResponse] = ModelRequest
+        part_types = _PART_TYPES_REQUEST
+    elif kind == 'response':
+        cls = ModelResponse
+        part_types = _PART_TYPES_RESPONSE
+    elif 'kind' not in data:
+        raise MessageValidationError(f'{loc}.kind', "field required (expected 'request' or 'response')")
+    else:
+        raise MessageValidationError(f'{loc}.kind', f"unknown message kind {kind!r} (expected 'request' or 'response')")
+    if 'parts' not in data:
+        raise MessageValidationError(f'{loc}.parts', 'field required')
+    raw_parts = data['parts']
+    if not isinstance(raw_parts, (list, tuple)):
+        raise MessageValidationError(f'{loc}.parts', f'expected a list of parts, got {_type_name(raw_parts)}')
+    parts = [_load_part(part, f'{loc}.parts[{j}]', part_types) for j, part in enumerate(raw_parts)]
+    fields = _known_fields(cls, data)
+    if cls is ModelResponse and isinstance(fields.get('usage'), dict):
+        fields['usage'] = _known_fields(RequestUsage, fields['usage'])
+        if fields['usage'].get('details', {}) is None:
+            fields['usage']['details'] = {}
+    fields['parts'] = []
+    message: ModelMessage = _convert(fields, cls, loc)
+    message.parts = parts  # type: ignore[assignment]
+    return message
+
+
+def _load_part(part: Any, loc: str, part_types: dict[str, type[msgspec.Struct]]) -> Any:
+    if isinstance(part, OpaquePart) or type(part) in part_types.values():
+        return part
+    data = _require_dict(part, loc)
+    tag = data.get('part_kind')
+    if not isinstance(tag, str):
+        raise MessageValidationError(f'{loc}.part_kind', 'field required' if tag is None else 'expected a string')
+    cls = part_types.get(tag)
+    if cls is None:
+        if tag in _PART_TYPES_REQUEST or tag in _PART_TYPES_RESPONSE:
+            where = 'a response' if part_types is _PART_TYPES_RESPONSE else 'a request'
+            raise MessageValidationError(f'{loc}.part_kind', f'a {tag!r} part cannot appear in {where}')
+        return OpaquePart(dict(data))
+    fields = _known_fields(cls, data)
+    items = None
+    if cls is UserPromptPart and isinstance(fields.get('content'), (list, tuple)):
+        items = [_load_content(item, f'{loc}.content[{k}]') for k, item in enumerate(fields['content'])]
+        fields['content'] = ''
+    loaded = _convert(fields, cls, loc)
+    if items is not None:
+        loaded.content = items  # type: ignore[attr-defined]
+    return loaded
+
+
+def _load_content(item: Any, loc: str) -> Any:
+    if isinstance(item, (str, OpaqueContent)) or type(item) in _CONTENT_TYPES.values():
+        return item
+    data = _require_dict(item, loc)
+    kind = data.get('kind')
+    if not isinstance(kind, str):
+        raise MessageValidationError(f'{loc}.kind', 'field required' if kind is None else 'expected a string')
+    cls = _CONTENT_TYPES.get(kind)
+    if cls is None:
+        return OpaqueContent(dict(data))
+    return _convert(_known_fields(cls, data), cls, loc)
+
+
+def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `data` that `cls` declares (plus its tag), with legacy aliases renamed."""
+    names = _ENCODE_NAMES.get(cls)
+    if names is None:
+        config = cls.__struct_config__  # type: ignore[attr-defined]
+        tag = (config.tag_field,) if config.tag_field else ()
+        names = _ENCODE_NAMES[cls] = frozenset((*cls.__struct_encode_fields__, *tag))  # type: ignore[attr-defined]
+    aliases = _ALIASES.get(cls)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if aliases and key in aliases and aliases[key] not in data:
+            out[aliases[key]] = value
+        elif key in names:
+            out[key] = value
+    return out
+
+
+_MSGSPEC_ERROR = re.compile(r'^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$', re.S)
+_MISSING = re.compile(r'^Object missing required field `(?P<field>[^`]+)`$')
+
+
+def _convert(data: dict[str, Any], cls: type, loc: str) -> Any:
+    try:
+        return msgspec.convert(data, cls, dec_hook=dec_hook, strict=False)
+    except msgspec.ValidationError as exc:
+        raise _translate(str(exc), loc) from None
+    except (ValueError, TypeError) as exc:
+        raise MessageValidationError(loc, str(exc)) from None
+
+
+def _translate(message: str, loc: str) -> MessageValidationError:
+    match = _MSGSPEC_ERROR.match(message)
+    reason, path = (match['reason'], match['path'] or '') if match else (message, '')
+    location = loc + path
+    missing = _MISSING.match(reason)
+    if missing:
+        return MessageValidationError(f'{location}.{missing["field"]}', 'field required')
+    reason = reason.replace('`', '')
+    return MessageValidationError(location, reason[:1].lower() + reason[1:])
+
+
+def _require_dict(value: Any, loc: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise MessageValidationError(loc, f'expected an object, got {_type_name(value)}')
+    return value
+
+
+def _type_name(value: Any) -> str:
+    names: dict[type, str] = {dict: 'an object', list: 'a list', str: 'a string', type(None): 'null', bool: 'a boolean'}
+    for tp, name in names.items():
+        if isinstance(value, tp):
+            return name
+    if isinstance(value, (int, float)):
+        return 'a number'
+    return type(value).__name__

@@ -1,0 +1,263 @@
+"""User content: the items a `UserPromptPart` (and a tool's return value) can carry besides text."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import mimetypes
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlparse
+
+from ._base import WireStruct
+
+__all__ = [
+    'AudioUrl',
+    'Base64Bytes',
+    'BinaryContent',
+    'CachePoint',
+    'DocumentUrl',
+    'FileUrl',
+    'ForceDownloadMode',
+    'ImageUrl',
+    'MultiModalContent',
+    'TextContent',
+    'UploadedFile',
+    'UploadedFileProviderName',
+    'UserContent',
+    'VideoUrl',
+]
+
+ForceDownloadMode = bool | Literal['allow-local']
+UploadedFileProviderName = Literal[
+    'anthropic', 'openai', 'google', 'google-cloud', 'google-gla', 'google-vertex', 'bedrock', 'xai'
+]
+
+# Extensions the platform's mime table may not know; checked first so results don't vary by host.
+_EXTRA_MEDIA_TYPES = {
+    '.md': 'text/markdown',
+    '.markdown': 'text/markdown',
+    '.csv': 'text/csv',
+    '.txt': 'text/plain',
+    '.json': 'application/json',
+    '.yaml': 'application/yaml',
+    '.yml': 'application/yaml',
+    '.pdf': 'application/pdf',
+    '.png': 'image/png',
+    '.jpg': 'image/jpeg',
+    '.jpeg': 'image/jpeg',
+    '.gif': 'image/gif',
+    '.webp': 'image/webp',
+    '.mp3': 'audio/mpeg',
+    '.wav': 'audio/wav',
+    '.ogg': 'audio/ogg',
+    '.flac': 'audio/flac',
+    '.aac': 'audio/aac',
+    '.m4a': 'audio/mp4',
+    '.mp4': 'video/mp4',
+    '.mov': 'video/quicktime',
+    '.webm': 'video/webm',
+    '.mkv': 'video/x-matroska',
+    '.html': 'text/html',
+    '.htm': 'text/html',
+    '.xml': 'application/xml',
+    '.docx': 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    '.xlsx': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+}
+_YOUTUBE_HOSTS = ('youtu.be', 'youtube.com', 'www.youtube.com', 'm.youtube.com')
+
+
+def _guess_media_type(path: str) -> str | None:
+    """Media type from a URL or file name's extension, or None when it has no known one."""
+    try:
+        parsed = urlparse(path).path or path
+    except ValueError:
+        parsed = path
+    dot = parsed.rfind('.')
+    if dot != -1:
+        known = _EXTRA_MEDIA_TYPES.get(parsed[dot:].lower())
+        if known:
+            return known
+    guessed, _ = mimetypes.guess_type(parsed, strict=False)
+    return guessed
+
+
+def _short_sha1(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()[:6]
+
+
+class Base64Bytes(bytes):
+    """Bytes that serialize as URL-safe base64 with padding (the reference's wire form).
+
+    Standard and URL-safe base64 are both accepted on load.
+    """
+
+    @classmethod
+    def decode_text(cls, text: str) -> Base64Bytes:
+        try:
+            return cls(base64.b64decode(text.replace('-', '+').replace('_', '/'), validate=True))
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f'invalid base64 data: {exc}') from None
+
+    def encode_text(self) -> str:
+        return base64.urlsafe_b64encode(self).decode('ascii')
+
+
+class TextContent(WireStruct, kw_only=True, tag_field='kind', tag='text-content'):
+    """Text with application metadata that is stored with the history but never sent to a model."""
+
+    content: str
+    metadata: Any = None
+
+    kind: ClassVar[str] = 'text-content'
+
+
+class _FileUrlFields(WireStruct, tag_field='kind'):
+    url: str
+
+
+class FileUrl(_FileUrlFields, kw_only=True):
+    """A file the model provider (or Threadline) fetches from a URL.
+
+    `media_type` and `identifier` are filled in at construction when not given (from the URL's
+    extension, and the first six hex digits of the URL's sha1); pass them again if you `replace`
+    the URL.
+    """
+
+    media_type: str | None = None
+    identifier: str | None = None
+    force_download: ForceDownloadMode = False
+    vendor_metadata: dict[str, Any] | None = None
+
+    kind: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        if self.media_type is None:
+            self.media_type = self._infer_media_type()
+        if self.identifier is None:
+            self.identifier = _short_sha1(self.url.encode())
+
+    def _infer_media_type(self) -> str | None:
+        return _guess_media_type(self.url)
+
+    @property
+    def format(self) -> str | None:
+        """The file extension the media type implies (`png`, `pdf`, ...), or None."""
+        if not self.media_type:
+            return None
+        ext = mimetypes.guess_extension(self.media_type, strict=False)
+        return ext[1:] if ext else self.media_type.rpartition('/')[2] or None
+
+
+class ImageUrl(FileUrl, kw_only=True, tag='image-url'):
+    kind: ClassVar[str] = 'image-url'
+
+
+class AudioUrl(FileUrl, kw_only=True, tag='audio-url'):
+    kind: ClassVar[str] = 'audio-url'
+
+
+class DocumentUrl(FileUrl, kw_only=True, tag='document-url'):
+    kind: ClassVar[str] = 'document-url'
+
+
+class VideoUrl(FileUrl, kw_only=True, tag='video-url'):
+    kind: ClassVar[str] = 'video-url'
+
+    def _infer_media_type(self) -> str | None:
+        if self.is_youtube:
+            return 'video/mp4'
+        return _guess_media_type(self.url)
+
+    @property
+    def is_youtube(self) -> bool:
+        try:
+            return urlparse(self.url).hostname in _YOUTUBE_HOSTS
+        except ValueError:
+            return False
+
+
+class _BinaryFields(WireStruct, tag_field='kind'):
+    data: Base64Bytes
+
+
+class BinaryContent(_BinaryFields, kw_only=True, tag='binary'):
+    """Inline file bytes with their media type; `identifier` defaults to a short sha1 of the data."""
+
+    media_type: str
+    identifier: str | None = None
+    vendor_metadata: dict[str, Any] | None = None
+
+    kind: ClassVar[str] = 'binary'
+
+    def __post_init__(self) -> None:
+        data = self.data
+        if type(data) is not Base64Bytes:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f'BinaryContent.data must be bytes, got {type(data).__name__}')
+            self.data = data = Base64Bytes(data)
+        if self.identifier is None:
+            self.identifier = _short_sha1(data)
+
+    @property
+    def is_image(self) -> bool:
+        return self.media_type.startswith('image/')
+
+    @property
+    def is_audio(self) -> bool:
+        return self.media_type.startswith('audio/')
+
+    @property
+    def is_video(self) -> bool:
+        return self.media_type.startswith('video/')
+
+    @property
+    def is_document(self) -> bool:
+        return not (self.is_image or self.is_audio or self.is_video)
+
+    @property
+    def base64(self) -> str:
+        """Standard base64 of the data, as most provider APIs want it."""
+        return base64.b64encode(self.data).decode('ascii')
+
+    @property
+    def data_uri(self) -> str:
+        return f'data:{self.media_type};base64,{self.base64}'
+
+
+class _UploadedFileFields(WireStruct, tag_field='kind'):
+    file_id: str
+    provider_name: UploadedFileProviderName
+
+
+class UploadedFile(_UploadedFileFields, kw_only=True, tag='uploaded-file'):
+    """A reference to a file already uploaded to a provider's file store."""
+
+    media_type: str | None = None
+    vendor_metadata: dict[str, Any] | None = None
+    identifier: str | None = None
+
+    kind: ClassVar[str] = 'uploaded-file'
+
+    def __post_init__(self) -> None:
+        if self.media_type is None:
+            self.media_type = _guess_media_type(self.file_id) or 'application/octet-stream'
+        if self.identifier is None:
+            self.identifier = _short_sha1(self.file_id.encode())
+
+
+class CachePoint(WireStruct, kw_only=True, tag_field='kind', tag='cache-point'):
+    """Marks the end of a prompt prefix the provider should cache."""
+
+    ttl: Literal['5m', '1h'] = '5m'
+
+    kind: ClassVar[str] = 'cache-point'
+
+
+MultiModalContent = ImageUrl | AudioUrl | DocumentUrl | VideoUrl | BinaryContent | UploadedFile
+UserContent = (
+    str | TextContent | ImageUrl | AudioUrl | DocumentUrl | VideoUrl | BinaryContent | UploadedFile | CachePoint
+)
+
+MULTIMODAL_TYPES: tuple[type, ...] = (ImageUrl, AudioUrl, DocumentUrl, VideoUrl, BinaryContent, UploadedFile)
+FILE_URL_KINDS: dict[str, type[FileUrl]] = {c.kind: c for c in (ImageUrl, AudioUrl, DocumentUrl, VideoUrl)}

@@ -1,0 +1,138 @@
+"""`ModelRequest` and `ModelResponse`: the two kinds of message a history is made of."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ._base import WireStruct
+from ._parts import (
+    CompactionPart,
+    FilePart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolAvailabilityDeltaPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+    now_utc,
+)
+from ._usage import RequestUsage
+
+__all__ = [
+    'FinishReason',
+    'ModelMessage',
+    'ModelRequest',
+    'ModelRequestPart',
+    'ModelRequestState',
+    'ModelResponse',
+    'ModelResponsePart',
+    'ModelResponseState',
+]
+
+ModelRequestPart = (
+    SystemPromptPart
+    | UserPromptPart
+    | ToolReturnPart
+    | RetryFeedbackPart
+    | RetryPromptPart
+    | CompactionPart
+    | ToolAvailabilityDeltaPart
+)
+ModelResponsePart = (
+    TextPart | ThinkingPart | ToolCallPart | NativeToolCallPart | NativeToolReturnPart | FilePart | CompactionPart
+)
+ModelRequestState = Literal['complete', 'interrupted']
+ModelResponseState = Literal['complete', 'incomplete', 'suspended', 'interrupted']
+FinishReason = Literal['stop', 'length', 'content_filter', 'tool_call', 'error']
+
+
+class _RequestFields(WireStruct, tag_field='kind'):
+    parts: list[ModelRequestPart]
+
+
+class ModelRequest(_RequestFields, kw_only=True, tag='request'):
+    """A message sent to the model: prompts, tool results, feedback.
+
+    `timestamp` is left None until the request is sent; `instructions` is the instruction text the
+    request was sent with (stored for the record, never re-sent by a later run); `metadata` is for
+    the application and never reaches a model. `state='interrupted'` marks a request whose
+    assembly was cut short (a crash or cancellation during tool execution).
+    """
+
+    timestamp: datetime | None = None
+    instructions: str | None = None
+    run_id: str | None = None
+    conversation_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    state: ModelRequestState = 'complete'
+
+    kind: ClassVar[str] = 'request'
+
+    @classmethod
+    def user_text_prompt(cls, user_prompt: str, *, instructions: str | None = None) -> ModelRequest:
+        """A request holding one user prompt."""
+        return cls(parts=[UserPromptPart(user_prompt)], instructions=instructions)
+
+
+class _ResponseFields(WireStruct, tag_field='kind'):
+    parts: list[ModelResponsePart]
+
+
+class ModelResponse(_ResponseFields, kw_only=True, tag='response'):
+    """A message the model sent back: text, thinking, tool calls, files, with its usage.
+
+    `timestamp` is when Threadline received it. `state` is `'complete'`, `'incomplete'` (a
+    streaming snapshot), `'suspended'` (the provider paused the turn) or `'interrupted'` (the
+    stream was cancelled, or a usage limit stopped the run before acting on it).
+    """
+
+    usage: RequestUsage = msgspec.field(default_factory=RequestUsage)
+    model_name: str | None = None
+    model_id: str | UnsetType = UNSET
+    timestamp: datetime = msgspec.field(default_factory=now_utc)
+    provider_name: str | None = None
+    provider_url: str | None = None
+    canonical_system: Any | UnsetType = UNSET
+    provider_details: dict[str, Any] | None = None
+    provider_response_id: str | None = None
+    finish_reason: FinishReason | None = None
+    run_id: str | None = None
+    conversation_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    workspace_ref: dict[str, Any] | None = None
+    history_digest: str | None = None
+    failed_attempts: list[dict[str, Any]] | None = None
+    state: ModelResponseState = 'complete'
+
+    kind: ClassVar[str] = 'response'
+
+    @property
+    def text(self) -> str | None:
+        """The text parts joined, or None when the response has none."""
+        texts = [p.content for p in self.parts if isinstance(p, TextPart)]
+        return '\n\n'.join(texts) if texts else None
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def thinking(self) -> str | None:
+        texts = [p.content for p in self.parts if isinstance(p, ThinkingPart)]
+        return '\n\n'.join(texts) if texts else None
+
+    @property
+    def files(self) -> list[FilePart]:
+        return [p for p in self.parts if isinstance(p, FilePart)]
+
+
+ModelMessage = ModelRequest | ModelResponse

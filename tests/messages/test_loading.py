@@ -1,0 +1,272 @@
+"""Loading beyond the happy path: bad input, legacy fields, newer kinds, multimodal tool returns."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from threadline import MessageValidationError, ModelMessagesTypeAdapter
+from threadline.messages import (
+    BinaryContent,
+    ImageUrl,
+    ModelResponse,
+    OpaqueContent,
+    OpaquePart,
+    RequestUsage,
+    ToolAvailabilityDeltaPart,
+    ToolReturnPart,
+    UploadedFile,
+)
+
+TS = '2025-01-01T00:00:01Z'
+
+
+def request(*parts: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {'parts': list(parts), 'timestamp': TS, 'kind': 'request', **fields}
+
+
+def response(*parts: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {'parts': list(parts), 'timestamp': TS, 'kind': 'response', **fields}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {'content': text, 'timestamp': TS, 'part_kind': 'user-prompt'}
+
+
+def load(history: Any) -> Any:
+    return ModelMessagesTypeAdapter.validate_json(json.dumps(history))
+
+
+@pytest.mark.parametrize(
+    ('history', 'location', 'reason'),
+    [
+        (
+            [
+                request(user('a')),
+                request(user('b')),
+                request(user('c')),
+                response({'tool_name': 't', 'args': {}, 'part_kind': 'text', 'content': 1}),
+            ],
+            'messages[3].parts[0].content',
+            'expected str, got int',
+        ),
+        (
+            [
+                request(
+                    user('a'),
+                    {'tool_name': 't', 'content': 'x', 'part_kind': 'tool-return'},
+                    {'part_kind': 'tool-return'},
+                )
+            ],
+            'messages[0].parts[2].tool_name',
+            'field required',
+        ),
+        ([{'parts': [], 'kind': 'reply'}], 'messages[0].kind', "unknown message kind 'reply'"),
+        ([{'parts': []}], 'messages[0].kind', 'field required'),
+        ([request()] * 2 + [{'kind': 'request'}], 'messages[2].parts', 'field required'),
+        ([request(user('a'), timestamp='yesterday')], 'messages[0].timestamp', 'invalid'),
+        (
+            [request({'content': 'x', 'part_kind': 'user-prompt', 'timestamp': 5.5j and 'nope'})],
+            'messages[0].parts[0].timestamp',
+            'invalid',
+        ),
+        (
+            [response({'content': 'hi', 'part_kind': 'user-prompt'})],
+            'messages[0].parts[0].part_kind',
+            "a 'user-prompt' part cannot appear in a response",
+        ),
+        ([request({'content': 'x'})], 'messages[0].parts[0].part_kind', 'field required'),
+        ([request(user('a'), state='paused')], 'messages[0].state', "invalid enum value 'paused'"),
+        ({'kind': 'request'}, 'messages', 'expected a list of messages'),
+        ([7], 'messages[0]', 'expected an object, got a number'),
+        (
+            [
+                request(
+                    {
+                        'content': [{'kind': 'binary', 'data': '***', 'media_type': 'image/png'}],
+                        'part_kind': 'user-prompt',
+                    }
+                )
+            ],
+            'messages[0].parts[0].content[0].data',
+            'invalid base64',
+        ),
+    ],
+)
+def test_bad_input_names_the_place(history: Any, location: str, reason: str) -> None:
+    with pytest.raises(MessageValidationError) as info:
+        load(history)
+    assert info.value.location == location
+    assert reason in info.value.reason
+    assert str(info.value).startswith(location)
+    assert isinstance(info.value, ValueError)
+
+
+def test_malformed_json() -> None:
+    with pytest.raises(MessageValidationError, match=r'^messages: invalid JSON'):
+        ModelMessagesTypeAdapter.validate_json(b'[{"kind": "request", "parts": [')
+
+
+def test_legacy_aliases_load() -> None:
+    legacy = response(
+        {'content': 'hi', 'part_kind': 'text'},
+        usage={'request_tokens': 7, 'response_tokens': 3, 'total_tokens': 10, 'requests': 1, 'details': None},
+        vendor_details={'x': 1},
+        vendor_id='resp_1',
+        model_name='old',
+    )
+    [message] = load([legacy])
+    assert isinstance(message, ModelResponse)
+    assert message.usage == RequestUsage(input_tokens=7, output_tokens=3)
+    assert (message.provider_details, message.provider_response_id) == ({'x': 1}, 'resp_1')
+    [delta_request] = load([request({'added': ['search'], 'part_kind': 'tool-availability-delta'})])
+    assert delta_request.parts == [ToolAvailabilityDeltaPart(tools_added=['search'])]
+
+
+def test_newer_kinds_load_as_opaque_and_round_trip_unchanged() -> None:
+    speech = {'content': 'hello', 'voice': 'x', 'part_kind': 'speech'}
+    structured = {'content': 'v=1', 'metadata': None, 'kind': 'structured-content', 'value': {'v': 1}}
+    history = [
+        request(user('a'), {'content': [structured, 'text'], 'timestamp': TS, 'part_kind': 'user-prompt'}),
+        response(speech),
+    ]
+    loaded = load(history)
+    assert loaded[1].parts == [OpaquePart(speech)]
+    assert loaded[0].parts[1].content[0] == OpaqueContent(structured)
+    assert json.loads(ModelMessagesTypeAdapter.dump_json(loaded))[1]['parts'] == [speech]
+    assert json.loads(ModelMessagesTypeAdapter.dump_json(loaded))[0]['parts'][1]['content'][0] == structured
+
+
+def test_newer_reference_fields_are_kept() -> None:
+    newer = response({'content': 'hi', 'part_kind': 'text'}, model_id='test:test')
+    [message] = load([newer])
+    assert message.model_id == 'test:test'
+    assert json.loads(ModelMessagesTypeAdapter.dump_json([message]))[0]['model_id'] == 'test:test'
+    [plain] = load([response({'content': 'hi', 'part_kind': 'text'})])
+    assert 'model_id' not in json.loads(ModelMessagesTypeAdapter.dump_json([plain]))[0]
+
+
+def tool_return(content: Any) -> dict[str, Any]:
+    return {'tool_name': 't', 'content': content, 'tool_call_id': 'c', 'timestamp': TS, 'part_kind': 'tool-return'}
+
+
+def test_multimodal_items_in_tool_returns_are_rebuilt_wherever_they_sit() -> None:
+    image = {'url': 'https://x/a.png', 'kind': 'image-url', 'media_type': 'image/png', 'extra': 1}
+    binary = {'data': 'aGk=', 'media_type': 'text/plain', 'kind': 'binary'}
+    upload = {'file_id': 'f.pdf', 'provider_name': 'openai', 'kind': 'uploaded-file'}
+    content = {'kind': 'image-url', 'items': [image, {'deep': {'b': binary}}], 'u': upload}
+    [message] = load([request(tool_return(content))])
+    got = message.parts[0].content
+    assert isinstance(got['items'][0], ImageUrl) and got['items'][0].url == 'https://x/a.png'
+    assert isinstance(got['items'][1]['deep']['b'], BinaryContent) and got['items'][1]['deep']['b'].data == b'hi'
+    assert isinstance(got['u'], UploadedFile)
+    assert got['kind'] == 'image-url'  # the outer mapping only reuses a kind value: it stays a mapping
+    [alone] = load([request(tool_return(image))])
+    assert isinstance(alone.parts[0].content, ImageUrl)
+
+
+def test_look_alike_mappings_stay_mappings() -> None:
+    no_media_type = {'url': 'https://x/a.png', 'kind': 'image-url'}
+    not_binary = {'kind': 'binary', 'label': 'foo'}
+    empty_media = {'url': 'u', 'kind': 'image-url', 'media_type': ''}
+    [message] = load([request(tool_return([no_media_type, not_binary, empty_media]))])
+    assert message.parts[0].content == [no_media_type, not_binary, empty_media]
+    assert json.loads(ModelMessagesTypeAdapter.dump_json([message]))[0]['parts'][0]['content'] == [
+        no_media_type,
+        not_binary,
+        empty_media,
+    ]
+
+
+def test_non_string_keys_only_survive_python_round_trip() -> None:
+    from threadline.messages import ModelRequest
+
+    nested = ImageUrl('https://x/a.png')
+    part = ToolReturnPart('t', {1: {'img': nested}}, 'c')
+    history = [ModelRequest(parts=[part])]
+    back = ModelMessagesTypeAdapter.validate_python(ModelMessagesTypeAdapter.dump_python(history))
+    # 000: the non-str-keyed mapping passes through as it is, so the item below it stays a plain dict
+    assert list(back[0].parts[0].content) == [1]
+    assert (
+        back[0].parts[0].content[1]['img']
+        == ModelMessagesTypeAdapter.dump_python(history)[0]['parts'][0]['content'][1]['img']
+    )
+    assert isinstance(back[0].parts[0].content[1]['img'], dict)
+    via_json = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(history))
+    assert via_json[0].parts[0].content == {'1': {'img': nested}}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+field_names = st.sampled_from(
+    [
+        'kind',
+        'parts',
+        'part_kind',
+        'content',
+        'timestamp',
+        'tool_name',
+        'tool_call_id',
+        'args',
+        'usage',
+        'state',
+        'url',
+        'data',
+        'media_type',
+        'metadata',
+        'retry',
+        'outcome',
+        'run_id',
+    ]
+)
+tags = st.sampled_from(
+    [
+        'request',
+        'response',
+        'user-prompt',
+        'text',
+        'tool-call',
+        'tool-return',
+        'retry-prompt',
+        'system-prompt',
+        'image-url',
+        'binary',
+        'thinking',
+        'file',
+        'compaction',
+        'speech',
+        'retry-feedback',
+        'cache-point',
+    ]
+)
+shaped = st.recursive(
+    json_values | tags | st.just(TS),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(field_names, inner | tags, max_size=6),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(shaped, max_size=4) | shaped)
+def test_fuzz_loader_only_loads_or_raises_our_error(document: Any) -> None:
+    raw = json.dumps(document)
+    try:
+        loaded = ModelMessagesTypeAdapter.validate_json(raw)
+    except MessageValidationError:
+        return
+    assert ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(loaded)) == loaded
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=64))
+def test_fuzz_loader_on_arbitrary_bytes(raw: bytes) -> None:
+    with contextlib.suppress(MessageValidationError):
+        ModelMessagesTypeAdapter.validate_json(raw)
