@@ -8,9 +8,13 @@ part index, field, conversation) and what to do about it.
 from __future__ import annotations
 
 __all__ = [
-    'ThreadlineError',
-    'UserError',
+    'AgentRunError',
     'MessageValidationError',
+    'ModelRetry',
+    'ThreadlineError',
+    'UnexpectedModelBehavior',
+    'UsageLimitExceeded',
+    'UserError',
 ]
 
 
@@ -33,3 +37,33 @@ class MessageValidationError(ThreadlineError, ValueError):
         self.location = location
         self.reason = reason
         super().__init__(f'{location}: {reason}' if location else reason)
+
+
+class ModelRetry(Exception):
+    """Raise from a tool or output validator to ask the model to try again with `message` as feedback."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+class AgentRunError(ThreadlineError, RuntimeError):
+    """A run could not finish."""
+
+
+class UsageLimitExceeded(AgentRunError):
+    """A `UsageLimits` limit would be or was exceeded; `limit` names it, `value` is the count reached."""
+
+    def __init__(self, message: str, *, limit: str = '', value: object = None) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(message)
+
+
+class UnexpectedModelBehavior(AgentRunError):
+    """The model did something the run cannot continue from (too many retries, an unusable response)."""
+
+    def __init__(self, message: str, body: str | None = None) -> None:
+        self.message = message
+        self.body = body
+        super().__init__(message if body is None else f'{message}, body:\n{body}')

@@ -71,9 +71,13 @@ class _UsageBase(WireStruct, metaclass=_UsageMeta, kw_only=True):
 
     def _add_into(self, other: _UsageBase) -> None:
         for name in _COUNTERS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.audio_seconds += other.audio_seconds
-        self.unmeasured_requests = self.unmeasured_requests + other.unmeasured_requests
+            value = getattr(other, name)
+            if value:
+                setattr(self, name, getattr(self, name) + value)
+        if other.audio_seconds:
+            self.audio_seconds += other.audio_seconds
+        if other.unmeasured_requests:
+            self.unmeasured_requests = self.unmeasured_requests + other.unmeasured_requests
         if other.details:
             details = dict(self.details)
             for key, value in other.details.items():

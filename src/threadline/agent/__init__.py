@@ -1,0 +1,32 @@
+"""Running agents over a message history: `Agent`, `RunContext`, results, tools, usage limits."""
+
+from __future__ import annotations
+
+from ._agent import Agent
+from ._context import RunContext
+from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, UserPromptNode
+from ._limits import UsageLimits
+from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from ._result import AgentRunResult, RunResult
+from ._run import AgentRun
+from ._tools import Tool
+
+__all__ = [
+    'Agent',
+    'AgentNode',
+    'AgentRun',
+    'AgentRunResult',
+    'CallToolsNode',
+    'DeferredToolRequests',
+    'DeferredToolResults',
+    'End',
+    'FinalResult',
+    'ModelRequestNode',
+    'RunContext',
+    'RunResult',
+    'Tool',
+    'ToolApproved',
+    'ToolDenied',
+    'UsageLimits',
+    'UserPromptNode',
+]

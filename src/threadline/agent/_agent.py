@@ -1,0 +1,332 @@
+"""`Agent`: a model, instructions, tools and capabilities, run over a message history."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Generic, overload
+
+from .._uuid import uuid7
+from ..capabilities import AbstractCapability
+from ..exceptions import UserError
+from ..messages import ModelMessage, ModelRequest, ModelResponse, RunUsage, UserContent
+from ..models import Model, ModelSettings, infer_model
+from ._context import AgentDepsT, RunContext
+from ._graph import UserPromptNode
+from ._limits import UsageLimits
+from ._output import DeferredToolResults, OutputSpec
+from ._result import AgentRunResult, OutputDataT
+from ._run import AgentRun
+from ._state import RunState
+from ._tools import Tool
+
+__all__ = ['Agent']
+
+InstructionsArg = str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, str) or callable(value):
+        return [value]
+    return list(value)
+
+
+def _check_history(message_history: Sequence[ModelMessage] | None) -> list[ModelMessage]:
+    if message_history is None:
+        return []
+    if isinstance(message_history, (str, bytes, dict)):
+        raise UserError('message_history must be a list of messages; load stored JSON with ModelMessagesTypeAdapter')
+    history = list(message_history)
+    for index, message in enumerate(history):
+        if not isinstance(message, (ModelRequest, ModelResponse)):
+            raise UserError(
+                f'message_history[{index}] is a {type(message).__name__}, not a ModelRequest or ModelResponse. '
+                'Load stored history with ModelMessagesTypeAdapter.validate_python/validate_json first.'
+            )
+    return history
+
+
+def _resolve_ids(history: list[ModelMessage], run_id: str | None, conversation_id: str | None) -> tuple[str, str]:
+    """Apply the id rules: run ids are never inherited; conversation ids are, unless 'new' or given."""
+    if run_id is not None:
+        if run_id == '':
+            raise UserError(
+                '`run_id` must be a non-empty string when provided: an empty run_id breaks new_messages() '
+                'boundary detection.'
+            )
+        if any(m.run_id == run_id for m in history):
+            raise UserError(
+                f'`run_id={run_id!r}` already appears in message_history. Each run needs a distinct run_id; '
+                'correlate runs with conversation_id, and when retrying a failed run with the same run_id, '
+                "rebuild message_history without the failed attempt's messages."
+            )
+    if conversation_id is None:
+        conversation_id = next((m.conversation_id for m in reversed(history) if m.conversation_id is not None), None)
+    elif conversation_id == 'new':
+        conversation_id = None
+    return run_id or uuid7(), conversation_id if conversation_id is not None else uuid7()
+
+
+class Agent(Generic[AgentDepsT, OutputDataT]):
+    """Runs a model over a message history, with tools, instructions and capabilities.
+
+    Run it with `run` (async), `run_sync`, or `iter` to drive it node by node. Pass the previous
+    result's `all_messages()` (or `new_messages()`) as `message_history` to continue a
+    conversation; the conversation id is inherited, every run gets a fresh run id.
+    """
+
+    def __init__(
+        self,
+        model: Model | str | None = None,
+        *,
+        output_type: Any = str,
+        instructions: InstructionsArg = None,
+        system_prompt: str | Sequence[str] = (),
+        tools: Sequence[Tool[AgentDepsT] | Callable[..., Any]] = (),
+        deps_type: type[AgentDepsT] | None = None,
+        name: str | None = None,
+        capabilities: Sequence[AbstractCapability] = (),
+        retries: int = 1,
+        model_settings: ModelSettings | None = None,
+    ) -> None:
+        self.model = infer_model(model) if model is not None else None
+        self.output_type = output_type
+        self._output = OutputSpec(output_type)
+        self._instructions: list[Any] = _as_list(instructions)
+        self._system_prompts: list[Any] = _as_list(system_prompt)
+        self._dynamic_system_prompts: dict[str, Callable[..., Any]] = {}
+        self._tools: dict[str, Tool[AgentDepsT]] = {}
+        self.deps_type = deps_type
+        self.name = name
+        self.capabilities = list(capabilities)
+        self.retries = retries
+        self.model_settings = model_settings
+        self._output_validators: list[Callable[..., Any]] = []
+        for tool in tools:
+            self._register(tool if isinstance(tool, Tool) else Tool(tool))
+
+    def __repr__(self) -> str:
+        return f'Agent(model={self.model!r}, name={self.name!r}, tools={list(self._tools)})'
+
+    # -- registration ----------------------------------------------------------------------
+    def _register(self, tool: Tool[AgentDepsT]) -> None:
+        if tool.name in self._tools:
+            raise UserError(f'Tool name conflicts with an existing tool: {tool.name!r}')
+        self._tools[tool.name] = tool
+
+    @overload
+    def tool(self, func: Callable[..., Any], /) -> Callable[..., Any]: ...
+    @overload
+    def tool(
+        self, /, *, name: str | None = None, retries: int | None = None, requires_approval: bool = False
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+
+    def tool(
+        self,
+        func: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        retries: int | None = None,
+        requires_approval: bool = False,
+    ) -> Any:
+        """Register a tool whose first parameter is the `RunContext`."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._register(
+                Tool(fn, takes_ctx=True, name=name, max_retries=retries, requires_approval=requires_approval)
+            )
+            return fn
+
+        return register(func) if func is not None else register
+
+    @overload
+    def tool_plain(self, func: Callable[..., Any], /) -> Callable[..., Any]: ...
+    @overload
+    def tool_plain(
+        self, /, *, name: str | None = None, retries: int | None = None, requires_approval: bool = False
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+
+    def tool_plain(
+        self,
+        func: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        retries: int | None = None,
+        requires_approval: bool = False,
+    ) -> Any:
+        """Register a tool that does not take the `RunContext`."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._register(
+                Tool(fn, takes_ctx=False, name=name, max_retries=retries, requires_approval=requires_approval)
+            )
+            return fn
+
+        return register(func) if func is not None else register
+
+    def instructions(self, func: Callable[..., Any], /) -> Callable[..., Any]:
+        """Register a function (optionally taking the `RunContext`) whose text joins the instructions."""
+        self._instructions.append(func)
+        return func
+
+    def system_prompt(self, func: Callable[..., Any] | None = None, /, *, dynamic: bool = False) -> Any:
+        """Register a function producing a system prompt part (only used when a history starts)."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if dynamic:
+                self._dynamic_system_prompts[fn.__name__] = fn
+            else:
+                self._system_prompts.append(fn)
+            return fn
+
+        return register(func) if func is not None else register
+
+    def output_validator(self, func: Callable[..., Any], /) -> Callable[..., Any]:
+        """Register `fn(output)` or `fn(ctx, output)`; raising `ModelRetry` asks the model to retry."""
+        self._output_validators.append(func)
+        return func
+
+    @property
+    def tools(self) -> dict[str, Tool[AgentDepsT]]:
+        return dict(self._tools)
+
+    # -- running ---------------------------------------------------------------------------
+    @asynccontextmanager
+    async def iter(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[ModelMessage] | None = None,
+        deferred_tool_results: DeferredToolResults | None = None,
+        model: Model | str | None = None,
+        deps: AgentDepsT = None,  # type: ignore[assignment]
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        usage: RunUsage | None = None,
+        instructions: InstructionsArg = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        capabilities: Sequence[AbstractCapability] = (),
+    ) -> AsyncIterator[AgentRun[OutputDataT]]:
+        """Start a run and hand it over to be driven node by node (see `AgentRun`)."""
+        state = self._new_state(
+            user_prompt,
+            message_history,
+            deferred_tool_results,
+            model,
+            deps,
+            model_settings,
+            usage_limits,
+            usage,
+            instructions,
+            run_id,
+            conversation_id,
+            capabilities,
+        )
+        for capability in state.capabilities:
+            await capability.before_run(state.ctx)
+        yield AgentRun(state, UserPromptNode(user_prompt))
+
+    def _new_state(
+        self,
+        user_prompt: Any,
+        message_history: Sequence[ModelMessage] | None,
+        deferred_tool_results: DeferredToolResults | None,
+        model: Model | str | None,
+        deps: Any,
+        model_settings: ModelSettings | None,
+        usage_limits: UsageLimits | None,
+        usage: RunUsage | None,
+        instructions: InstructionsArg,
+        run_id: str | None,
+        conversation_id: str | None,
+        capabilities: Sequence[AbstractCapability],
+    ) -> RunState:
+        chosen = model if model is not None else self.model
+        if chosen is None:
+            raise UserError('`model` must either be set on the agent or included when calling it.')
+        resolved_model = infer_model(chosen)
+        history = _check_history(message_history)
+        run_id, conversation_id = _resolve_ids(history, run_id, conversation_id)
+        settings = {**(self.model_settings or {}), **(model_settings or {})} or None
+        ctx: RunContext[Any] = RunContext(
+            deps=deps,
+            model=resolved_model,
+            usage=usage if usage is not None else RunUsage(),
+            prompt=user_prompt,
+            messages=history,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            agent=self,
+        )
+        return RunState(
+            agent=self,
+            model=resolved_model,
+            ctx=ctx,
+            run_usage=RunUsage(),
+            limits=usage_limits or UsageLimits(),
+            settings=settings,  # type: ignore[arg-type]
+            output=self._output,
+            tools=self._tools,
+            capabilities=[*self.capabilities, *capabilities],
+            instruction_sources=[*self._instructions, *_as_list(instructions)],
+            system_prompt_sources=self._system_prompts,
+            dynamic_system_prompts=self._dynamic_system_prompts,
+            output_validators=self._output_validators,
+            max_retries=self.retries,
+            user_prompt=user_prompt,
+            deferred_results=deferred_tool_results,
+        )
+
+    async def run(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[ModelMessage] | None = None,
+        deferred_tool_results: DeferredToolResults | None = None,
+        model: Model | str | None = None,
+        deps: AgentDepsT = None,  # type: ignore[assignment]
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        usage: RunUsage | None = None,
+        instructions: InstructionsArg = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        capabilities: Sequence[AbstractCapability] = (),
+    ) -> AgentRunResult[OutputDataT]:
+        """Run the agent to the end and return its result."""
+        async with self.iter(
+            user_prompt,
+            message_history=message_history,
+            deferred_tool_results=deferred_tool_results,
+            model=model,
+            deps=deps,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+            usage=usage,
+            instructions=instructions,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            capabilities=capabilities,
+        ) as agent_run:
+            async for _ in agent_run:
+                pass
+        assert agent_run.result is not None
+        return agent_run.result
+
+    def run_sync(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        **kwargs: Any,
+    ) -> AgentRunResult[OutputDataT]:
+        """`run` for synchronous code; not callable from inside a running event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(user_prompt, **kwargs))
+        raise UserError('run_sync() cannot be called from a running event loop; use `await agent.run(...)`.')

@@ -1,0 +1,434 @@
+"""The run loop as explicit nodes: `UserPromptNode` -> `ModelRequestNode` <-> `CallToolsNode` -> `End`.
+
+Each node's `run(state)` does one step and returns the next node. History rules enforced here:
+
+- a non-empty `message_history` means no new system prompt is generated;
+- every request the run creates carries the running agent's instructions, and only those are
+  offered to the model (instructions stored on earlier requests are never re-sent);
+- the caller's list is never mutated: the run works on its own list, and replaces (never edits)
+  a history message it must change (the trailing request it resumes);
+- ids: everything the run creates gets its `run_id` and `conversation_id` where unset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+
+from ..capabilities import ModelRequestContext
+from ..exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
+from ..messages import (
+    ModelRequest,
+    ModelResponse,
+    RetryFeedbackPart,
+    RetryInfo,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from ..models import render_history
+from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from ._state import RunState, now_utc
+from ._tools import Tool, ToolArgsError
+
+__all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
+
+T = TypeVar('T')
+
+
+@dataclass
+class FinalResult(Generic[T]):
+    """The run's output, and the output tool call that carried it (if any)."""
+
+    output: T
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass
+class End(Generic[T]):
+    """The node that ends a run; `data` is its `FinalResult`."""
+
+    data: T
+
+
+def _unanswered_calls(history: list[Any], index: int) -> list[ToolCallPart]:
+    """Calls in the response at `index` with no result in the requests after it."""
+    answered = {
+        part.tool_call_id
+        for message in history[index + 1 :]
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    }
+    calls = [p for p in history[index].parts if isinstance(p, ToolCallPart)]
+    return [c for c in calls if c.tool_call_id not in answered]
+
+
+def _last_response_index(history: list[Any]) -> int | None:
+    for index in range(len(history) - 1, -1, -1):
+        if isinstance(history[index], ModelResponse):
+            return index
+    return None
+
+
+@dataclass
+class UserPromptNode:
+    """Turns the prompt and the given history into the first request (or resumes the history)."""
+
+    user_prompt: Any = None
+
+    async def run(self, state: RunState) -> ModelRequestNode | CallToolsNode | End[FinalResult[Any]]:
+        history = state.history
+        state.new_message_index = len(history)
+        if state.deferred_results is not None:
+            return self._resume_deferred(state, state.deferred_results)
+        last = history[-1] if history else None
+        if self.user_prompt is None:
+            if isinstance(last, ModelRequest):
+                return await self._resume_trailing_request(state, last)
+            if isinstance(last, ModelResponse):
+                return CallToolsNode(last)
+        elif isinstance(last, ModelResponse) and _unanswered_calls(history, len(history) - 1):
+            raise UserError(
+                'Cannot provide a new user prompt when the message history contains unprocessed tool calls. '
+                'Run without a prompt to execute them, or repair the history first '
+                '(threadline.messages.repair_messages).'
+            )
+        instructions = await state.instructions()
+        parts: list[Any] = [] if history else await state.system_prompt_parts()
+        if self.user_prompt is not None:
+            parts.append(UserPromptPart(self.user_prompt))
+        elif not parts and instructions is None:
+            raise UserError('No message history, user prompt, or instructions provided')
+        return ModelRequestNode(ModelRequest(parts=parts, instructions=instructions))
+
+    async def _resume_trailing_request(self, state: RunState, last: ModelRequest) -> ModelRequestNode:
+        # The trailing request is prior context: replaced by a copy (the caller's object is left
+        # alone) and kept out of new_messages().
+        resumed = replace(
+            last,
+            timestamp=now_utc(),
+            instructions=await state.instructions(),
+            state='complete',
+            run_id=last.run_id or state.ctx.run_id,
+            conversation_id=last.conversation_id or state.ctx.conversation_id,
+        )
+        state.history[-1] = resumed
+        return ModelRequestNode(resumed, in_history=True)
+
+    def _resume_deferred(self, state: RunState, results: DeferredToolResults) -> CallToolsNode:
+        history = state.history
+        index = _last_response_index(history)
+        if index is None:
+            raise UserError('deferred_tool_results were given but the message history has no model response')
+        calls = [p for p in history[index].parts if isinstance(p, ToolCallPart)]
+        if not calls:
+            raise UserError('deferred_tool_results were given but the last model response has no tool calls')
+        open_ids = {c.tool_call_id for c in _unanswered_calls(history, index)}
+        for call_id in [*results.calls, *results.approvals]:
+            if call_id not in {c.tool_call_id for c in calls}:
+                raise UserError(f'deferred_tool_results has a result for unknown tool call {call_id!r}')
+            if call_id not in open_ids:
+                raise UserError(f'Tool call {call_id!r} was already executed and its result cannot be overridden.')
+        response = history[index]
+        assert isinstance(response, ModelResponse)
+        return CallToolsNode(response, deferred=results)
+
+
+@dataclass
+class ModelRequestNode:
+    """Sends the history (with this request at its end) to the model and records the response."""
+
+    request: ModelRequest
+    in_history: bool = False
+
+    async def run(self, state: RunState) -> CallToolsNode:
+        request = self.request
+        if not self.in_history:
+            if request.instructions is None:
+                request.instructions = await state.instructions()
+            request.timestamp = now_utc()
+            state.append(request)
+            self.in_history = True
+        ctx = state.ctx
+        state.limits.check_before_request(ctx.usage)
+        ctx.run_step += 1
+        params = await state.request_parameters()
+        request_context = ModelRequestContext(
+            model=state.model,
+            messages=list(state.history),
+            model_settings=state.settings,
+            model_request_parameters=params,
+        )
+        request_context = await state.before_model_request(request_context)
+        model = request_context.model
+        try:
+            prepared, skipped = render_history(request_context.messages, model.profile)
+            if skipped:
+                state.warn_skipped(skipped)
+            response = await model.request(
+                prepared, request_context.model_settings, request_context.model_request_parameters
+            )
+        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
+            response = await state.on_model_request_error(request_context, error)
+        response = await state.after_model_request(request_context, response)
+        if response.model_name is None:
+            response.model_name = model.model_name
+        if response.provider_name is None:
+            response.provider_name = model.system
+        state.append(response)
+        for usage in (ctx.usage, state.run_usage):
+            usage.requests += 1
+            usage.incr(response.usage)
+        if state.limits.has_token_limits():
+            try:
+                state.limits.check_tokens(ctx.usage)
+            except UsageLimitExceeded:
+                response.state = 'interrupted'
+                raise
+        return CallToolsNode(response)
+
+
+@dataclass
+class CallToolsNode:
+    """Acts on a response: runs its tool calls, accepts its output, or asks the model to retry."""
+
+    model_response: ModelResponse
+    deferred: DeferredToolResults | None = None
+
+    async def run(self, state: RunState) -> ModelRequestNode | End[FinalResult[Any]]:
+        response = self.model_response
+        calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+        if calls and response is not state.history[-1]:
+            index = next(i for i in range(len(state.history) - 1, -1, -1) if state.history[i] is response)
+            calls = _unanswered_calls(state.history, index)
+        if not calls:
+            return await self._handle_text(state, response)
+        return await _ToolStep(state, calls, self.deferred).run()
+
+    async def _handle_text(self, state: RunState, response: ModelResponse) -> ModelRequestNode | End[FinalResult[Any]]:
+        texts = [p.content for p in response.parts if isinstance(p, TextPart)]
+        if texts and state.output.allow_text:
+            text = ''.join(texts)
+            try:
+                output = await _validate_output(state, text)
+            except ModelRetry as retry:
+                return _retry_feedback(state, retry.message, cause='model_retry')
+            return End(FinalResult(output))
+        message = 'Please return text.' if state.output.allow_text else 'Please include your response in a tool call.'
+        return _retry_feedback(state, message, cause='no_output')
+
+
+def _retry_feedback(state: RunState, message: str, *, cause: str) -> ModelRequestNode:
+    state.output_retries += 1
+    if state.output_retries > state.max_retries:
+        raise UnexpectedModelBehavior(f'Exceeded maximum retries ({state.max_retries}) for output validation')
+    part = RetryFeedbackPart(
+        message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_retries)
+    )
+    return ModelRequestNode(ModelRequest(parts=[part]))
+
+
+async def _validate_output(state: RunState, output: Any) -> Any:
+    for validator in state.output_validators:
+        takes_ctx = len(inspect.signature(validator).parameters) >= 2
+        result = validator(state.ctx, output) if takes_ctx else validator(output)
+        if inspect.isawaitable(result):
+            result = await result
+        output = result
+    return output
+
+
+class _ToolStep:
+    """One response's tool calls: validated, executed (concurrently), answered in call order."""
+
+    def __init__(self, state: RunState, calls: list[ToolCallPart], deferred: DeferredToolResults | None) -> None:
+        self.state = state
+        self.calls = calls
+        self.deferred = deferred
+        self.final: FinalResult[Any] | None = None
+        self.pending_approvals: list[ToolCallPart] = []
+        self.pending_calls: list[ToolCallPart] = []
+
+    async def run(self) -> ModelRequestNode | End[FinalResult[Any]]:
+        state = self.state
+        output_names = {t.name for t in state.output.output_tools}
+        runnable = [c for c in self.calls if c.tool_name in state.tools]
+        try:
+            state.limits.check_tool_calls(state.ctx.usage, len(runnable))
+        except UsageLimitExceeded:
+            state.append(ModelRequest(parts=[], state='interrupted', timestamp=now_utc()))
+            raise
+        slots: list[Any] = [None] * len(self.calls)
+        seen: set[str] = set()
+        tasks: list[tuple[int, Any]] = []
+        for index, call in enumerate(self.calls):
+            if call.tool_call_id in seen:
+                slots[index] = self._duplicate(call)
+            elif call.tool_name in output_names:
+                slots[index] = await self._output_call(call)
+            elif call.tool_name in state.tools:
+                tasks.append((index, self._function_call(call, state.tools[call.tool_name])))
+            else:
+                slots[index] = self._retry(call, self._unknown_tool_message(call), 'model_retry', None)
+            seen.add(call.tool_call_id)
+        if self.final is not None:
+            for index, _ in tasks:
+                slots[index] = ToolReturnPart(
+                    self.calls[index].tool_name,
+                    'Tool not executed - a final result was already processed.',
+                    self.calls[index].tool_call_id,
+                )
+        else:
+            results = await asyncio.gather(*(task for _, task in tasks))
+            for (index, _), result in zip(tasks, results, strict=True):
+                slots[index] = result
+        parts = [part for part in slots if part is not None]
+        return self._next(parts)
+
+    def _next(self, parts: list[Any]) -> ModelRequestNode | End[FinalResult[Any]]:
+        state = self.state
+        if self.final is not None:
+            state.append(ModelRequest(parts=parts, timestamp=now_utc()))
+            return End(self.final)
+        if self.pending_approvals or self.pending_calls:
+            if not state.output.allow_deferred:
+                raise UserError(
+                    'A tool call needs approval or external execution, but DeferredToolRequests is not among the '
+                    'output types: pass output_type=[str, DeferredToolRequests] (or a union with it).'
+                )
+            if parts:
+                state.append(ModelRequest(parts=parts, timestamp=now_utc()))
+            requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
+            return End(FinalResult(requests))
+        return ModelRequestNode(ModelRequest(parts=parts))
+
+    def _unknown_tool_message(self, call: ToolCallPart) -> str:
+        names = sorted([*self.state.tools, *(t.name for t in self.state.output.output_tools)])
+        available = ', '.join(repr(n) for n in names) if names else 'none'
+        return f'Unknown tool name: {call.tool_name!r}. Available tools: {available}'
+
+    def _duplicate(self, call: ToolCallPart) -> RetryFeedbackPart:
+        message = (
+            f'Tool call id {call.tool_call_id!r} appears more than once in your response; the repeated call was '
+            'not run. Give every tool call its own id.'
+        )
+        self.state.output_retries += 1
+        if self.state.output_retries > self.state.max_retries:
+            raise UnexpectedModelBehavior(f'Exceeded maximum retries ({self.state.max_retries}): {message}')
+        return RetryFeedbackPart(message, retry=RetryInfo('model_retry', attempt=self.state.output_retries))
+
+    def _retry(self, call: ToolCallPart, content: Any, cause: str, max_retries: int | None) -> ToolReturnPart:
+        state = self.state
+        limit = state.max_retries if max_retries is None else max_retries
+        count = state.ctx.retries.get(call.tool_name, 0) + 1
+        state.ctx.retries[call.tool_name] = count
+        if count > limit:
+            raise UnexpectedModelBehavior(f'Tool {call.tool_name!r} exceeded max retries count of {limit}')
+        return ToolReturnPart(
+            call.tool_name,
+            content,
+            call.tool_call_id,
+            outcome='retried',
+            retry=RetryInfo(cause, attempt=count, max_retries=limit),
+        )
+
+    async def _output_call(self, call: ToolCallPart) -> ToolReturnPart:
+        if self.final is not None:
+            return ToolReturnPart(
+                call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id
+            )
+        try:
+            value = await _validate_output(self.state, self.state.output.validate(call.args))
+        except ToolArgsError as exc:
+            return self._retry(call, exc.errors, 'validation_error', None)
+        except ModelRetry as retry:
+            return self._retry(call, retry.message, 'model_retry', None)
+        self.final = FinalResult(value, call.tool_name, call.tool_call_id)
+        return ToolReturnPart(call.tool_name, 'Final result processed.', call.tool_call_id)
+
+    async def _function_call(self, call: ToolCallPart, tool: Tool[Any]) -> ToolReturnPart | None:
+        deferred = self.deferred
+        approved = False
+        override: dict[str, Any] | None = None
+        if deferred is not None and call.tool_call_id in deferred.calls:
+            return _external_result(call, deferred.calls[call.tool_call_id])
+        if deferred is not None and call.tool_call_id in deferred.approvals:
+            decision = deferred.approvals[call.tool_call_id]
+            if decision is False or isinstance(decision, ToolDenied):
+                message = decision.message if isinstance(decision, ToolDenied) else ToolDenied().message
+                return ToolReturnPart(call.tool_name, message, call.tool_call_id, outcome='denied')
+            approved = True
+            override = decision.override_args if isinstance(decision, ToolApproved) else None
+        if tool.requires_approval and not approved:
+            self.pending_approvals.append(call)
+            return None
+        return await self._execute(call, tool, approved, override)
+
+    async def _execute(
+        self, call: ToolCallPart, tool: Tool[Any], approved: bool, override: dict[str, Any] | None
+    ) -> ToolReturnPart:
+        state = self.state
+        limit = state.max_retries if tool.max_retries is None else tool.max_retries
+        tool_ctx = state.ctx.for_tool(
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            retry=state.ctx.retries.get(call.tool_name, 0),
+            max_retries=limit,
+            approved=approved,
+        )
+        try:
+            args = tool.validate_args(override if override is not None else call.args)
+        except ToolArgsError as exc:
+            return self._retry(call, exc.errors, 'validation_error', limit)
+        tool_def = tool.tool_def
+        for usage in (state.ctx.usage, state.run_usage):
+            usage.tool_calls += 1
+        outcome = 'success'
+        try:
+            for capability in state.capabilities:
+                changed = await capability.before_tool_execute(tool_ctx, call=call, tool_def=tool_def, args=args)
+                args = changed if changed is not None else args
+            result = await tool.call(tool_ctx, args)
+            for capability in reversed(state.capabilities):
+                result = await capability.after_tool_execute(
+                    tool_ctx, call=call, tool_def=tool_def, args=args, result=result
+                )
+        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
+            try:
+                result = await _recover_tool_error(state, tool_ctx, call, tool_def, args, error)
+            except ModelRetry as retry:
+                return self._retry(call, retry.message, 'model_retry', limit)
+            outcome = 'failed'
+        if isinstance(result, ToolReturnPart):
+            return result
+        return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
+
+
+async def _recover_tool_error(
+    state: RunState, ctx: Any, call: ToolCallPart, tool_def: Any, args: dict[str, Any], error: Exception
+) -> Any:
+    for capability in reversed(state.capabilities):
+        try:
+            return await capability.on_tool_execute_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
+        except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+            error = raised
+    raise error
+
+
+def _external_result(call: ToolCallPart, value: Any) -> ToolReturnPart:
+    if isinstance(value, ToolReturnPart):
+        return value
+    if isinstance(value, ModelRetry):
+        return ToolReturnPart(
+            call.tool_name, value.message, call.tool_call_id, outcome='retried', retry=RetryInfo('model_retry')
+        )
+    return ToolReturnPart(call.tool_name, value, call.tool_call_id)
+
+
+AgentNode = UserPromptNode | ModelRequestNode | CallToolsNode
+NodeResult = ModelRequestNode | CallToolsNode | End[FinalResult[Any]]

@@ -1,0 +1,116 @@
+"""`AgentRun`: a run driven node by node (`agent.iter()`), and the loop `Agent.run` uses."""
+
+from __future__ import annotations
+
+from typing import Any, Generic
+
+from ._graph import AgentNode, End, FinalResult, NodeResult
+from ._result import AgentRunResult, OutputDataT
+from ._state import RunState
+
+__all__ = ['AgentRun']
+
+
+class AgentRun(Generic[OutputDataT]):
+    """A run in progress. Drive it with `async for node in run`, or `await run.next(node)` from
+    `run.next_node`; once it reaches `End`, `run.result` holds the result.
+
+    `async for` yields every node, starting with the first (not yet run) and ending with `End`.
+    """
+
+    def __init__(self, state: RunState, start: AgentNode) -> None:
+        self._state = state
+        self._next_node: AgentNode | End[FinalResult[Any]] = start
+        self._started = False
+        self._result: AgentRunResult[OutputDataT] | None = None
+
+    @property
+    def ctx(self) -> Any:
+        return self._state.ctx
+
+    @property
+    def run_id(self) -> str:
+        return self._state.ctx.run_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self._state.ctx.conversation_id
+
+    @property
+    def next_node(self) -> AgentNode | End[FinalResult[Any]]:
+        """The node that runs next (or `End` once the run is over)."""
+        return self._next_node
+
+    @property
+    def result(self) -> AgentRunResult[OutputDataT] | None:
+        """The result, once the run reached `End`; None before."""
+        return self._result
+
+    def all_messages(self) -> list[Any]:
+        return self._state.history
+
+    def new_messages(self) -> list[Any]:
+        return self._state.history[self._state.new_message_index :]
+
+    @property
+    def usage(self) -> Any:
+        return self._state.ctx.usage
+
+    async def next(self, node: AgentNode) -> NodeResult:
+        """Run `node` and return the node after it."""
+        if isinstance(node, End):
+            return node
+        state = self._state
+        try:
+            result: NodeResult = await node.run(state)
+            for capability in reversed(state.capabilities):
+                changed = await capability.after_node_run(state.ctx, node=node, result=result)
+                result = changed if changed is not None else result
+        except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
+            self._result = await self._recover(error)
+            result = End(FinalResult(self._result.output))
+            self._next_node = result
+            return result
+        self._next_node = result
+        if isinstance(result, End):
+            self._result = await self._finish(result)
+        return result
+
+    def __aiter__(self) -> AgentRun[OutputDataT]:
+        return self
+
+    async def __anext__(self) -> AgentNode | End[FinalResult[Any]]:
+        if not self._started:
+            self._started = True
+            return self._next_node
+        if isinstance(self._next_node, End):
+            raise StopAsyncIteration
+        return await self.next(self._next_node)
+
+    def _build_result(self, output: Any) -> AgentRunResult[OutputDataT]:
+        state = self._state
+        return AgentRunResult(
+            output=output,
+            _messages=state.history,
+            _new_message_index=state.new_message_index,
+            run_id=state.ctx.run_id,
+            conversation_id=state.ctx.conversation_id,
+            usage=state.ctx.usage,
+            run_usage=state.run_usage,
+            model_name=state.model.model_name,
+        )
+
+    async def _finish(self, end: End[FinalResult[Any]]) -> AgentRunResult[OutputDataT]:
+        result = self._build_result(end.data.output)
+        for capability in reversed(self._state.capabilities):
+            changed = await capability.after_run(self._state.ctx, result=result)
+            result = changed if changed is not None else result
+        return result
+
+    async def _recover(self, error: Exception) -> AgentRunResult[OutputDataT]:
+        for capability in reversed(self._state.capabilities):
+            try:
+                return await capability.on_run_error(self._state.ctx, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error

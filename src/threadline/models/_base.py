@@ -1,0 +1,93 @@
+"""The `Model` interface every provider implements, and what a run hands it per request."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from ..messages import ModelMessage, ModelResponse
+
+__all__ = ['Model', 'ModelProfile', 'ModelRequestParameters', 'ModelSettings', 'ToolDefinition']
+
+
+class ModelSettings(TypedDict, total=False):
+    """Settings passed through to the provider; each model reads the keys it supports."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    timeout: float
+    parallel_tool_calls: bool
+    seed: int
+    stop_sequences: list[str]
+    extra_body: dict[str, Any]
+
+
+@dataclass
+class ToolDefinition:
+    """A tool as a model sees it: name, description and the JSON schema of its arguments.
+
+    `kind` is `'function'` for a tool the run executes, `'output'` for the tool that carries a
+    structured final answer, and `'unapproved'` for one that needs approval before it runs.
+    """
+
+    name: str
+    parameters_json_schema: dict[str, Any] = field(default_factory=lambda: {'type': 'object', 'properties': {}})
+    description: str | None = None
+    kind: Literal['function', 'output', 'unapproved', 'external'] = 'function'
+    strict: bool | None = None
+
+
+@dataclass
+class ModelRequestParameters:
+    """What the running agent offers the model on this request: tools, output tools, instructions."""
+
+    function_tools: list[ToolDefinition] = field(default_factory=list)
+    output_tools: list[ToolDefinition] = field(default_factory=list)
+    allow_text_output: bool = True
+    instructions: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """What a model accepts, declared by its provider; rendering a history for it follows this.
+
+    `supports_inline_system_prompts`: a system message may appear mid-conversation. Where it may
+    not, a mid-conversation `SystemPromptPart` is sent as a `<system>`-tagged user part instead.
+    """
+
+    supports_inline_system_prompts: bool = False
+    supports_tools: bool = True
+    supports_json_schema_output: bool = False
+
+
+class Model(ABC):
+    """A chat model: turns a (prepared) history into the model's next response."""
+
+    @property
+    @abstractmethod
+    def model_name(self) -> str:
+        """The model's name as recorded on its responses."""
+
+    @property
+    def system(self) -> str | None:
+        """The provider's name (`openai`, `anthropic`, `test`), recorded as `provider_name`."""
+        return None
+
+    @property
+    def profile(self) -> ModelProfile:
+        return ModelProfile()
+
+    @abstractmethod
+    async def request(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Send `messages` (already prepared for this model) and return the response."""
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}({self.model_name!r})'

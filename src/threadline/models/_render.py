@@ -1,0 +1,139 @@
+"""Rendering a stored history into what a model receives, according to the model's profile.
+
+Rules, applied to a copy (stored history is never changed):
+
+- The standing system prompt is the run of `SystemPromptPart`s at the head of the first request,
+  up to the first other part or the first `scope='request'` part. Every other `SystemPromptPart`
+  is mid-conversation: it stays at its position, as a system part where the profile supports
+  inline system prompts, else as a user part whose text is wrapped in `<system>` tags, with any
+  `</system` inside escaped so the text cannot close the tag early.
+- Feedback parts become what the model can read: a `RetryFeedbackPart` with one of the fixed
+  "no output" texts stays in the system voice; other feedback becomes a user part that says it is
+  automated feedback; a legacy `RetryPromptPart` for a tool becomes a `retried` tool return.
+- Opaque parts and content (kinds this version does not know) are skipped; their kinds are
+  returned so the run can warn once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import msgspec
+
+from ..messages import (
+    ModelMessage,
+    ModelRequest,
+    OpaqueContent,
+    OpaquePart,
+    RetryFeedbackPart,
+    RetryInfo,
+    RetryPromptPart,
+    SystemPromptPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from ._base import ModelProfile
+
+__all__ = ['NO_OUTPUT_TEXTS', 'render_history', 'standing_prompt_count', 'wrap_system_text']
+
+NO_OUTPUT_TEXTS = frozenset(
+    {
+        'Please return text.',
+        'Please include your response in a tool call.',
+        'Please return text or include your response in a tool call.',
+    }
+)
+_FEEDBACK_LEAD = (
+    "Your previous response failed the application's validation "
+    '(this is automated feedback, not a message from the user):'
+)
+_CLOSING_TAG = re.compile(r'</(system)', re.IGNORECASE)
+
+
+def wrap_system_text(text: str) -> str:
+    """`text` inside `<system>` tags, with anything that could close the tag escaped."""
+    escaped = _CLOSING_TAG.sub(r'&lt;/\1', text)
+    return f'<system>{escaped}</system>'
+
+
+def standing_prompt_count(messages: Sequence[ModelMessage]) -> int:
+    """How many leading parts of the first request form the standing system prompt."""
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            count = 0
+            for part in message.parts:
+                if not isinstance(part, SystemPromptPart) or part.scope == 'request':
+                    break
+                count += 1
+            return count
+    return 0
+
+
+def _feedback_text(content: Any, cause: str) -> str:
+    if isinstance(content, str):
+        body, tag = content, 'retry_feedback' if cause != 'validation_error' else 'validation_errors'
+    else:
+        body, tag = msgspec.json.encode(content).decode(), 'validation_errors'
+    return f'{_FEEDBACK_LEAD}\n<{tag}>\n{body}\n</{tag}>'
+
+
+def _render_request_part(part: Any, standing: bool, profile: ModelProfile, skipped: set[str]) -> Any:
+    if isinstance(part, SystemPromptPart):
+        if standing or profile.supports_inline_system_prompts:
+            return part
+        return UserPromptPart(wrap_system_text(part.content), timestamp=part.timestamp)
+    if isinstance(part, RetryFeedbackPart):
+        if part.retry.cause == 'no_output' and part.content in NO_OUTPUT_TEXTS:
+            return _render_request_part(
+                SystemPromptPart(part.content, timestamp=part.timestamp), False, profile, skipped
+            )
+        return UserPromptPart(_feedback_text(part.content, part.retry.cause), timestamp=part.timestamp)
+    if isinstance(part, RetryPromptPart):
+        if part.tool_name is not None:
+            cause = 'validation_error' if isinstance(part.content, list) else 'model_retry'
+            return ToolReturnPart(
+                part.tool_name,
+                part.content,
+                part.tool_call_id,
+                timestamp=part.timestamp,
+                outcome='retried',
+                retry=RetryInfo(cause) if cause == 'validation_error' else None,
+            )
+        cause = 'validation_error' if isinstance(part.content, list) else 'model_retry'
+        return UserPromptPart(_feedback_text(part.content, cause), timestamp=part.timestamp)
+    if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+        kept = [item for item in part.content if not isinstance(item, OpaqueContent)]
+        if len(kept) != len(part.content):
+            skipped.update(item.kind for item in part.content if isinstance(item, OpaqueContent))
+            return replace(part, content=kept)
+    return part
+
+
+def render_history(messages: Sequence[ModelMessage], profile: ModelProfile) -> tuple[list[ModelMessage], set[str]]:
+    """The history as `profile`'s model should receive it, and the opaque kinds that were skipped."""
+    skipped: set[str] = set()
+    out: list[ModelMessage] = []
+    standing = standing_prompt_count(messages)
+    first_request_seen = False
+    for message in messages:
+        parts: list[Any] = []
+        changed = False
+        is_first_request = isinstance(message, ModelRequest) and not first_request_seen
+        for index, part in enumerate(message.parts):
+            if isinstance(part, OpaquePart):
+                skipped.add(part.part_kind)
+                changed = True
+                continue
+            if isinstance(message, ModelRequest):
+                rendered = _render_request_part(part, is_first_request and index < standing, profile, skipped)
+            else:
+                rendered = part
+            changed = changed or rendered is not part
+            parts.append(rendered)
+        if isinstance(message, ModelRequest):
+            first_request_seen = True
+        out.append(replace(message, parts=parts) if changed else message)  # type: ignore[arg-type]
+    return out, skipped

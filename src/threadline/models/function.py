@@ -1,0 +1,117 @@
+"""`FunctionModel`: a model whose responses come from a function you write, for tests.
+
+The function receives the messages exactly as a provider would (repaired and rendered for the
+model's profile) and an `AgentInfo` describing what the agent offers on this request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..messages import ModelMessage, ModelResponse
+from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from ._estimate import estimate_usage
+
+__all__ = ['AgentInfo', 'DeltaThinkingPart', 'DeltaToolCall', 'FunctionDef', 'FunctionModel', 'StreamFunctionDef']
+
+
+@dataclass
+class AgentInfo:
+    """What the agent offers the model on this request."""
+
+    function_tools: list[ToolDefinition]
+    allow_text_output: bool
+    output_tools: list[ToolDefinition]
+    model_settings: ModelSettings | None
+    model_request_parameters: ModelRequestParameters
+    instructions: str | None
+
+
+@dataclass
+class DeltaToolCall:
+    """A streamed piece of a tool call (name and/or a chunk of JSON arguments)."""
+
+    name: str | None = None
+    json_args: str | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass
+class DeltaThinkingPart:
+    """A streamed piece of thinking."""
+
+    content: str | None = None
+    signature: str | None = None
+
+
+FunctionDef = Callable[[list[ModelMessage], AgentInfo], ModelResponse | Awaitable[ModelResponse]]
+StreamFunctionDef = Callable[[list[ModelMessage], AgentInfo], AsyncIterator[Any]]
+
+
+class FunctionModel(Model):
+    """A model driven by `function(messages, info)` (sync or async) and/or `stream_function`."""
+
+    def __init__(
+        self,
+        function: FunctionDef | None = None,
+        *,
+        stream_function: StreamFunctionDef | None = None,
+        model_name: str | None = None,
+        profile: ModelProfile | None = None,
+    ) -> None:
+        if function is None and stream_function is None:
+            raise TypeError('FunctionModel needs `function`, `stream_function`, or both')
+        self.function = function
+        self.stream_function = stream_function
+        if model_name is None:
+            fn_name = function.__name__ if function is not None else ''
+            stream_name = stream_function.__name__ if stream_function is not None else ''
+            model_name = f'function:{fn_name}:{stream_name}'
+        self._model_name = model_name
+        self._profile = profile or ModelProfile()
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._profile
+
+    async def request(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        if self.function is None:
+            raise TypeError('FunctionModel must receive a `function` to support non-streamed requests')
+        info = _agent_info(model_settings, model_request_parameters)
+        message_list = list(messages)
+        if inspect.iscoroutinefunction(self.function):
+            response = await self.function(message_list, info)
+        else:
+            response = await asyncio.get_running_loop().run_in_executor(None, self.function, message_list, info)
+            if inspect.isawaitable(response):
+                response = await response
+        if not isinstance(response, ModelResponse):
+            raise TypeError(f'FunctionModel function must return a ModelResponse, got {type(response).__name__}')
+        response.model_name = self._model_name
+        if not response.usage.has_values():
+            response.usage = estimate_usage(messages, response)
+        return response
+
+
+def _agent_info(settings: ModelSettings | None, params: ModelRequestParameters) -> AgentInfo:
+    return AgentInfo(
+        function_tools=params.function_tools,
+        allow_text_output=params.allow_text_output,
+        output_tools=params.output_tools,
+        model_settings=settings,
+        model_request_parameters=params,
+        instructions=params.instructions,
+    )
