@@ -7,10 +7,7 @@ whose JSON is the one pydantic-ai writes, so a history written by either loads i
 
 from __future__ import annotations
 
-import msgspec as _msgspec
-
 from ._adapter import ModelMessagesTypeAdapter, to_json, to_jsonable_python
-from ._base import install_dataclass_shim as _install_dataclass_shim
 from ._content import (
     AudioUrl,
     BinaryContent,
@@ -107,17 +104,3 @@ __all__ = [
     'to_json',
     'to_jsonable_python',
 ]
-
-
-def _concrete_structs() -> list[type]:
-    found: list[type] = []
-    for name in __all__:
-        value = globals()[name]
-        if isinstance(value, type) and issubclass(value, _msgspec.Struct) and value not in found:
-            found.append(value)
-    return found
-
-
-for _cls in _concrete_structs():
-    _install_dataclass_shim(_cls)
-del _cls

@@ -5,8 +5,8 @@ JSON in C, which is what lets a 10k-message history load about as fast as `orjso
 it. On top of that, this module makes them behave like the dataclasses the documents describe:
 
 - `dataclasses.replace(obj, field=...)`, `dataclasses.fields(obj)` and `dataclasses.is_dataclass`
-  work, through a `__dataclass_fields__` mapping installed on every concrete class by
-  `install_dataclass_shim`;
+  work, through a `__dataclass_fields__` mapping the metaclass builds for a public class the first
+  time it is asked for (`install_dataclass_shim`);
 - a class can accept constructor keywords that differ from its stored attributes
   (`_init_aliases`), handled by the metaclass, so decoding (which bypasses `__call__`) pays nothing;
 - pydantic validates and serializes them with Threadline's own JSON form when they appear in a
@@ -28,7 +28,14 @@ __all__ = ['MessageMeta', 'WireStruct', 'install_dataclass_shim']
 
 
 class MessageMeta(msgspec.StructMeta):
-    """Metaclass that renames constructor keywords listed in a class's `_init_aliases`."""
+    """Metaclass that renames constructor keywords listed in a class's `_init_aliases`, and builds
+    a class's `__dataclass_fields__` on first use (building them at import would cost ~15 ms)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name == '__dataclass_fields__' and not cls.__name__.startswith('_'):
+            install_dataclass_shim(cls)
+            return cls.__dict__['__dataclass_fields__']
+        raise AttributeError(name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         aliases: dict[str, str] = getattr(cls, '_init_aliases', None) or {}

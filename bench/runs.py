@@ -1,0 +1,158 @@
+"""Framework time of agent runs: Threadline vs pydantic-ai on the same FunctionModel workload.
+
+    uv run python bench/runs.py
+
+"Framework time" is a run's wall time minus the time spent inside the model function, so only
+what the framework itself does is compared. Model functions return responses with usage set, so
+neither side estimates tokens.
+
+(a) per model request in a 50-step tool loop;
+(b) a one-step run whose message_history is 1k and 10k messages of the shared workload;
+(c) `import threadline` vs `import pydantic_ai` in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _common import workload
+
+STEPS = 50
+
+
+class Side:
+    """One framework's classes, so the same scenario runs on both."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == 'threadline':
+            import threadline as root
+            from threadline import messages as m
+            from threadline.models.function import FunctionModel
+
+            self.ta = root.ModelMessagesTypeAdapter
+        else:
+            import pydantic_ai as root  # type: ignore[no-redef]
+            from pydantic_ai import messages as m  # type: ignore[no-redef]
+            from pydantic_ai.models.function import FunctionModel  # type: ignore[no-redef]
+
+            self.ta = root.ModelMessagesTypeAdapter
+        self.Agent = root.Agent
+        self.UsageLimits = root.UsageLimits
+        self.m = m
+        self.FunctionModel = FunctionModel
+
+    def usage(self) -> Any:
+        return self.m.RequestUsage(input_tokens=100, output_tokens=10)
+
+
+def tool_loop_agent(side: Side, inside: list[float]) -> Any:
+    m = side.m
+
+    async def respond(messages: list[Any], info: Any) -> Any:
+        start = time.perf_counter()
+        answered = sum(1 for msg in messages if isinstance(msg, m.ModelResponse))
+        if answered < STEPS - 1:
+            response = m.ModelResponse(
+                parts=[m.ToolCallPart('step', {'n': answered}, f'call_{answered}')], usage=side.usage()
+            )
+        else:
+            response = m.ModelResponse(parts=[m.TextPart('done')], usage=side.usage())
+        inside[0] += time.perf_counter() - start
+        return response
+
+    agent = side.Agent(side.FunctionModel(respond))
+
+    @agent.tool_plain
+    async def step(n: int) -> int:
+        return n + 1
+
+    return agent
+
+
+def one_step_agent(side: Side, inside: list[float]) -> Any:
+    m = side.m
+
+    async def respond(messages: list[Any], info: Any) -> Any:
+        start = time.perf_counter()
+        response = m.ModelResponse(parts=[m.TextPart('ok')], usage=side.usage())
+        inside[0] += time.perf_counter() - start
+        return response
+
+    return side.Agent(side.FunctionModel(respond))
+
+
+def framework_time(run: Callable[[], Any], inside: list[float], repeat: int) -> float:
+    """Median framework time (wall minus model-function time) of `run`, in seconds."""
+    samples = []
+    for _ in range(repeat):
+        inside[0] = 0.0
+        start = time.perf_counter()
+        asyncio.run(run())
+        samples.append(time.perf_counter() - start - inside[0])
+    return statistics.median(samples)
+
+
+def bench_tool_loop(side: Side) -> float:
+    inside = [0.0]
+    agent = tool_loop_agent(side, inside)
+    limits = side.UsageLimits(request_limit=None)
+
+    async def run() -> Any:
+        result = await agent.run('go', usage_limits=limits)
+        assert result.output == 'done', result.output
+        return result
+
+    asyncio.run(run())  # warm up (lazy imports, schema building)
+    return framework_time(run, inside, repeat=15) / STEPS
+
+
+def bench_long_history(side: Side, size: int, raw: list[dict[str, Any]]) -> float:
+    inside = [0.0]
+    agent = one_step_agent(side, inside)
+    history = side.ta.validate_python(raw)
+
+    async def run() -> Any:
+        return await agent.run('one more question', message_history=history)
+
+    asyncio.run(run())
+    return framework_time(run, inside, repeat=9 if size <= 1000 else 5)
+
+
+def import_time(module: str) -> float:
+    code = f'import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)'
+    samples = [float(subprocess.check_output([sys.executable, '-c', code], text=True)) for _ in range(5)]
+    return statistics.median(samples)
+
+
+def main() -> None:
+    wl = workload()
+    ours, theirs = Side('threadline'), Side('pydantic-ai')
+    print(f'(a) framework time per model request, {STEPS}-step tool loop')
+    a_ours, a_theirs = bench_tool_loop(ours), bench_tool_loop(theirs)
+    print(
+        f'    threadline {a_ours * 1e3:8.3f} ms   pydantic-ai {a_theirs * 1e3:8.3f} ms   ratio {a_theirs / a_ours:5.1f}x'
+    )
+    print('(b) framework time of a one-step run over a long message_history')
+    for size in (1000, 10_000):
+        raw = wl.history(size)
+        b_ours, b_theirs = bench_long_history(ours, size, raw), bench_long_history(theirs, size, raw)
+        print(
+            f'    {size:>6} msgs: threadline {b_ours * 1e3:8.2f} ms   pydantic-ai {b_theirs * 1e3:8.2f} ms'
+            f'   ratio {b_theirs / b_ours:5.1f}x'
+        )
+    print('(c) import time in a fresh interpreter')
+    c_ours, c_theirs = import_time('threadline'), import_time('pydantic_ai')
+    print(
+        f'    threadline {c_ours * 1e3:7.1f} ms   pydantic_ai {c_theirs * 1e3:7.1f} ms   ratio {c_theirs / c_ours:5.1f}x'
+    )
+
+
+if __name__ == '__main__':
+    main()
