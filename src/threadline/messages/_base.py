@@ -33,7 +33,7 @@ class MessageMeta(msgspec.StructMeta):
 
     def __getattr__(cls, name: str) -> Any:
         if name == '__dataclass_fields__' and not cls.__name__.startswith('_'):
-            install_dataclass_shim(cls)
+            install_dataclass_shim(cls)  # type: ignore[arg-type]
             return cls.__dict__['__dataclass_fields__']
         raise AttributeError(name)
 
