@@ -10,7 +10,7 @@ from typing import Any, Generic, overload
 from .._uuid import uuid7
 from ..capabilities import AbstractCapability
 from ..exceptions import UserError
-from ..messages import ModelMessage, ModelRequest, ModelResponse, RunUsage, UserContent
+from ..messages import ModelMessage, ModelRequest, ModelResponse, RunUsage, SystemPromptPart, UserContent
 from ..models import Model, ModelSettings, infer_model
 from ._context import AgentDepsT, RunContext
 from ._graph import UserPromptNode
@@ -194,6 +194,11 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     @property
     def tools(self) -> dict[str, Tool[AgentDepsT]]:
         return dict(self._tools)
+
+    async def system_prompt_parts(self, ctx: RunContext[Any]) -> list[SystemPromptPart]:
+        """The agent's configured system prompt parts, rendered for `ctx`."""
+        state = RunState.for_prompts(self, ctx)
+        return await state.system_prompt_parts()
 
     # -- running ---------------------------------------------------------------------------
     @asynccontextmanager

@@ -28,6 +28,8 @@ from ..messages import (
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
+    repair_messages,
+    repair_report,
 )
 from ..models import render_history
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
@@ -75,6 +77,27 @@ def _last_response_index(history: list[Any]) -> int | None:
     return None
 
 
+def _clean_history_at_start(state: RunState, *, prompted: bool) -> None:
+    """Repair the given history once, in place of the run's copy (so stored history may show merged
+    messages). The last response's calls are left alone (the live frontier) unless the history is
+    evidently interrupted: a trailing request marked interrupted, or a new prompt on top of a
+    response marked interrupted."""
+    history = state.history
+    if not history:
+        return
+    last = history[-1]
+    interrupted = (isinstance(last, ModelRequest) and last.state == 'interrupted') or (
+        prompted
+        and isinstance(last, ModelResponse)
+        and last.state == 'interrupted'
+        and any(isinstance(p, ToolCallPart) for p in last.parts)
+    )
+    repaired, events = repair_report(history, repair_last_response=interrupted)
+    if events:
+        history[:] = repaired
+        state.repair_events.extend(events)
+
+
 @dataclass
 class UserPromptNode:
     """Turns the prompt and the given history into the first request (or resumes the history)."""
@@ -82,6 +105,7 @@ class UserPromptNode:
     user_prompt: Any = None
 
     async def run(self, state: RunState) -> ModelRequestNode | CallToolsNode | End[FinalResult[Any]]:
+        _clean_history_at_start(state, prompted=self.user_prompt is not None)
         history = state.history
         state.new_message_index = len(history)
         if state.deferred_results is not None:
@@ -118,6 +142,7 @@ class UserPromptNode:
             conversation_id=last.conversation_id or state.ctx.conversation_id,
         )
         state.history[-1] = resumed
+        state.resumed_request = resumed
         return ModelRequestNode(resumed, in_history=True)
 
     def _resume_deferred(self, state: RunState, results: DeferredToolResults) -> CallToolsNode:
@@ -164,10 +189,16 @@ class ModelRequestNode:
             model_settings=state.settings,
             model_request_parameters=params,
         )
+        before = _history_shape(state)
         request_context = await state.before_model_request(request_context)
+        _check_request_messages(request_context.messages)
+        if _history_shape(state) != before:
+            _stamp_last(state)
+            state.recompute_new_message_index()
         model = request_context.model
         try:
-            prepared, skipped = render_history(request_context.messages, model.profile)
+            # Processors may leave adjacent requests; the model always gets the repaired shape.
+            prepared, skipped = render_history(repair_messages(request_context.messages), model.profile)
             if skipped:
                 state.warn_skipped(skipped)
             response = await model.request(
@@ -191,6 +222,33 @@ class ModelRequestNode:
                 response.state = 'interrupted'
                 raise
         return CallToolsNode(response)
+
+
+def _history_shape(state: RunState) -> tuple[int, int, int]:
+    history = state.history
+    index = state.new_message_index
+    marker = id(history[index - 1]) if 0 < index <= len(history) else 0
+    return len(history), id(history[-1]) if history else 0, marker
+
+
+def _check_request_messages(messages: list[Any]) -> None:
+    if not messages:
+        raise UserError('Processed history cannot be empty.')
+    if not isinstance(messages[-1], ModelRequest):
+        raise UserError('Processed history must end with a `ModelRequest`.')
+
+
+def _stamp_last(state: RunState) -> None:
+    """After a processor rewrote the history, the message it left last gets the run's ids."""
+    if state.history:
+        last = state.history[-1]
+        if last.run_id is None or last.conversation_id is None:
+            stamped = replace(
+                last,
+                run_id=last.run_id or state.ctx.run_id,
+                conversation_id=last.conversation_id or state.ctx.conversation_id,
+            )
+            state.history[-1] = stamped
 
 
 @dataclass

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..capabilities import AbstractCapability, ModelRequestContext
-from ..messages import ModelMessage, ModelResponse, RunUsage, SystemPromptPart
+from ..messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
 from ..models import Model, ModelRequestParameters, ModelSettings
 from ._context import RunContext
 from ._limits import UsageLimits
@@ -53,10 +53,59 @@ class RunState:
     new_message_index: int = 0
     output_retries: int = 0
     warned_kinds: set[str] = field(default_factory=set)
+    repair_events: list[RepairEvent] = field(default_factory=list)
+
+    resumed_request: ModelRequest | None = None
+
+    @classmethod
+    def for_prompts(cls, agent: Agent[Any, Any], ctx: RunContext[Any]) -> RunState:
+        """A state that can only render the agent's prompts (for capabilities that need them)."""
+        return cls(
+            agent=agent,
+            model=ctx.model,
+            ctx=ctx,
+            run_usage=ctx.usage,
+            limits=UsageLimits(),
+            settings=None,
+            output=agent._output,
+            tools={},
+            capabilities=(),
+            instruction_sources=agent._instructions,
+            system_prompt_sources=agent._system_prompts,
+            dynamic_system_prompts=agent._dynamic_system_prompts,
+            output_validators=(),
+            max_retries=0,
+            user_prompt=None,
+            deferred_results=None,
+        )
 
     @property
     def history(self) -> list[ModelMessage]:
         return self.ctx.messages
+
+    def recompute_new_message_index(self) -> None:
+        """Find where this run's messages start after a processor rewrote the history.
+
+        A resumed trailing request is prior context: found by identity, else by value (parts,
+        timestamp, instructions, metadata); the index is just after it. Otherwise the run's
+        messages start at the first message carrying this run's id.
+        """
+        history = self.history
+        resumed = self.resumed_request
+        if resumed is not None:
+            for index in range(len(history) - 1, -1, -1):
+                candidate = history[index]
+                if candidate is resumed or (
+                    isinstance(candidate, ModelRequest)
+                    and candidate.parts == resumed.parts
+                    and candidate.timestamp == resumed.timestamp
+                    and candidate.instructions == resumed.instructions
+                    and candidate.metadata == resumed.metadata
+                ):
+                    self.new_message_index = index + 1
+                    return
+        run_id = self.ctx.run_id
+        self.new_message_index = next((i for i, m in enumerate(history) if m.run_id == run_id), len(history))
 
     # -- stamping ---------------------------------------------------------------------------
     def stamp(self, message: ModelMessage) -> ModelMessage:

@@ -4,5 +4,7 @@ from __future__ import annotations
 
 from ._base import AbstractCapability, ModelRequestContext
 from ._hooks import Hooks
+from ._process_history import ProcessHistory
+from ._reinject import ReinjectSystemPrompt
 
-__all__ = ['AbstractCapability', 'Hooks', 'ModelRequestContext']
+__all__ = ['AbstractCapability', 'Hooks', 'ModelRequestContext', 'ProcessHistory', 'ReinjectSystemPrompt']

@@ -54,6 +54,8 @@ from ._parts import (
     ToolReturnPart,
     UserPromptPart,
 )
+from ._repair import PairingReport, PartRef, RepairEvent, pairing_report, repair_messages, repair_report
+from ._sanitize import StrippedItem, sanitize_messages, sanitize_report
 from ._usage import RequestUsage, RunUsage
 
 __all__ = [
@@ -82,11 +84,15 @@ __all__ = [
     'NativeToolReturnPart',
     'OpaqueContent',
     'OpaquePart',
+    'PairingReport',
+    'PartRef',
+    'RepairEvent',
     'RequestUsage',
     'RetryFeedbackPart',
     'RetryInfo',
     'RetryPromptPart',
     'RunUsage',
+    'StrippedItem',
     'SystemPromptPart',
     'TextContent',
     'TextPart',
@@ -101,6 +107,11 @@ __all__ = [
     'UserContent',
     'UserPromptPart',
     'VideoUrl',
+    'pairing_report',
+    'repair_messages',
+    'repair_report',
+    'sanitize_messages',
+    'sanitize_report',
     'to_json',
     'to_jsonable_python',
 ]

@@ -103,10 +103,13 @@ class Base64Bytes(bytes):
         return base64.urlsafe_b64encode(self).decode('ascii')
 
 
-class TextContent(WireStruct, kw_only=True, tag_field='kind', tag='text-content'):
+class _TextContentFields(WireStruct, tag_field='kind'):
+    content: str
+
+
+class TextContent(_TextContentFields, kw_only=True, tag='text-content'):
     """Text with application metadata that is stored with the history but never sent to a model."""
 
-    content: str
     metadata: Any = None
 
     kind: ClassVar[str] = 'text-content'
