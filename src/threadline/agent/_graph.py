@@ -115,7 +115,13 @@ class UserPromptNode:
             if isinstance(last, ModelRequest):
                 return await self._resume_trailing_request(state, last)
             if isinstance(last, ModelResponse):
-                return CallToolsNode(last)
+                has_calls = any(isinstance(p, ToolCallPart) for p in last.parts)
+                instructions = None if has_calls else await state.instructions()
+                if instructions is None:
+                    return CallToolsNode(last)
+                # Nothing to run and nothing said, but the agent has instructions: ask the model
+                # (a summarizer run over a history is exactly this).
+                return ModelRequestNode(ModelRequest(parts=[], instructions=instructions))
         elif isinstance(last, ModelResponse) and _unanswered_calls(history, len(history) - 1):
             raise UserError(
                 'Cannot provide a new user prompt when the message history contains unprocessed tool calls. '

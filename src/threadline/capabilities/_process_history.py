@@ -37,11 +37,8 @@ class ProcessHistory(AbstractCapability):
 
         self.processor = processor
         self.takes_ctx = takes_run_context(processor)
-        target = (
-            processor
-            if inspect.isfunction(processor) or inspect.ismethod(processor)
-            else getattr(processor, '__call__', processor)
-        )
+        is_plain = inspect.isfunction(processor) or inspect.ismethod(processor)
+        target = processor if is_plain else type(processor).__call__
         self._is_async = inspect.iscoroutinefunction(target)
 
     def __repr__(self) -> str:
