@@ -150,122 +150,168 @@ def repair_report(
 ) -> tuple[list[ModelMessage], list[RepairEvent]]:
     """The repaired history and the events that produced it, in the order they were applied."""
     _check(messages)
-    if not _needs_repair(messages, repair_last_response):
+    if _looks_valid(messages, repair_last_response):
         return list(messages), []
+    found = _diagnose(messages, repair_last_response)
     events: list[RepairEvent] = []
-    indexed = _drop_orphans(list(enumerate(messages)), events)
-    indexed = _close_dangling(indexed, events, repair_last_response)
-    return _merge(indexed, events), events
+    current, origins, dropped_any = _apply_pairing(messages, found, events)
+    if dropped_any or found.adjacent or found.misordered:
+        return _merge(list(zip(origins, current, strict=True)), events, check_order=found.misordered), events
+    return current, events
 
 
-def _needs_repair(messages: Sequence[ModelMessage], repair_last_response: bool) -> bool:
-    """A single cheap scan: False only when every pass would leave the history as it is."""
+def _looks_valid(messages: Sequence[ModelMessage], repair_last_response: bool) -> bool:
+    """The common case, checked fast: unique call ids, every result after its call, no adjacent
+    messages, no parts between results, nothing open but (optionally) the live frontier."""
     open_ids: set[str] = set()
     seen: set[str] = set()
     previous: type | None = None
-    last_response_open: set[str] = set()
+    frontier: set[str] = set()
+    response_t, call_t, return_t, retry_t, delta_t = (
+        ModelResponse, ToolCallPart, ToolReturnPart, RetryPromptPart, ToolAvailabilityDeltaPart,
+    )
     for message in messages:
         kind = type(message)
-        if kind is ModelResponse:
-            if previous is ModelResponse:
-                return True
-            last_response_open = set()
+        if kind is previous:
+            return False
+        previous = kind
+        if kind is response_t:
+            frontier = set()
             for part in message.parts:
-                if type(part) is ToolCallPart:
-                    call_id = part.tool_call_id
-                    if call_id in open_ids:
-                        return True
+                if type(part) is call_t:
+                    call_id = part.tool_call_id  # type: ignore[union-attr,assignment]
+                    if call_id in seen:
+                        return False
                     open_ids.add(call_id)
                     seen.add(call_id)
-                    last_response_open.add(call_id)
-        else:
-            if previous is ModelRequest:
-                return True
-            result_seen = other_after_result = False
-            for part in message.parts:
-                if _is_result(part):
-                    call_id = part.tool_call_id
-                    if other_after_result or call_id not in seen:
-                        return True
-                    result_seen = True
-                    open_ids.discard(call_id)
-                    last_response_open.discard(call_id)
-                elif result_seen and type(part) is not ToolAvailabilityDeltaPart:
-                    other_after_result = True
-        previous = kind
-    if repair_last_response:
-        return bool(open_ids)
-    return bool(open_ids - last_response_open)
-
-
-def _drop_orphans(indexed: list[tuple[int, ModelMessage]], events: list[RepairEvent]) -> list[tuple[int, ModelMessage]]:
-    seen: set[str] = set()
-    out: list[tuple[int, ModelMessage]] = []
-    last = len(indexed) - 1
-    for position, (i, message) in enumerate(indexed):
-        if type(message) is ModelResponse:
-            seen.update(p.tool_call_id for p in message.parts if type(p) is ToolCallPart)
-            out.append((i, message))
+                    frontier.add(call_id)
             continue
-        kept = []
-        for j, part in enumerate(message.parts):
-            if _is_result(part) and part.tool_call_id not in seen:
-                events.append(RepairEvent('orphan_result_removed', i, j, part.tool_call_id))
-            else:
-                kept.append(part)
-        if len(kept) == len(message.parts):
-            out.append((i, message))
-        elif kept or position == last:
-            out.append((i, msgspec.structs.replace(message, parts=kept)))
-    return out
+        result_seen = other_after_result = False
+        for part in message.parts:
+            part_t = type(part)
+            if part_t is return_t or (part_t is retry_t and part.tool_name is not None):  # type: ignore[union-attr]
+                call_id = part.tool_call_id  # type: ignore[union-attr,assignment]
+                if other_after_result or call_id not in open_ids:
+                    return False
+                result_seen = True
+                open_ids.discard(call_id)
+            elif result_seen and part_t is not delta_t:
+                other_after_result = True
+    return not open_ids or (not repair_last_response and open_ids <= frontier)
 
 
-def _close_dangling(
-    indexed: list[tuple[int, ModelMessage]], events: list[RepairEvent], repair_last_response: bool
-) -> list[tuple[int, ModelMessage]]:
-    open_calls: dict[str, deque[tuple[int, int, ToolCallPart]]] = {}
+@dataclass
+class _Diagnosis:
+    orphans: list[tuple[int, int, str]]
+    dangling: list[tuple[int, int, ToolCallPart]]
+    adjacent: bool
+    misordered: bool
+
+
+def _diagnose(messages: Sequence[ModelMessage], repair_last_response: bool) -> _Diagnosis:
+    """One scan that finds everything the pairing passes act on: orphaned results (a result whose
+    call has not appeared yet), dangling calls (FIFO matching; an id reused by a later response
+    leaves the earlier open call dangling), adjacent mergeable messages and misordered requests."""
+    open_calls: dict[str, list[tuple[int, int, ToolCallPart]]] = {}
+    seen: set[str] = set()
+    orphans: list[tuple[int, int, str]] = []
     dangling: list[tuple[int, int, ToolCallPart]] = []
+    previous: type | None = None
     last_response = -1
-    for position, (_, message) in enumerate(indexed):
-        if type(message) is ModelResponse:
-            last_response = position
+    adjacent = misordered = False
+    response_t, request_t, call_t, return_t, retry_t, delta_t = (
+        ModelResponse, ModelRequest, ToolCallPart, ToolReturnPart, RetryPromptPart, ToolAvailabilityDeltaPart,
+    )
+    for i, message in enumerate(messages):
+        kind = type(message)
+        if kind is previous and (kind is request_t or not (message.model_name or message.provider_name or message.provider_response_id)):  # type: ignore[union-attr]
+            adjacent = True
+        previous = kind
+        if kind is response_t:
+            last_response = i
             for j, part in enumerate(message.parts):
-                if type(part) is ToolCallPart:
-                    queue = open_calls.get(part.tool_call_id)
-                    if queue and queue[0][0] != position:  # reused by a later response
-                        dangling.extend(queue)
-                        queue.clear()  # the id keeps its place in the dict: the order of returns depends on it
-                    open_calls.setdefault(part.tool_call_id, deque()).append((position, j, part))
-        else:
-            for result in message.parts:
-                if _is_result(result) and open_calls.get(result.tool_call_id):
-                    open_calls[result.tool_call_id].popleft()
-    dangling.extend(entry for entries in open_calls.values() for entry in entries)
+                if type(part) is call_t:
+                    call_id = part.tool_call_id  # type: ignore[union-attr,assignment]
+                    queue = open_calls.get(call_id)
+                    if queue is None:
+                        open_calls[call_id] = [(i, j, part)]  # type: ignore[list-item]
+                        seen.add(call_id)
+                    else:
+                        if queue and queue[0][0] != i:  # reused by a later response
+                            dangling.extend(queue)
+                            queue.clear()  # the id keeps its place: the order of synthesized returns follows it
+                        queue.append((i, j, part))  # type: ignore[arg-type]
+            continue
+        result_seen = other_after_result = False
+        for j, part in enumerate(message.parts):
+            part_t = type(part)
+            if part_t is return_t or (part_t is retry_t and part.tool_name is not None):  # type: ignore[union-attr]
+                call_id = part.tool_call_id  # type: ignore[union-attr,assignment]
+                if call_id not in seen:
+                    orphans.append((i, j, call_id))
+                    continue
+                if other_after_result:
+                    misordered = True
+                result_seen = True
+                queue = open_calls[call_id]
+                if queue:
+                    del queue[0]
+            elif result_seen and part_t is not delta_t:
+                other_after_result = True
+    dangling.extend(entry for queue in open_calls.values() for entry in queue)
     if not repair_last_response:
         dangling = [entry for entry in dangling if entry[0] != last_response]
-    if not dangling:
-        return indexed
+    return _Diagnosis(orphans, dangling, adjacent, misordered)
+
+
+def _apply_pairing(
+    messages: Sequence[ModelMessage], found: _Diagnosis, events: list[RepairEvent]
+) -> tuple[list[ModelMessage], list[int], bool]:
+    """Remove the orphans and add the synthesized returns, touching only the messages concerned.
+    Returns the messages, each one's position in the input, and whether a message was dropped."""
+    current: list[ModelMessage] = list(messages)
+    dropped: set[int] = set()
+    last = len(current) - 1
+    by_message: dict[int, set[int]] = {}
+    for i, j, call_id in found.orphans:
+        by_message.setdefault(i, set()).add(j)
+        events.append(RepairEvent('orphan_result_removed', i, j, call_id))
+    for i, positions in by_message.items():
+        kept = [p for j, p in enumerate(current[i].parts) if j not in positions]
+        if kept or i == last:
+            current[i] = msgspec.structs.replace(current[i], parts=kept)
+        else:
+            dropped.add(i)
+    inserted: dict[int, ModelRequest] = {}
     by_response: dict[int, list[tuple[int, ToolCallPart]]] = {}
-    # Within a response, synthesized returns follow the order the calls were found open: by id of
-    # first appearance, then call order (the reference's order; ids are usually unique anyway).
-    for position, j, call in sorted(dangling, key=lambda e: e[0]):
-        by_response.setdefault(position, []).append((j, call))
-    out = list(indexed)
-    for position in sorted(by_response, reverse=True):
-        response = out[position][1]
+    for i, j, call in sorted(found.dangling, key=lambda entry: entry[0]):
+        by_response.setdefault(i, []).append((j, call))
+    for i, calls in by_response.items():
+        response = current[i]
         synthesized = []
-        for j, call in by_response[position]:
+        for j, call in calls:
             synthesized.append(_interrupted_return(call, response))
-            events.append(RepairEvent('interrupted_return_synthesized', out[position][0], j, call.tool_call_id))
-        following = out[position + 1] if position + 1 < len(out) else None
-        if following is not None and type(following[1]) is ModelRequest:
-            parts = list(following[1].parts)
+            events.append(RepairEvent('interrupted_return_synthesized', i, j, call.tool_call_id))
+        following = next((k for k in range(i + 1, len(current)) if k not in dropped), None)
+        if following is not None and type(current[following]) is ModelRequest:
+            parts = list(current[following].parts)
             at = max((k + 1 for k, p in enumerate(parts) if _is_result(p)), default=0)
             parts[at:at] = synthesized
-            out[position + 1] = (following[0], msgspec.structs.replace(following[1], parts=parts))
+            current[following] = msgspec.structs.replace(current[following], parts=parts)
         else:
-            out.insert(position + 1, (out[position][0], ModelRequest(parts=list[Any](synthesized))))
-    return out
+            inserted[i] = ModelRequest(parts=list[Any](synthesized))
+    if not dropped and not inserted:
+        return current, list(range(len(current))), False
+    out: list[ModelMessage] = []
+    origins: list[int] = []
+    for i, message in enumerate(current):
+        if i not in dropped:
+            out.append(message)
+            origins.append(i)
+        if i in inserted:
+            out.append(inserted[i])
+            origins.append(i)
+    return out, origins, bool(dropped)
 
 
 def _interrupted_return(call: ToolCallPart, response: Any) -> ToolReturnPart:
@@ -314,7 +360,7 @@ def _framework_metadata(left: ModelRequest, right: ModelRequest) -> dict[str, An
     return {_FRAMEWORK_KEY: merged} if merged else None
 
 
-def _merge(indexed: list[tuple[int, ModelMessage]], events: list[RepairEvent]) -> list[ModelMessage]:
+def _merge(indexed: list[tuple[int, ModelMessage]], events: list[RepairEvent], *, check_order: bool) -> list[ModelMessage]:
     out: list[ModelMessage] = []
     origin: list[int] = []
     for i, message in indexed:
@@ -343,7 +389,7 @@ def _merge(indexed: list[tuple[int, ModelMessage]], events: list[RepairEvent]) -
             continue
         out.append(message)
         origin.append(i)
-    for k, message in enumerate(out):
+    for k, message in enumerate(out if check_order else ()):
         if type(message) is ModelRequest:
             span = _between_results(message.parts)
             if span is not None:

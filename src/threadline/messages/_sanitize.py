@@ -22,7 +22,8 @@ give that history authority or reach it was never given. Rules, in the order app
    the model never made); a response left empty is dropped and the one before it is checked.
 
 Each kind of stripping warns once per call, naming what was stripped and the option that keeps
-it. Nothing is repaired or merged here; the run's repair does that. The input is never mutated.
+it. Nothing is repaired or merged here; the run's repair does that. The input is never mutated;
+messages no rule touches are returned as they are (messages are values: edit them with `replace`).
 """
 
 from __future__ import annotations
@@ -40,9 +41,13 @@ from ._messages import ModelMessage, ModelRequest, ModelResponse
 from ._opaque import OpaquePart
 from ._parts import (
     CompactionPart,
+    NativeToolCallPart,
     NativeToolReturnPart,
     RetryFeedbackPart,
+    RetryPromptPart,
     SystemPromptPart,
+    TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -198,25 +203,41 @@ class _Sanitizer:
         return part
 
     def message(self, message: ModelMessage, i: int) -> ModelMessage | None:
+        """The sanitized message (the same object when nothing changes), or None to drop it."""
         options = self.options
-        handle = self.request_part if isinstance(message, ModelRequest) else self.response_part
-        parts = []
+        is_request = type(message) is ModelRequest
+        handle = self.request_part if is_request else self.response_part
+        parts: list[Any] | None = None
         for j, part in enumerate(message.parts):
-            if options.strip_compaction_parts and isinstance(part, CompactionPart):
+            part_t = type(part)
+            if part_t in _PLAIN_PARTS or (part_t in _STR_CONTENT_PARTS and type(part.content) is str):  # type: ignore[union-attr]
+                kept = part
+            elif options.strip_compaction_parts and part_t is CompactionPart:
                 self.note('compaction_part', i, j)
-                continue
-            kept = handle(part, i, j)
-            if kept is not None:
+                kept = None
+            else:
+                kept = handle(part, i, j)
+            if kept is not part and parts is None:
+                parts = list(message.parts[:j])
+            if parts is not None and kept is not None:
                 parts.append(kept)
-        if not parts:
+        changes: dict[str, Any] = {}
+        if parts is not None:
+            if not parts:
+                return None
+            changes['parts'] = parts
+        elif not message.parts:
             return None
-        changes: dict[str, Any] = {'parts': parts, 'metadata': self.metadata(message.metadata, i)}
-        if isinstance(message, ModelRequest):
-            if options.strip_instructions:
+        if message.metadata is not None:
+            metadata = self.metadata(message.metadata, i)
+            if metadata is not message.metadata:
+                changes['metadata'] = metadata
+        if is_request:
+            if options.strip_instructions and message.instructions is not None:  # type: ignore[union-attr]
                 changes['instructions'] = None
-        elif options.strip_workspace_refs:
+        elif options.strip_workspace_refs and message.workspace_ref is not None:  # type: ignore[union-attr]
             changes['workspace_ref'] = None
-        return msgspec.structs.replace(message, **changes)
+        return msgspec.structs.replace(message, **changes) if changes else message
 
     def strip_unresolved_tail(self, out: list[tuple[int, ModelMessage]]) -> None:
         while out and isinstance(out[-1][1], ModelResponse):
@@ -237,6 +258,9 @@ class _Sanitizer:
 
 
 _DROP = object()
+# Parts no rule ever touches, and parts untouched while their content is plain text.
+_PLAIN_PARTS = frozenset({TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart, RetryPromptPart})
+_STR_CONTENT_PARTS = frozenset({UserPromptPart, ToolReturnPart, NativeToolReturnPart})
 
 
 def sanitize_report(
