@@ -9,8 +9,13 @@ from __future__ import annotations
 
 __all__ = [
     'AgentRunError',
+    'BackendError',
+    'ConflictError',
+    'ConversationNotFound',
+    'CorruptRecordError',
     'MessageValidationError',
     'ModelRetry',
+    'StoreError',
     'ThreadlineError',
     'UnexpectedModelBehavior',
     'UsageLimitExceeded',
@@ -67,3 +72,34 @@ class UnexpectedModelBehavior(AgentRunError):
         self.message = message
         self.body = body
         super().__init__(message if body is None else f'{message}, body:\n{body}')
+
+
+class StoreError(ThreadlineError):
+    """A conversation or step store could not do what was asked; stored data is left as it was."""
+
+    def __init__(self, message: str, *, conversation_id: str | None = None, position: int | None = None) -> None:
+        self.conversation_id = conversation_id
+        self.position = position
+        super().__init__(message)
+
+
+class ConversationNotFound(StoreError, LookupError):  # noqa: N818 - reads better as a noun at call sites
+    """No such conversation in this scope (a conversation of another scope is reported the same way)."""
+
+
+class ConflictError(StoreError):
+    """The conversation changed since the revision the caller read; nothing was written. Reload and retry."""
+
+    def __init__(self, message: str, *, conversation_id: str | None = None, expected: int | None = None,
+                 actual: int | None = None) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(message, conversation_id=conversation_id)
+
+
+class CorruptRecordError(StoreError):
+    """A stored row could not be read back (damaged, or written by a newer version)."""
+
+
+class BackendError(StoreError):
+    """The database failed (down, locked, disk full); the operation was rolled back."""

@@ -1,0 +1,185 @@
+"""The values stores hand back: stored conversations, summaries, search hits, step records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from ..messages import ModelMessage, RunUsage
+
+__all__ = [
+    'BatchInfo',
+    'ChainCheck',
+    'ConversationSummary',
+    'EventKind',
+    'Provenance',
+    'RecoveryInspection',
+    'RunRecord',
+    'SearchHit',
+    'Snapshot',
+    'StepEvent',
+    'StoredConversation',
+    'ToolEffect',
+]
+
+Provenance = Literal['server', 'client']
+EventKind = Literal[
+    'run_started', 'run_completed', 'run_failed', 'model_request_started', 'model_request_completed',
+    'model_request_failed', 'tool_call_started', 'tool_call_completed', 'tool_call_failed',
+]
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """One appended batch: positions `[start, end)` of the history, who wrote it, and its chain link."""
+
+    start: int
+    end: int
+    provenance: Provenance
+    run_id: str | None
+    link: str
+    created_at: datetime
+
+
+@dataclass
+class StoredConversation:
+    """A conversation as loaded: ready to pass on as `message_history=`, `usage=` and
+    `conversation_id=` (see `run_kwargs`).
+
+    `offset` is the position of `messages[0]` in the whole history (non-zero with `last=`);
+    `shared_prefix` is how many leading messages are shared with the conversation it was forked
+    from (`forked_from`); `batches` records per-batch provenance; `chain_head` is the hash-chain
+    link of the whole stored history.
+    """
+
+    conversation_id: str
+    scope: str
+    messages: list[ModelMessage]
+    usage: RunUsage
+    revision: int
+    offset: int = 0
+    length: int = 0
+    batches: list[BatchInfo] = field(default_factory=list)
+    forked_from: str | None = None
+    shared_prefix: int = 0
+    chain_head: str | None = None
+    title: str | None = None
+    quarantined: dict[str, Any] | None = None
+
+    def run_kwargs(self) -> dict[str, Any]:
+        """`message_history`, `usage` and `conversation_id` for `agent.run(...)`, so a run continued from
+        this conversation (a fork too) carries its id and counts toward its usage."""
+        return {'message_history': self.messages, 'usage': self.usage, 'conversation_id': self.conversation_id}
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    """A row of `list()`: what a person needs to pick a conversation."""
+
+    conversation_id: str
+    scope: str
+    title: str | None
+    message_count: int
+    run_count: int
+    created_at: datetime
+    updated_at: datetime
+    revision: int
+    forked_from: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A full-text match: where it is, how well it ranks (higher is better), and a short snippet."""
+
+    conversation_id: str
+    position: int
+    score: float
+    snippet: str
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ChainCheck:
+    """The result of re-hashing a stored history against its chain."""
+
+    ok: bool
+    checked: int
+    chain_head: str | None
+    first_bad_position: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as stored: ids, output (JSON), its own usage, model and timestamps."""
+
+    run_id: str
+    conversation_id: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    model_name: str | None = None
+    output_json: str | None = None
+    usage: RunUsage | None = None
+    status: str = 'running'
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """One entry of a run's append-only event log."""
+
+    run_id: str
+    kind: EventKind
+    step_index: int
+    timestamp: datetime
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    error: str | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A settled boundary: a position in the conversation log and whether the history there is
+    `complete` (every call answered) or `interrupted`."""
+
+    run_id: str
+    conversation_id: str
+    position: int
+    branch_id: int
+    state: Literal['complete', 'interrupted']
+    step_index: int
+    timestamp: datetime
+
+
+@dataclass(frozen=True)
+class ToolEffect:
+    """The ledger row of one tool call: `started` before the body runs, then `completed` or
+    `failed`. A row still `started` after a crash means the effect is unknown."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    status: Literal['started', 'completed', 'failed']
+    started_at: datetime
+    ended_at: datetime | None = None
+    idempotency_key: str | None = None
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class RecoveryInspection:
+    """What is known about a run after the fact (read-only; not permission to replay).
+
+    `unknown` lists tool calls that started and never finished: their effect may or may not have
+    happened, so query the destination with the idempotency key before anything else.
+    """
+
+    run_id: str
+    conversation_id: str | None
+    latest: Snapshot | None
+    latest_settled: Snapshot | None
+    unknown: list[ToolEffect]
+    completed: list[ToolEffect]
+    failed: list[ToolEffect]
+    events: list[StepEvent]

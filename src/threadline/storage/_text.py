@@ -1,0 +1,72 @@
+"""What the full-text index sees of a message: user text, assistant text, tool names, arguments
+and results (never binary data, never application metadata)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..messages import (
+    ModelMessage,
+    ModelRequest,
+    RetryFeedbackPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+__all__ = ['message_text', 'title_of']
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        return ''
+
+
+def message_text(message: ModelMessage) -> str:
+    """Searchable text of one message."""
+    out: list[str] = []
+    for part in message.parts:
+        kind = type(part)
+        if kind is UserPromptPart:
+            content = part.content  # type: ignore[union-attr]
+            if isinstance(content, str):
+                out.append(content)
+            else:
+                out.extend(i if isinstance(i, str) else i.content for i in content if isinstance(i, (str, TextContent)))
+        elif kind is TextPart or kind is ThinkingPart or kind is SystemPromptPart:
+            out.append(part.content)  # type: ignore[union-attr]
+        elif kind is ToolCallPart:
+            out.append(part.tool_name)  # type: ignore[union-attr]
+            out.append(_json_text(part.args))  # type: ignore[union-attr]
+        elif kind is ToolReturnPart:
+            out.append(part.tool_name)  # type: ignore[union-attr]
+            out.append(_json_text(part.content))  # type: ignore[union-attr]
+        elif kind is RetryFeedbackPart or kind is RetryPromptPart:
+            out.append(_json_text(part.content))  # type: ignore[union-attr]
+    return '\n'.join(t for t in out if t)
+
+
+def title_of(messages: list[ModelMessage]) -> str | None:
+    """The first user prompt, shortened: how a person recognises a conversation in a list."""
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart):
+                    text = part.content if isinstance(part.content, str) else ' '.join(
+                        i for i in part.content if isinstance(i, str)
+                    )
+                    text = ' '.join(text.split())
+                    if text:
+                        return text if len(text) <= 80 else text[:77] + '...'
+    return None

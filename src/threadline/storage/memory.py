@@ -1,0 +1,21 @@
+"""`MemoryStore`: a store that lives in the process and disappears with it (tests, notebooks).
+
+It is the SQLite store on a private in-memory database, so it behaves exactly like the durable
+stores (revisions, forks, search) without touching the disk.
+"""
+
+from __future__ import annotations
+
+from .sqlite import SQLiteStore
+
+__all__ = ['MemoryStore']
+
+
+class MemoryStore(SQLiteStore):
+    """An in-process store with the full store behaviour and no persistence."""
+
+    def __init__(self) -> None:
+        super().__init__(':memory:', synchronous='OFF')
+
+    def __repr__(self) -> str:
+        return 'MemoryStore()'

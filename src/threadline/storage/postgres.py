@@ -1,0 +1,135 @@
+"""`PostgresStore`: the same log on PostgreSQL, for many stateless app servers over one database.
+
+Driver: psycopg 3 with its connection pool (extra `postgres`: `pip install 'threadline[postgres]'`).
+The schema is created idempotently on open under an advisory lock, so app servers starting at
+once do not race. Writers to one conversation serialize on a per-conversation advisory lock
+held for the transaction. Search uses a `tsvector` column with a GIN index.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..exceptions import BackendError, UserError
+from ._facade import AsyncStoreMixin
+from ._schema import POSTGRES_MIGRATIONS
+from ._sql import now_text
+from ._steps_sql import SQLSteps
+
+__all__ = ['PostgresStore']
+
+_PLACEHOLDER = re.compile(r'\?')
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:
+        raise UserError(
+            "PostgresStore needs the 'postgres' extra: pip install 'threadline[postgres]' (or uv add 'threadline[postgres]')"
+        ) from None
+    return psycopg, psycopg_pool
+
+
+class PostgresStore(AsyncStoreMixin, SQLSteps):
+    """A conversation and step store on PostgreSQL.
+
+    Pass `url` (a `postgresql://` URL; the store owns a pool and closes it in `close()`), or a
+    caller-owned `psycopg_pool.ConnectionPool` as `pool` (the store never closes it).
+    """
+
+    def __init__(self, url: str | None = None, *, pool: Any = None, min_size: int = 1, max_size: int = 8) -> None:
+        psycopg, psycopg_pool = _driver()
+        self._psycopg = psycopg
+        if (url is None) == (pool is None):
+            raise UserError('PostgresStore needs exactly one of url= or pool=')
+        self._owns_pool = pool is None
+        try:
+            self._pool = pool or psycopg_pool.ConnectionPool(url, min_size=min_size, max_size=max_size, open=True,
+                                                             timeout=10.0)
+            self._migrate()
+        except psycopg.Error as exc:
+            raise BackendError(f'cannot reach PostgreSQL ({_describe(exc)}); check the URL and that the server is up') from None
+        except psycopg_pool.PoolTimeout as exc:
+            raise BackendError(f'cannot reach PostgreSQL: {exc}; check the URL and that the server is up') from None
+
+    def __repr__(self) -> str:
+        return 'PostgresStore()'
+
+    def close(self) -> None:
+        if self._owns_pool:
+            self._pool.close()
+
+    def _q(self, sql: str) -> str:
+        return _PLACEHOLDER.sub('%s', sql)
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('threadline_schema'))")
+            conn.execute('CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)')
+            done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations').fetchall()}
+            for version, script in POSTGRES_MIGRATIONS:
+                if version not in done:
+                    conn.execute(script)
+                    conn.execute('INSERT INTO threadline_migrations (version, applied_at) VALUES (%s, %s)', (version, now_text()))
+
+    def migrations(self) -> list[int]:
+        with self._read() as conn:
+            return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version').fetchall()]
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        psycopg = self._psycopg
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            raise BackendError(f'the write was rolled back: {_describe(exc)}') from None
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        psycopg = self._psycopg
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
+                yield conn
+        except psycopg.Error as exc:
+            raise BackendError(f'the read failed: {_describe(exc)}') from None
+
+    def _lock_conversation(self, conn: Any, conversation_id: str) -> None:
+        conn.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (conversation_id,))
+
+    def _index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
+        if rows:
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "UPDATE messages SET scope = %s, search_text = %s, tsv = to_tsvector('simple', %s) WHERE id = %s",
+                    [(scope, text, text, rowid) for rowid, text, _, scope in rows],
+                )
+
+    def _unindex(self, conn: Any, conversation_id: str) -> None:
+        """Index entries live on the message rows, so deleting the rows removes them."""
+
+    def _search(self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None,
+                limit: int) -> list[tuple[int, int, str, str | None, float, str]]:
+        sql = ("SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, q) AS score, "
+               "ts_headline('simple', m.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
+               "FROM messages m, plainto_tsquery('simple', %s) q WHERE m.tsv @@ q")
+        params: list[Any] = [' '.join(terms)]
+        if conversations:
+            sql += ' AND m.conversation_id = ANY(%s)'
+            params.append(conversations)
+        elif scope is not None:
+            sql += ' AND m.scope = %s'
+            params.append(scope)
+        sql += ' ORDER BY score DESC, m.id LIMIT %s'
+        params.append(limit)
+        return [tuple(r) for r in conn.execute(sql, params).fetchall()]  # type: ignore[misc]
+
+
+def _describe(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,142 @@
+"""`SQLiteStore`: the embedded default. One file, WAL journal, numbered migrations run on open.
+
+Writes take the database's write lock up front (`BEGIN IMMEDIATE`), so two processes appending to
+one conversation serialize instead of interleaving, and a killed process leaves either the whole
+transaction or none of it. Full-text search uses FTS5 with bm25 ranking.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import BackendError, CorruptRecordError, StoreError
+from ._facade import AsyncStoreMixin
+from ._schema import SQLITE_MIGRATIONS
+from ._sql import now_text, token
+from ._steps_sql import SQLSteps
+
+__all__ = ['SQLiteStore']
+
+
+class SQLiteStore(AsyncStoreMixin, SQLSteps):
+    """A conversation and step store in one SQLite file (`':memory:'` for a throwaway one).
+
+    `synchronous='FULL'` (the default) makes each committed write survive power loss, not only a
+    crash of the process; `'NORMAL'` trades that for speed.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ':memory:', *, synchronous: str = 'FULL',
+                 busy_timeout: float = 30.0) -> None:
+        self.path = str(path)
+        if self.path != ':memory:':
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                         timeout=busy_timeout)
+            self._conn.execute('PRAGMA journal_mode=WAL')
+            self._conn.execute(f'PRAGMA synchronous={synchronous}')
+            self._conn.execute(f'PRAGMA busy_timeout={int(busy_timeout * 1000)}')
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise _backend_error(exc, f'cannot open the SQLite database at {self.path}') from None
+
+    def __repr__(self) -> str:
+        return f'SQLiteStore({self.path!r})'
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute('CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)')
+            done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations')}
+            for version, script in SQLITE_MIGRATIONS:
+                if version in done:
+                    continue
+                for statement in script.split(';'):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute('INSERT INTO threadline_migrations (version, applied_at) VALUES (?, ?)', (version, now_text()))
+
+    def migrations(self) -> list[int]:
+        """The migration versions applied to this database."""
+        with self._read() as conn:
+            return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version')]
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._lock:
+            try:
+                self._conn.execute('BEGIN IMMEDIATE')
+            except sqlite3.Error as exc:
+                raise _backend_error(exc, 'cannot start a write') from None
+            try:
+                yield self._conn
+            except BaseException as exc:
+                self._conn.execute('ROLLBACK')
+                if isinstance(exc, sqlite3.Error):
+                    raise _backend_error(exc, 'the write was rolled back') from None
+                raise
+            else:
+                try:
+                    self._conn.execute('COMMIT')
+                except sqlite3.Error as exc:
+                    self._conn.execute('ROLLBACK')
+                    raise _backend_error(exc, 'the commit failed; nothing was written') from None
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        with self._lock:
+            try:
+                self._conn.execute('BEGIN')
+            except sqlite3.Error as exc:
+                raise _backend_error(exc, 'cannot read') from None
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise _backend_error(exc, 'the read failed') from None
+            finally:
+                self._conn.execute('COMMIT')
+
+    def _index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
+        conn.executemany(
+            'INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)',
+            [(rowid, text, token('c', conversation), token('s', scope)) for rowid, text, conversation, scope in rows],
+        )
+
+    def _unindex(self, conn: Any, conversation_id: str) -> None:
+        conn.execute('DELETE FROM message_fts WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)',
+                     (conversation_id,))
+
+    def _search(self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None,
+                limit: int) -> list[tuple[int, int, str, str | None, float, str]]:
+        match = ' AND '.join(f'body : "{t}"' for t in terms)
+        if conversations:
+            match += ' AND ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
+        elif scope is not None:
+            match += f' AND stok : "{token("s", scope)}"'
+        rows = conn.execute(
+            'SELECT m.id, m.branch_id, m.position, m.run_id, -bm25(message_fts) AS score, '
+            "snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts JOIN messages m ON m.id = message_fts.rowid "
+            'WHERE message_fts MATCH ? ORDER BY bm25(message_fts) LIMIT ?', (match, limit),
+        ).fetchall()
+        return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+
+def _backend_error(exc: sqlite3.Error, what: str) -> StoreError:
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and ('malformed' in text or 'not a database' in text):
+        return CorruptRecordError(f'{what}: the database file is damaged ({text}); restore it from a backup')
+    if 'locked' in text or 'busy' in text:
+        return BackendError(f'{what}: the database is locked by another process ({text}); retry, or stop the other writer')
+    if 'full' in text:
+        return BackendError(f'{what}: the disk is full ({text}); free space and retry')
+    return BackendError(f'{what}: {text}')
