@@ -27,7 +27,9 @@ def broken(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = copy.deepcopy(raw)
     turns = len(out) // 4
     for turn in range(0, turns, 100):
-        out[turn * 4 + 2]['parts'] = [{'content': 'no result', 'timestamp': out[turn * 4 + 2]['timestamp'], 'part_kind': 'user-prompt'}]
+        out[turn * 4 + 2]['parts'] = [
+            {'content': 'no result', 'timestamp': out[turn * 4 + 2]['timestamp'], 'part_kind': 'user-prompt'}
+        ]
     for turn in range(50, turns, 100):
         orphan = dict(out[turn * 4 + 2]['parts'][0], tool_call_id=f'orphan_{turn}')
         out[turn * 4 + 2]['parts'].append(orphan)
@@ -50,7 +52,9 @@ def main() -> None:
         for label, raw in (('clean', clean), ('1% bad', broken(clean))):
             data = json.dumps(raw).encode()
             ours, theirs = OurTA.validate_json(data), ReferenceTA.validate_json(data)
-            assert json.loads(OurTA.dump_json(repair_messages(ours))) == json.loads(ReferenceTA.dump_json(ref_repair(theirs)))
+            assert json.loads(OurTA.dump_json(repair_messages(ours))) == json.loads(
+                ReferenceTA.dump_json(ref_repair(theirs))
+            )
             repeat = 3 if size >= 100_000 else 7
             for op, mine, reference in (
                 ('repair', partial(repair_messages, ours), partial(ref_repair, theirs)),

@@ -83,15 +83,21 @@ class StoreError(ThreadlineError):
         super().__init__(message)
 
 
-class ConversationNotFound(StoreError, LookupError):  # noqa: N818 - reads better as a noun at call sites
+class ConversationNotFound(StoreError, LookupError):
     """No such conversation in this scope (a conversation of another scope is reported the same way)."""
 
 
 class ConflictError(StoreError):
     """The conversation changed since the revision the caller read; nothing was written. Reload and retry."""
 
-    def __init__(self, message: str, *, conversation_id: str | None = None, expected: int | None = None,
-                 actual: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        conversation_id: str | None = None,
+        expected: int | None = None,
+        actual: int | None = None,
+    ) -> None:
         self.expected = expected
         self.actual = actual
         super().__init__(message, conversation_id=conversation_id)

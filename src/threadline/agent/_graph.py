@@ -281,20 +281,28 @@ class CallToolsNode:
             try:
                 output = await _validate_output(state, text)
             except ModelRetry as retry:
-                return _retry_feedback(state, retry.message, cause='model_retry')
+                return await _retry_feedback(state, retry.message, cause='model_retry')
             return End(FinalResult(output))
         message = 'Please return text.' if state.output.allow_text else 'Please include your response in a tool call.'
-        return _retry_feedback(state, message, cause='no_output')
+        return await _retry_feedback(state, message, cause='no_output')
 
 
-def _retry_feedback(state: RunState, message: str, *, cause: str) -> ModelRequestNode:
+async def _queue_request(state: RunState, parts: list[Any]) -> ModelRequestNode:
+    """Add the next request (tool results, feedback) to the history now, so the boundary after the
+    node that produced it is settled: a store sees the results before the next model call."""
+    request = ModelRequest(parts=parts, timestamp=now_utc(), instructions=await state.instructions())
+    state.append(request)
+    return ModelRequestNode(request, in_history=True)
+
+
+async def _retry_feedback(state: RunState, message: str, *, cause: str) -> ModelRequestNode:
     state.output_retries += 1
     if state.output_retries > state.max_retries:
         raise UnexpectedModelBehavior(f'Exceeded maximum retries ({state.max_retries}) for output validation')
     part = RetryFeedbackPart(
         message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_retries)
     )
-    return ModelRequestNode(ModelRequest(parts=[part]))
+    return await _queue_request(state, [part])
 
 
 async def _validate_output(state: RunState, output: Any) -> Any:
@@ -352,9 +360,9 @@ class _ToolStep:
             for (index, _), result in zip(tasks, results, strict=True):
                 slots[index] = result
         parts = [part for part in slots if part is not None]
-        return self._next(parts)
+        return await self._next(parts)
 
-    def _next(self, parts: list[Any]) -> ModelRequestNode | End[FinalResult[Any]]:
+    async def _next(self, parts: list[Any]) -> ModelRequestNode | End[FinalResult[Any]]:
         state = self.state
         if self.final is not None:
             state.append(ModelRequest(parts=parts, timestamp=now_utc()))
@@ -369,7 +377,7 @@ class _ToolStep:
                 state.append(ModelRequest(parts=parts, timestamp=now_utc()))
             requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
             return End(FinalResult(requests))
-        return ModelRequestNode(ModelRequest(parts=parts))
+        return await _queue_request(state, parts)
 
     def _unknown_tool_message(self, call: ToolCallPart) -> str:
         names = sorted([*self.state.tools, *(t.name for t in self.state.output.output_tools)])

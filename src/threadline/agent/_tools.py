@@ -4,6 +4,7 @@ from the function's signature and docstring (by pydantic, imported when the firs
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import re
@@ -189,8 +190,11 @@ class Tool(Generic[AgentDepsT]):
         positional = (ctx,) if self.takes_ctx else ()
         if self._is_async:
             return await self.function(*positional, **args)
+        # Copy the context so context variables set around the call (StepPersistence's ledger scope)
+        # are visible inside the worker thread.
+        context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(None, functools.partial(self.function, *positional, **args))
+        result = await loop.run_in_executor(None, functools.partial(context.run, self.function, *positional, **args))
         if inspect.isawaitable(result):
             result = await result
         return result

@@ -168,7 +168,11 @@ def _looks_valid(messages: Sequence[ModelMessage], repair_last_response: bool) -
     previous: type | None = None
     frontier: set[str] = set()
     response_t, call_t, return_t, retry_t, delta_t = (
-        ModelResponse, ToolCallPart, ToolReturnPart, RetryPromptPart, ToolAvailabilityDeltaPart,
+        ModelResponse,
+        ToolCallPart,
+        ToolReturnPart,
+        RetryPromptPart,
+        ToolAvailabilityDeltaPart,
     )
     for message in messages:
         kind = type(message)
@@ -220,11 +224,16 @@ def _diagnose(messages: Sequence[ModelMessage], repair_last_response: bool) -> _
     last_response = -1
     adjacent = misordered = False
     response_t, request_t, call_t, return_t, retry_t, delta_t = (
-        ModelResponse, ModelRequest, ToolCallPart, ToolReturnPart, RetryPromptPart, ToolAvailabilityDeltaPart,
+        ModelResponse,
+        ModelRequest,
+        ToolCallPart,
+        ToolReturnPart,
+        RetryPromptPart,
+        ToolAvailabilityDeltaPart,
     )
     for i, message in enumerate(messages):
         kind = type(message)
-        if kind is previous and (kind is request_t or not (message.model_name or message.provider_name or message.provider_response_id)):  # type: ignore[union-attr]
+        if kind is previous and (kind is request_t or _synthetic(message)):  # type: ignore[arg-type]
             adjacent = True
         previous = kind
         if kind is response_t:
@@ -360,7 +369,9 @@ def _framework_metadata(left: ModelRequest, right: ModelRequest) -> dict[str, An
     return {_FRAMEWORK_KEY: merged} if merged else None
 
 
-def _merge(indexed: list[tuple[int, ModelMessage]], events: list[RepairEvent], *, check_order: bool) -> list[ModelMessage]:
+def _merge(
+    indexed: list[tuple[int, ModelMessage]], events: list[RepairEvent], *, check_order: bool
+) -> list[ModelMessage]:
     out: list[ModelMessage] = []
     origin: list[int] = []
     for i, message in indexed:

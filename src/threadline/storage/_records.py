@@ -25,8 +25,15 @@ __all__ = [
 
 Provenance = Literal['server', 'client']
 EventKind = Literal[
-    'run_started', 'run_completed', 'run_failed', 'model_request_started', 'model_request_completed',
-    'model_request_failed', 'tool_call_started', 'tool_call_completed', 'tool_call_failed',
+    'run_started',
+    'run_completed',
+    'run_failed',
+    'model_request_started',
+    'model_request_completed',
+    'model_request_failed',
+    'tool_call_started',
+    'tool_call_completed',
+    'tool_call_failed',
 ]
 
 

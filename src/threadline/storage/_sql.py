@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -32,11 +32,11 @@ __all__ = ['Segment', 'SQLCore', 'now_text', 'parse_time']
 
 
 def now_text() -> str:
-    return datetime.now(tz=timezone.utc).isoformat()
+    return datetime.now(tz=UTC).isoformat()
 
 
 def parse_time(text: str | None) -> datetime:
-    return datetime.fromisoformat(text) if text else datetime.fromtimestamp(0, tz=timezone.utc)
+    return datetime.fromisoformat(text) if text else datetime.fromtimestamp(0, tz=UTC)
 
 
 def token(prefix: str, value: str) -> str:
@@ -120,7 +120,7 @@ class SQLCore:
 
     def _search(
         self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
-    ) -> list[tuple[int, int, str, str | None, float, str]]:  # pragma: no cover
+    ) -> list[tuple[int, int, int, str | None, float, str]]:  # pragma: no cover
         raise NotImplementedError
 
     # -- reading rows --------------------------------------------------------------------------
@@ -143,7 +143,11 @@ class SQLCore:
         branch: int | None = head
         end: int | None = None
         while branch is not None:
-            row = self._one(conn, 'SELECT conversation_id, parent_branch, fork_position, length FROM branches WHERE id = ?', (branch,))
+            row = self._one(
+                conn,
+                'SELECT conversation_id, parent_branch, fork_position, length FROM branches WHERE id = ?',
+                (branch,),
+            )
             if row is None:
                 raise CorruptRecordError(f'branch {branch} of a lineage is missing')
             conversation_id, parent, fork_position, length = row
@@ -159,10 +163,14 @@ class SQLCore:
         for seg in segments:
             lo, hi = max(seg.start, start), min(seg.end, end)
             if lo < hi:
-                rows.extend(self._all(
-                    conn, 'SELECT position, body FROM messages WHERE branch_id = ? AND position >= ? AND position < ? '
-                    'ORDER BY position', (seg.branch, lo, hi),
-                ))
+                rows.extend(
+                    self._all(
+                        conn,
+                        'SELECT position, body FROM messages WHERE branch_id = ? AND position >= ? AND position < ? '
+                        'ORDER BY position',
+                        (seg.branch, lo, hi),
+                    )
+                )
         return rows
 
     def _decode(self, rows: list[tuple[int, str]], conversation_id: str) -> list[ModelMessage]:
@@ -177,24 +185,31 @@ class SQLCore:
             raise CorruptRecordError(
                 f'conversation {conversation_id!r}, message {position}: stored message cannot be loaded '
                 f'({exc.reason}); it is damaged or was written by a newer version',
-                conversation_id=conversation_id, position=position,
+                conversation_id=conversation_id,
+                position=position,
             ) from None
 
     def _batches(self, conn: Any, segments: list[Segment]) -> list[BatchInfo]:
         out: list[BatchInfo] = []
         for seg in segments:
             for start, end, provenance, run_id, link, created in self._all(
-                conn, 'SELECT start, end_, provenance, run_id, link, created_at FROM batches WHERE branch_id = ? '
-                'AND start < ? AND end_ > ? ORDER BY start', (seg.branch, seg.end, seg.start),
+                conn,
+                'SELECT start, end_, provenance, run_id, link, created_at FROM batches WHERE branch_id = ? '
+                'AND start < ? AND end_ > ? ORDER BY start',
+                (seg.branch, seg.end, seg.start),
             ):
-                out.append(BatchInfo(max(start, seg.start), min(end, seg.end), provenance, run_id, link, parse_time(created)))
+                out.append(
+                    BatchInfo(max(start, seg.start), min(end, seg.end), provenance, run_id, link, parse_time(created))
+                )
         return out
 
     # -- writing -------------------------------------------------------------------------------
     def _new_branch(self, conn: Any, conversation_id: str, parent: int | None, fork_position: int) -> int:
         return self._insert_id(
-            conn, 'INSERT INTO branches (conversation_id, parent_branch, fork_position, length, created_at) '
-            'VALUES (?, ?, ?, ?, ?)', (conversation_id, parent, fork_position, fork_position, now_text()),
+            conn,
+            'INSERT INTO branches (conversation_id, parent_branch, fork_position, length, created_at) '
+            'VALUES (?, ?, ?, ?, ?)',
+            (conversation_id, parent, fork_position, fork_position, now_text()),
         )
 
     def _create(self, conn: Any, conversation_id: str, scope: str) -> _Conversation:
@@ -202,12 +217,16 @@ class SQLCore:
             raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
         existing = self._one(conn, 'SELECT scope FROM conversations WHERE id = ?', (conversation_id,))
         if existing is not None:
-            raise ConversationNotFound(f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id)
+            raise ConversationNotFound(
+                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
+            )
         stamp = now_text()
         branch = self._new_branch(conn, conversation_id, None, 0)
         self._exec(
-            conn, 'INSERT INTO conversations (id, scope, head_branch, revision, created_at, updated_at, usage, chain_head) '
-            'VALUES (?, ?, ?, 0, ?, ?, ?, ?)', (conversation_id, scope, branch, stamp, stamp, '{}', GENESIS),
+            conn,
+            'INSERT INTO conversations (id, scope, head_branch, revision, created_at, updated_at, usage, chain_head) '
+            'VALUES (?, ?, ?, 0, ?, ?, ?, ?)',
+            (conversation_id, scope, branch, stamp, stamp, '{}', GENESIS),
         )
         return self._conversation(conn, conversation_id, scope)
 
@@ -225,7 +244,9 @@ class SQLCore:
             raise ConflictError(
                 f'conversation {conversation_id!r} is at revision {conversation.revision}, not {expected_revision}: '
                 'it changed since you read it. Reload it and apply your change again.',
-                conversation_id=conversation_id, expected=expected_revision, actual=conversation.revision,
+                conversation_id=conversation_id,
+                expected=expected_revision,
+                actual=conversation.revision,
             )
         return conversation
 
@@ -236,8 +257,10 @@ class SQLCore:
         for seg in reversed(segments):
             if seg.start < position:
                 row = self._one(
-                    conn, 'SELECT start, end_, prev_link, link FROM batches WHERE branch_id = ? AND start < ? '
-                    'ORDER BY start DESC LIMIT 1', (seg.branch, position),
+                    conn,
+                    'SELECT start, end_, prev_link, link FROM batches WHERE branch_id = ? AND start < ? '
+                    'ORDER BY start DESC LIMIT 1',
+                    (seg.branch, position),
                 )
                 if row is None:
                     break
@@ -249,8 +272,16 @@ class SQLCore:
         raise CorruptRecordError(f'no chain link recorded before position {position}')
 
     def _write_batch(
-        self, conn: Any, conversation: _Conversation, branch: int, start: int, messages: Sequence[ModelMessage],
-        provenance: Provenance, run_id: str | None, prev_link: str, scope: str,
+        self,
+        conn: Any,
+        conversation: _Conversation,
+        branch: int,
+        start: int,
+        messages: Sequence[ModelMessage],
+        provenance: Provenance,
+        run_id: str | None,
+        prev_link: str,
+        scope: str,
     ) -> str:
         bodies = [encoder.encode(m) for m in messages]
         link = extend_chain(prev_link, bodies)
@@ -258,13 +289,15 @@ class SQLCore:
         for offset, (message, body) in enumerate(zip(messages, bodies, strict=True)):
             text = body.decode()
             message_id = self._insert_id(
-                conn, 'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?)',
+                conn,
+                'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?)',
                 (branch, start + offset, conversation.id, message.run_id, text),
             )
             rows.append((message_id, message_text(message), conversation.id, scope))
         self._index(conn, rows)
         self._exec(
-            conn, 'INSERT INTO batches (conversation_id, branch_id, start, end_, provenance, run_id, prev_link, link, '
+            conn,
+            'INSERT INTO batches (conversation_id, branch_id, start, end_, provenance, run_id, prev_link, link, '
             'created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
             (conversation.id, branch, start, start + len(messages), provenance, run_id, prev_link, link, now_text()),
         )
@@ -272,40 +305,87 @@ class SQLCore:
         return link
 
     def _finish_write(
-        self, conn: Any, conversation: _Conversation, *, head: int, length: int, link: str, usage: str | None = None,
-        title: str | None = None, runs: int = 0,
+        self,
+        conn: Any,
+        conversation: _Conversation,
+        *,
+        head: int,
+        length: int,
+        link: str,
+        usage: str | None = None,
+        title: str | None = None,
+        runs: int = 0,
     ) -> int:
         revision = conversation.revision + 1
         self._exec(
-            conn, 'UPDATE conversations SET head_branch = ?, revision = ?, updated_at = ?, message_count = ?, '
+            conn,
+            'UPDATE conversations SET head_branch = ?, revision = ?, updated_at = ?, message_count = ?, '
             'chain_head = ?, usage = ?, title = ?, run_count = run_count + ? WHERE id = ?',
-            (head, revision, now_text(), length, link, usage if usage is not None else conversation.usage,
-             conversation.title or title, runs, conversation.id),
+            (
+                head,
+                revision,
+                now_text(),
+                length,
+                link,
+                usage if usage is not None else conversation.usage,
+                conversation.title or title,
+                runs,
+                conversation.id,
+            ),
         )
         return revision
 
     def _append_locked(
-        self, conn: Any, conversation: _Conversation, messages: Sequence[ModelMessage], provenance: Provenance,
-        run_id: str | None, usage_delta: RunUsage | None = None, runs: int = 0,
+        self,
+        conn: Any,
+        conversation: _Conversation,
+        messages: Sequence[ModelMessage],
+        provenance: Provenance,
+        run_id: str | None,
+        usage_delta: RunUsage | None = None,
+        runs: int = 0,
     ) -> int:
         length = conversation.length
         link = conversation.chain_head
         if messages:
-            link = self._write_batch(conn, conversation, conversation.head_branch, length, messages, provenance,
-                                     run_id, conversation.chain_head, conversation.scope)
+            link = self._write_batch(
+                conn,
+                conversation,
+                conversation.head_branch,
+                length,
+                messages,
+                provenance,
+                run_id,
+                conversation.chain_head,
+                conversation.scope,
+            )
         usage = None
         if usage_delta is not None:
             total = _usage_decoder.decode(conversation.usage) if conversation.usage else RunUsage()
             total.incr(usage_delta)
             usage = encoder.encode(total).decode()
         title = None if conversation.title else title_of(list(messages))
-        return self._finish_write(conn, conversation, head=conversation.head_branch, length=length + len(messages),
-                                  link=link, usage=usage, title=title, runs=runs)
+        return self._finish_write(
+            conn,
+            conversation,
+            head=conversation.head_branch,
+            length=length + len(messages),
+            link=link,
+            usage=usage,
+            title=title,
+            runs=runs,
+        )
 
     # -- public operations (synchronous; the stores wrap them for async) ---------------------
     def append_sync(
-        self, conversation_id: str, messages: Sequence[ModelMessage], *, scope: str, expected_revision: int | None = None,
-        provenance: Provenance = 'server', run_id: str | None = None,
+        self,
+        conversation_id: str,
+        messages: Sequence[ModelMessage],
+        *,
+        scope: str,
+        expected_revision: int | None = None,
+        provenance: Provenance = 'server',
+        run_id: str | None = None,
     ) -> int:
         """Append `messages` after the stored tip; returns the new revision."""
         _check_messages(messages, 'messages')
@@ -316,7 +396,12 @@ class SQLCore:
             return self._append_locked(conn, conversation, list(messages), provenance, run_id)
 
     def save_sync(
-        self, result: Any, *, scope: str, conversation_id: str | None = None, expected_revision: int | None = None,
+        self,
+        result: Any,
+        *,
+        scope: str,
+        conversation_id: str | None = None,
+        expected_revision: int | None = None,
     ) -> int:
         """Append a run's new messages (those not stored yet) and record the run; returns the revision."""
         conversation_id = conversation_id or result.conversation_id
@@ -327,19 +412,30 @@ class SQLCore:
             stored = self._stored_for_run(conn, conversation, result.run_id)
             fresh = new[stored:]
             known = self._one(conn, 'SELECT status FROM runs WHERE run_id = ?', (result.run_id,))
-            if not fresh and known is not None and known[0] == 'completed':
-                return conversation.revision  # saved before: nothing to add
+            counted = known is not None and known[0] == 'completed'
+            if not fresh and counted:
+                return conversation.revision  # saved before (or by StepPersistence): nothing to add
             self._record_run(conn, result, conversation_id)
-            delta = result.run_usage if known is None or known[0] != 'completed' else None
-            return self._append_locked(conn, conversation, fresh, 'server', result.run_id, usage_delta=delta,
-                                       runs=1 if known is None else 0)
+            return self._append_locked(
+                conn,
+                conversation,
+                fresh,
+                'server',
+                result.run_id,
+                usage_delta=None if counted else result.run_usage,
+                runs=0 if counted else 1,
+            )
 
     def _stored_for_run(self, conn: Any, conversation: _Conversation, run_id: str) -> int:
         segments = self._lineage(conn, conversation.head_branch)
         total = 0
         for seg in segments:
-            row = self._one(conn, 'SELECT COALESCE(SUM(end_ - start), 0) FROM batches WHERE branch_id = ? AND run_id = ? '
-                            'AND start >= ? AND end_ <= ?', (seg.branch, run_id, seg.start, seg.end))
+            row = self._one(
+                conn,
+                'SELECT COALESCE(SUM(end_ - start), 0) FROM batches WHERE branch_id = ? AND run_id = ? '
+                'AND start >= ? AND end_ <= ?',
+                (seg.branch, run_id, seg.start, seg.end),
+            )
             total += int(row[0])
         return total
 
@@ -350,18 +446,33 @@ class SQLCore:
             output = json.dumps(repr(result.output))
         usage = encoder.encode(result.run_usage).decode()
         stamp = now_text()
-        started = next((m.timestamp for m in result.new_messages() if isinstance(m, ModelRequest) and m.timestamp), None)
+        started = next(
+            (m.timestamp for m in result.new_messages() if isinstance(m, ModelRequest) and m.timestamp), None
+        )
         self._exec(
-            conn, 'INSERT INTO runs (run_id, conversation_id, model_name, output, usage, status, started_at, finished_at) '
+            conn,
+            'INSERT INTO runs (run_id, conversation_id, model_name, output, usage, status, started_at, finished_at) '
             "VALUES (?, ?, ?, ?, ?, 'completed', ?, ?) ON CONFLICT (run_id) DO UPDATE SET output = excluded.output, "
             "usage = excluded.usage, status = 'completed', finished_at = excluded.finished_at, "
             'model_name = excluded.model_name',
-            (result.run_id, conversation_id, getattr(result, 'model_name', None), output, usage,
-             started.isoformat() if started else stamp, stamp),
+            (
+                result.run_id,
+                conversation_id,
+                getattr(result, 'model_name', None),
+                output,
+                usage,
+                started.isoformat() if started else stamp,
+                stamp,
+            ),
         )
 
     def replace_sync(
-        self, conversation_id: str, messages: Sequence[ModelMessage], *, scope: str, expected_revision: int,
+        self,
+        conversation_id: str,
+        messages: Sequence[ModelMessage],
+        *,
+        scope: str,
+        expected_revision: int,
         provenance: Provenance = 'server',
     ) -> int:
         """Store a rewritten history as a new branch (the old tip stays reachable); returns the revision."""
@@ -373,7 +484,11 @@ class SQLCore:
             return self._replace_locked(conn, conversation, list(messages), provenance, None)
 
     def _replace_locked(
-        self, conn: Any, conversation: _Conversation, messages: list[ModelMessage], provenance: Provenance,
+        self,
+        conn: Any,
+        conversation: _Conversation,
+        messages: list[ModelMessage],
+        provenance: Provenance,
         run_id: str | None,
     ) -> int:
         segments = self._lineage(conn, conversation.head_branch)
@@ -388,8 +503,13 @@ class SQLCore:
             return conversation.revision
         branch = self._new_branch(conn, conversation.id, conversation.head_branch, shared)
         prev_link = self._link_at(conn, segments, shared)
-        link = self._write_batch(conn, conversation, branch, shared, messages[shared:], provenance, run_id, prev_link,
-                                 conversation.scope) if len(messages) > shared else prev_link
+        link = (
+            self._write_batch(
+                conn, conversation, branch, shared, messages[shared:], provenance, run_id, prev_link, conversation.scope
+            )
+            if len(messages) > shared
+            else prev_link
+        )
         return self._finish_write(conn, conversation, head=branch, length=len(messages), link=link)
 
     def load_sync(self, conversation_id: str, *, scope: str, last: int | None = None) -> StoredConversation:
@@ -410,10 +530,18 @@ class SQLCore:
             batches = self._batches(conn, segments)
         usage = _usage_decoder.decode(conversation.usage) if conversation.usage not in ('{}', '') else RunUsage()
         return StoredConversation(
-            conversation_id=conversation.id, scope=conversation.scope, messages=messages[cut:], usage=usage,
-            revision=conversation.revision, offset=start + cut, length=length, batches=batches,
-            forked_from=conversation.forked_from, shared_prefix=conversation.forked_at or 0,
-            chain_head=conversation.chain_head, title=conversation.title,
+            conversation_id=conversation.id,
+            scope=conversation.scope,
+            messages=messages[cut:],
+            usage=usage,
+            revision=conversation.revision,
+            offset=start + cut,
+            length=length,
+            batches=batches,
+            forked_from=conversation.forked_from,
+            shared_prefix=conversation.forked_at or 0,
+            chain_head=conversation.chain_head,
+            title=conversation.title,
             quarantined=json.loads(conversation.quarantine) if conversation.quarantine else None,
         )
 
@@ -421,11 +549,13 @@ class SQLCore:
         self, scope: str, *, limit: int = 50, offset: int = 0, query: str | None = None
     ) -> list[ConversationSummary]:
         """Conversations of `scope`, most recently updated first; `query` filters on title text."""
-        sql = ('SELECT id, scope, title, message_count, run_count, created_at, updated_at, revision, forked_from '
-               'FROM conversations WHERE scope = ?')
+        sql = (
+            'SELECT id, scope, title, message_count, run_count, created_at, updated_at, revision, forked_from '
+            'FROM conversations WHERE scope = ?'
+        )
         params: list[Any] = [scope]
         if query:
-            sql += ' AND LOWER(COALESCE(title, \'\')) LIKE ?'
+            sql += " AND LOWER(COALESCE(title, '')) LIKE ?"
             params.append(f'%{query.lower()}%')
         sql += ' ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?'
         params += [limit, offset]
@@ -452,11 +582,22 @@ class SQLCore:
             branch = self._new_branch(conn, fork_id, source.head_branch, position)
             stamp = now_text()
             self._exec(
-                conn, 'INSERT INTO conversations (id, scope, head_branch, revision, title, created_at, updated_at, '
+                conn,
+                'INSERT INTO conversations (id, scope, head_branch, revision, title, created_at, updated_at, '
                 'message_count, usage, forked_from, forked_at, chain_head) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)',
-                (fork_id, scope, branch, source.title, stamp, stamp, position,
-                 source.usage if position == source.length else '{}', conversation_id, position,
-                 self._link_at(conn, segments, position)),
+                (
+                    fork_id,
+                    scope,
+                    branch,
+                    source.title,
+                    stamp,
+                    stamp,
+                    position,
+                    source.usage if position == source.length else '{}',
+                    conversation_id,
+                    position,
+                    self._link_at(conn, segments, position),
+                ),
             )
         return fork_id
 
@@ -465,7 +606,9 @@ class SQLCore:
         their shared prefix: it is copied into them first."""
         with self._write() as conn:
             conversation = self._conversation(conn, conversation_id, scope)
-            own = [r[0] for r in self._all(conn, 'SELECT id FROM branches WHERE conversation_id = ?', (conversation_id,))]
+            own = [
+                r[0] for r in self._all(conn, 'SELECT id FROM branches WHERE conversation_id = ?', (conversation_id,))
+            ]
             self._materialize_children(conn, own)
             for table in self._erase_tables():
                 self._exec(conn, f'DELETE FROM {table} WHERE conversation_id = ?', (conversation.id,))
@@ -484,8 +627,10 @@ class SQLCore:
             return
         marks = ','.join('?' * len(own))
         children = self._all(
-            conn, f'SELECT id, conversation_id FROM branches WHERE parent_branch IN ({marks}) AND conversation_id NOT IN '
-            f'(SELECT conversation_id FROM branches WHERE id IN ({marks}))', [*own, *own],
+            conn,
+            f'SELECT id, conversation_id FROM branches WHERE parent_branch IN ({marks}) AND conversation_id NOT IN '
+            f'(SELECT conversation_id FROM branches WHERE id IN ({marks}))',
+            [*own, *own],
         )
         for child, child_conversation in children:
             fork_position = self._one(conn, 'SELECT fork_position FROM branches WHERE id = ?', (child,))[0]
@@ -494,25 +639,32 @@ class SQLCore:
             scope = self._one(conn, 'SELECT scope FROM conversations WHERE id = ?', (child_conversation,))[0]
             for seg in prefix:
                 batches = self._all(
-                    conn, 'SELECT start, end_, provenance, run_id, prev_link, link, created_at FROM batches WHERE '
-                    'branch_id = ? AND start < ? AND end_ > ?', (seg.branch, seg.end, seg.start),
+                    conn,
+                    'SELECT start, end_, provenance, run_id, prev_link, link, created_at FROM batches WHERE '
+                    'branch_id = ? AND start < ? AND end_ > ?',
+                    (seg.branch, seg.end, seg.start),
                 )
                 rows = self._all(
-                    conn, 'SELECT position, body, run_id FROM messages WHERE branch_id = ? AND position >= ? AND '
-                    'position < ?', (seg.branch, seg.start, min(seg.end, fork_position)),
+                    conn,
+                    'SELECT position, body, run_id FROM messages WHERE branch_id = ? AND position >= ? AND '
+                    'position < ?',
+                    (seg.branch, seg.start, min(seg.end, fork_position)),
                 )
                 index_rows = []
                 for position, body, run_id in rows:
                     message_id = self._insert_id(
-                        conn, 'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES '
-                        '(?, ?, ?, ?, ?)', (child, position, child_conversation, run_id, body),
+                        conn,
+                        'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES '
+                        '(?, ?, ?, ?, ?)',
+                        (child, position, child_conversation, run_id, body),
                     )
                     message = ModelMessagesTypeAdapter.validate_json(f'[{body}]'.encode())[0]
                     index_rows.append((message_id, message_text(message), child_conversation, scope))
                 self._index(conn, index_rows)
                 for start, end, provenance, run_id, prev_link, link, created in batches:
                     self._exec(
-                        conn, 'INSERT INTO batches (conversation_id, branch_id, start, end_, provenance, run_id, '
+                        conn,
+                        'INSERT INTO batches (conversation_id, branch_id, start, end_, provenance, run_id, '
                         'prev_link, link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
                         (child_conversation, child, start, end, provenance, run_id, prev_link, link, created),
                     )
@@ -603,6 +755,16 @@ class SQLCore:
             return ChainCheck(False, len(rows), conversation.chain_head, None, 'the chain head does not match')
         return ChainCheck(True, len(rows), link)
 
+    def branches_sync(self, conversation_id: str, *, scope: str) -> list[tuple[int, int]]:
+        """(branch id, length) of every branch of the conversation, oldest first; the head is the
+        conversation's current history, the others are tips a `replace` left reachable."""
+        with self._read() as conn:
+            self._conversation(conn, conversation_id, scope)
+            rows = self._all(
+                conn, 'SELECT id, length FROM branches WHERE conversation_id = ? ORDER BY id', (conversation_id,)
+            )
+        return [(int(r[0]), int(r[1])) for r in rows]
+
     def raw_history_sync(self, conversation_id: str, *, scope: str) -> bytes:
         """The stored history as one JSON document, exactly as stored (for export and audits)."""
         with self._read() as conn:
@@ -636,12 +798,14 @@ def _is_cut(messages: list[ModelMessage], cut: int) -> bool:
         return False
     calls: set[str] = set()
     for message in messages[cut:]:
-        for part in message.parts:
+        parts: list[Any] = list(message.parts)
+        for part in parts:
             if isinstance(part, ToolCallPart):
                 calls.add(part.tool_call_id)
-            elif getattr(part, 'part_kind', None) in ('tool-return', 'retry-prompt') and getattr(part, 'tool_name', None):
-                if part.tool_call_id not in calls:  # type: ignore[union-attr]
-                    return False
+            elif (
+                part.part_kind in ('tool-return', 'retry-prompt') and part.tool_name and part.tool_call_id not in calls
+            ):
+                return False
     return True
 
 

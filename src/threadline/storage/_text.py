@@ -35,8 +35,9 @@ def _json_text(value: Any) -> str:
 
 def message_text(message: ModelMessage) -> str:
     """Searchable text of one message."""
-    out: list[str] = []
-    for part in message.parts:
+    out: list[Any] = []
+    parts: list[Any] = list(message.parts)
+    for part in parts:
         kind = type(part)
         if kind is UserPromptPart:
             content = part.content  # type: ignore[union-attr]
@@ -54,7 +55,7 @@ def message_text(message: ModelMessage) -> str:
             out.append(_json_text(part.content))  # type: ignore[union-attr]
         elif kind is RetryFeedbackPart or kind is RetryPromptPart:
             out.append(_json_text(part.content))  # type: ignore[union-attr]
-    return '\n'.join(t for t in out if t)
+    return '\n'.join(t for t in out if isinstance(t, str) and t)
 
 
 def title_of(messages: list[ModelMessage]) -> str | None:
@@ -63,8 +64,10 @@ def title_of(messages: list[ModelMessage]) -> str | None:
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, UserPromptPart):
-                    text = part.content if isinstance(part.content, str) else ' '.join(
-                        i for i in part.content if isinstance(i, str)
+                    text = (
+                        part.content
+                        if isinstance(part.content, str)
+                        else ' '.join(i for i in part.content if isinstance(i, str))
                     )
                     text = ' '.join(text.split())
                     if text:

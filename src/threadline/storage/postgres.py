@@ -17,7 +17,7 @@ from ..exceptions import BackendError, UserError
 from ._facade import AsyncStoreMixin
 from ._schema import POSTGRES_MIGRATIONS
 from ._sql import now_text
-from ._steps_sql import SQLSteps
+from ._steps_sql import SQLStepWrites
 
 __all__ = ['PostgresStore']
 
@@ -35,7 +35,7 @@ def _driver() -> Any:
     return psycopg, psycopg_pool
 
 
-class PostgresStore(AsyncStoreMixin, SQLSteps):
+class PostgresStore(AsyncStoreMixin, SQLStepWrites):
     """A conversation and step store on PostgreSQL.
 
     Pass `url` (a `postgresql://` URL; the store owns a pool and closes it in `close()`), or a
@@ -49,11 +49,14 @@ class PostgresStore(AsyncStoreMixin, SQLSteps):
             raise UserError('PostgresStore needs exactly one of url= or pool=')
         self._owns_pool = pool is None
         try:
-            self._pool = pool or psycopg_pool.ConnectionPool(url, min_size=min_size, max_size=max_size, open=True,
-                                                             timeout=10.0)
+            self._pool = pool or psycopg_pool.ConnectionPool(
+                url, min_size=min_size, max_size=max_size, open=True, timeout=10.0
+            )
             self._migrate()
         except psycopg.Error as exc:
-            raise BackendError(f'cannot reach PostgreSQL ({_describe(exc)}); check the URL and that the server is up') from None
+            raise BackendError(
+                f'cannot reach PostgreSQL ({_describe(exc)}); check the URL and that the server is up'
+            ) from None
         except psycopg_pool.PoolTimeout as exc:
             raise BackendError(f'cannot reach PostgreSQL: {exc}; check the URL and that the server is up') from None
 
@@ -70,12 +73,16 @@ class PostgresStore(AsyncStoreMixin, SQLSteps):
     def _migrate(self) -> None:
         with self._write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('threadline_schema'))")
-            conn.execute('CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)')
+            conn.execute(
+                'CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)'
+            )
             done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations').fetchall()}
             for version, script in POSTGRES_MIGRATIONS:
                 if version not in done:
                     conn.execute(script)
-                    conn.execute('INSERT INTO threadline_migrations (version, applied_at) VALUES (%s, %s)', (version, now_text()))
+                    conn.execute(
+                        'INSERT INTO threadline_migrations (version, applied_at) VALUES (%s, %s)', (version, now_text())
+                    )
 
     def migrations(self) -> list[int]:
         with self._read() as conn:
@@ -114,11 +121,14 @@ class PostgresStore(AsyncStoreMixin, SQLSteps):
     def _unindex(self, conn: Any, conversation_id: str) -> None:
         """Index entries live on the message rows, so deleting the rows removes them."""
 
-    def _search(self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None,
-                limit: int) -> list[tuple[int, int, str, str | None, float, str]]:
-        sql = ("SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, q) AS score, "
-               "ts_headline('simple', m.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
-               "FROM messages m, plainto_tsquery('simple', %s) q WHERE m.tsv @@ q")
+    def _search(
+        self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
+    ) -> list[tuple[int, int, int, str | None, float, str]]:
+        sql = (
+            'SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, q) AS score, '
+            "ts_headline('simple', m.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
+            "FROM messages m, plainto_tsquery('simple', %s) q WHERE m.tsv @@ q"
+        )
         params: list[Any] = [' '.join(terms)]
         if conversations:
             sql += ' AND m.conversation_id = ANY(%s)'

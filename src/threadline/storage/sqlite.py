@@ -19,27 +19,27 @@ from ..exceptions import BackendError, CorruptRecordError, StoreError
 from ._facade import AsyncStoreMixin
 from ._schema import SQLITE_MIGRATIONS
 from ._sql import now_text, token
-from ._steps_sql import SQLSteps
+from ._steps_sql import SQLStepWrites
 
 __all__ = ['SQLiteStore']
 
 
-class SQLiteStore(AsyncStoreMixin, SQLSteps):
+class SQLiteStore(AsyncStoreMixin, SQLStepWrites):
     """A conversation and step store in one SQLite file (`':memory:'` for a throwaway one).
 
     `synchronous='FULL'` (the default) makes each committed write survive power loss, not only a
     crash of the process; `'NORMAL'` trades that for speed.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ':memory:', *, synchronous: str = 'FULL',
-                 busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = ':memory:', *, synchronous: str = 'FULL', busy_timeout: float = 30.0
+    ) -> None:
         self.path = str(path)
         if self.path != ':memory:':
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                         timeout=busy_timeout)
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout)
             self._conn.execute('PRAGMA journal_mode=WAL')
             self._conn.execute(f'PRAGMA synchronous={synchronous}')
             self._conn.execute(f'PRAGMA busy_timeout={int(busy_timeout * 1000)}')
@@ -56,7 +56,9 @@ class SQLiteStore(AsyncStoreMixin, SQLSteps):
 
     def _migrate(self) -> None:
         with self._write() as conn:
-            conn.execute('CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)')
+            conn.execute(
+                'CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)'
+            )
             done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations')}
             for version, script in SQLITE_MIGRATIONS:
                 if version in done:
@@ -64,7 +66,9 @@ class SQLiteStore(AsyncStoreMixin, SQLSteps):
                 for statement in script.split(';'):
                     if statement.strip():
                         conn.execute(statement)
-                conn.execute('INSERT INTO threadline_migrations (version, applied_at) VALUES (?, ?)', (version, now_text()))
+                conn.execute(
+                    'INSERT INTO threadline_migrations (version, applied_at) VALUES (?, ?)', (version, now_text())
+                )
 
     def migrations(self) -> list[int]:
         """The migration versions applied to this database."""
@@ -113,11 +117,14 @@ class SQLiteStore(AsyncStoreMixin, SQLSteps):
         )
 
     def _unindex(self, conn: Any, conversation_id: str) -> None:
-        conn.execute('DELETE FROM message_fts WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)',
-                     (conversation_id,))
+        conn.execute(
+            'DELETE FROM message_fts WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)',
+            (conversation_id,),
+        )
 
-    def _search(self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None,
-                limit: int) -> list[tuple[int, int, str, str | None, float, str]]:
+    def _search(
+        self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
+    ) -> list[tuple[int, int, int, str | None, float, str]]:
         match = ' AND '.join(f'body : "{t}"' for t in terms)
         if conversations:
             match += ' AND ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
@@ -126,7 +133,8 @@ class SQLiteStore(AsyncStoreMixin, SQLSteps):
         rows = conn.execute(
             'SELECT m.id, m.branch_id, m.position, m.run_id, -bm25(message_fts) AS score, '
             "snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts JOIN messages m ON m.id = message_fts.rowid "
-            'WHERE message_fts MATCH ? ORDER BY bm25(message_fts) LIMIT ?', (match, limit),
+            'WHERE message_fts MATCH ? ORDER BY bm25(message_fts) LIMIT ?',
+            (match, limit),
         ).fetchall()
         return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
@@ -136,7 +144,9 @@ def _backend_error(exc: sqlite3.Error, what: str) -> StoreError:
     if isinstance(exc, sqlite3.DatabaseError) and ('malformed' in text or 'not a database' in text):
         return CorruptRecordError(f'{what}: the database file is damaged ({text}); restore it from a backup')
     if 'locked' in text or 'busy' in text:
-        return BackendError(f'{what}: the database is locked by another process ({text}); retry, or stop the other writer')
+        return BackendError(
+            f'{what}: the database is locked by another process ({text}); retry, or stop the other writer'
+        )
     if 'full' in text:
         return BackendError(f'{what}: the disk is full ({text}); free space and retry')
     return BackendError(f'{what}: {text}')

@@ -1,0 +1,321 @@
+"""`StepPersistence`: record what each run did, as it does it.
+
+At every boundary of a run the capability writes, in one transaction: the messages the run added
+since the last boundary (appended to the conversation log, so a crash loses at most the step in
+flight), the events of the step, and a snapshot, which is a position in the log plus `state`
+(`'complete'` when every call is answered, else `'interrupted'`). Around each tool body it keeps
+a ledger row keyed by `(run_id, tool_call_id)`: `started` is durable before the body runs, so a
+row still `started` after a crash means the effect is unknown. A tool records its idempotency key
+with `annotate_tool_effect` before its external effect. Events and snapshots carry idempotency
+keys, so a retried write is dropped rather than doubled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from ..capabilities import AbstractCapability, ModelRequestContext
+from ..exceptions import UserError
+from ..messages import ModelMessage, ModelResponse, ToolCallPart
+from ._records import RecoveryInspection, StepEvent, StoredConversation, ToolEffect
+
+__all__ = ['StepPersistence', 'annotate_tool_effect', 'continue_run', 'fork_run', 'inspect_recovery']
+
+
+def _now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+@dataclass
+class _RunState:
+    conversation_id: str
+    scope: str
+    revision: int | None
+    stored: int = 0
+    first: ModelMessage | None = None
+    last: ModelMessage | None = None
+    events: list[StepEvent] = field(default_factory=list)
+    event_index: int = 0
+    snapshot_index: int = 0
+
+
+@dataclass(frozen=True)
+class _ToolScope:
+    persistence: StepPersistence
+    state: _RunState
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    started_at: datetime
+
+
+_current_tool: contextvars.ContextVar[_ToolScope | None] = contextvars.ContextVar('threadline_tool_scope', default=None)
+
+
+class StepPersistence(AbstractCapability):
+    """Persists a run step by step into `store` under `scope` (a string, or a function of the
+    `RunContext`, e.g. reading the tenant from deps). The scope is the server's decision.
+
+    Put it first among capabilities so it records the history other capabilities hand on.
+    """
+
+    def __init__(self, store: Any, *, scope: str | Callable[[Any], str]) -> None:
+        self.store = store
+        self._scope = scope
+        self._runs: dict[str, _RunState] = {}
+
+    def _scope_for(self, ctx: Any) -> str:
+        scope = self._scope(ctx) if callable(self._scope) else self._scope
+        if not isinstance(scope, str) or not scope:
+            raise UserError('StepPersistence scope must resolve to a non-empty string')
+        return scope
+
+    def _event(self, ctx: Any, state: _RunState, kind: str, **fields: Any) -> None:
+        key = f'{state.event_index}:{ctx.run_step}:{kind}:{fields.get("tool_call_id") or ""}'
+        state.event_index += 1
+        state.events.append(StepEvent(ctx.run_id, kind, ctx.run_step, _now(), idempotency_key=key, **fields))  # type: ignore[arg-type]
+
+    async def _flush(
+        self,
+        ctx: Any,
+        state: _RunState,
+        *,
+        snapshot: str | None = None,
+        effect: ToolEffect | None = None,
+        register: bool = False,
+        messages: bool = True,
+        finish: tuple[str, str | None, Any] | None = None,
+    ) -> None:
+        """One transaction: new messages (or a rewritten history), pending events, a snapshot, a ledger row."""
+        history = ctx.messages
+        kwargs: dict[str, Any] = {}
+        if messages:
+            unchanged = len(history) >= state.stored and (
+                state.stored == 0 or (history[0] is state.first and history[state.stored - 1] is state.last)
+            )
+            if unchanged:
+                kwargs['messages'] = history[state.stored :]
+            else:
+                kwargs['history'] = list(history)
+        events, state.events = state.events, []
+        snap = None
+        if snapshot is not None:
+            snap = (snapshot, ctx.run_step, f'{state.snapshot_index}:{ctx.run_step}:{snapshot}')
+            state.snapshot_index += 1
+        state.revision = await self.store.step_write(
+            state.conversation_id,
+            scope=state.scope,
+            run_id=ctx.run_id,
+            expected_revision=state.revision,
+            events=events,
+            snapshot=snap,
+            effect=effect,
+            register=register,
+            finish=finish,
+            **kwargs,
+        )
+        if messages and history:
+            state.stored, state.first, state.last = len(history), history[0], history[-1]
+
+    # -- hooks ------------------------------------------------------------------------------
+    async def before_run(self, ctx: Any) -> None:
+        scope = self._scope_for(ctx)
+        existing = await self.store.conversation_state(ctx.conversation_id, scope=scope)
+        state = _RunState(ctx.conversation_id, scope, existing[0] if existing else None)
+        self._runs[ctx.run_id] = state
+        history = ctx.messages
+        if existing is not None and existing[1] == len(history) and history:
+            state.stored, state.first, state.last = len(history), history[0], history[-1]
+        self._event(ctx, state, 'run_started')
+        # A history the store has not seen is imported as the caller's (provenance 'client'): the
+        # store cannot vouch for it, so the audit will not either.
+        imported = bool(history) and (existing is None or existing[1] == 0)
+        await self._flush(ctx, state, register=True, messages=imported)
+        if imported:
+            state.stored, state.first, state.last = len(history), history[0], history[-1]
+
+    async def before_model_request(self, ctx: Any, request_context: ModelRequestContext) -> ModelRequestContext:
+        state = self._runs.get(ctx.run_id)
+        if state is not None:
+            self._event(ctx, state, 'model_request_started')
+            await self._flush(ctx, state)
+        return request_context
+
+    async def after_model_request(self, ctx: Any, *, request_context: Any, response: ModelResponse) -> ModelResponse:
+        state = self._runs.get(ctx.run_id)
+        if state is not None:
+            self._event(ctx, state, 'model_request_completed')
+        return response
+
+    async def on_model_request_error(self, ctx: Any, *, request_context: Any, error: Exception) -> ModelResponse:
+        state = self._runs.get(ctx.run_id)
+        if state is not None:
+            self._event(ctx, state, 'model_request_failed', error=repr(error))
+        raise error
+
+    async def after_node_run(self, ctx: Any, *, node: Any, result: Any) -> Any:
+        from ..agent import CallToolsNode, ModelRequestNode
+
+        state = self._runs.get(ctx.run_id)
+        if state is None:
+            return result
+        if isinstance(node, ModelRequestNode):
+            last = ctx.messages[-1] if ctx.messages else None
+            open_calls = isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts)
+            await self._flush(ctx, state, snapshot='interrupted' if open_calls else 'complete')
+        elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
+            await self._flush(ctx, state, snapshot='complete')
+        return result
+
+    async def before_tool_execute(
+        self, ctx: Any, *, call: ToolCallPart, tool_def: Any, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        state = self._runs.get(ctx.run_id)
+        if state is None:
+            return args
+        started = _now()
+        self._event(ctx, state, 'tool_call_started', tool_call_id=call.tool_call_id, tool_name=call.tool_name)
+        effect = ToolEffect(ctx.run_id, call.tool_call_id, call.tool_name, 'started', started)
+        await self._flush(ctx, state, effect=effect, messages=False)
+        _current_tool.set(_ToolScope(self, state, ctx.run_id, call.tool_call_id, call.tool_name, started))
+        return args
+
+    async def after_tool_execute(self, ctx: Any, *, call: ToolCallPart, tool_def: Any, args: Any, result: Any) -> Any:
+        await self._finish_tool(ctx, call, 'completed', None)
+        return result
+
+    async def on_tool_execute_error(
+        self, ctx: Any, *, call: ToolCallPart, tool_def: Any, args: Any, error: Exception
+    ) -> Any:
+        from ..exceptions import ModelRetry
+
+        await self._finish_tool(ctx, call, 'failed', None if isinstance(error, ModelRetry) else repr(error))
+        raise error
+
+    async def _finish_tool(
+        self, ctx: Any, call: ToolCallPart, status: Literal['completed', 'failed'], error: str | None
+    ) -> None:
+        state = self._runs.get(ctx.run_id)
+        if state is None:
+            return
+        self._event(
+            ctx,
+            state,
+            'tool_call_completed' if status == 'completed' else 'tool_call_failed',
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            error=error,
+        )
+        effect = ToolEffect(
+            ctx.run_id,
+            call.tool_call_id,
+            call.tool_name,
+            status,
+            _now(),
+            _now(),  # type: ignore[arg-type]
+            summary=error,
+        )
+        await self._flush(ctx, state, effect=effect, messages=False)
+
+    async def after_run(self, ctx: Any, *, result: Any) -> Any:
+        import json
+
+        from ._sql import to_python_output
+
+        state = self._runs.pop(ctx.run_id, None)
+        if state is None:
+            return result
+        self._event(ctx, state, 'run_completed')
+        try:
+            output = json.dumps(to_python_output(result.output))
+        except (TypeError, ValueError):
+            output = json.dumps(repr(result.output))
+        await self._flush(
+            ctx,
+            state,
+            snapshot='complete' if _settled(ctx.messages) else 'interrupted',
+            finish=('completed', output, result.run_usage),
+        )
+        return result
+
+    async def on_run_error(self, ctx: Any, *, error: BaseException) -> Any:
+        state = self._runs.pop(ctx.run_id, None)
+        if state is not None:
+            self._event(ctx, state, 'run_failed', error=repr(error))
+            with contextlib.suppress(Exception):  # the run's own error is the one to report
+                await self._flush(ctx, state, snapshot='interrupted', finish=('failed', None, None))
+        raise error
+
+
+def _settled(history: list[ModelMessage]) -> bool:
+    last = history[-1] if history else None
+    return not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts))
+
+
+def annotate_tool_effect(ctx: Any = None, *, idempotency_key: str | None = None, summary: str | None = None) -> None:
+    """Record, before a tool's external effect, how to find that effect later (an idempotency key,
+    a short summary). Durable when it returns; a no-op outside a tool run under StepPersistence.
+
+    Call it from inside the tool body, before the side effect: after a crash the ledger row (still
+    `started`) then tells the operator which key to look up at the destination.
+    """
+    scope = _current_tool.get()
+    if scope is None:
+        return
+    effect = ToolEffect(
+        scope.run_id,
+        scope.tool_call_id,
+        scope.tool_name,
+        'started',
+        scope.started_at,
+        idempotency_key=idempotency_key,
+        summary=summary,
+    )
+    scope.persistence.store.sync.record_tool_effect(effect, conversation_id=scope.state.conversation_id)
+
+
+async def inspect_recovery(store: Any, run_id: str) -> RecoveryInspection:
+    """What the store knows about `run_id`: latest snapshot, latest settled one, and its tool
+    effects, with calls still `started` reported as unknown (read-only; not permission to replay)."""
+    run = await store.get_run(run_id)
+    snapshots = await store.list_snapshots(run_id)
+    effects = await store.tool_effects(run_id)
+    events = await store.list_events(run_id)
+    settled = [s for s in snapshots if s.state == 'complete']
+    return RecoveryInspection(
+        run_id=run_id,
+        conversation_id=run.conversation_id if run else None,
+        latest=snapshots[-1] if snapshots else None,
+        latest_settled=settled[-1] if settled else None,
+        unknown=[e for e in effects if e.status == 'started'],
+        completed=[e for e in effects if e.status == 'completed'],
+        failed=[e for e in effects if e.status == 'failed'],
+        events=events,
+    )
+
+
+async def continue_run(store: Any, run_id: str, *, scope: str, include_interrupted: bool = False) -> StoredConversation:
+    """The conversation as of the run's latest (settled, unless `include_interrupted`) snapshot."""
+    snapshots = [s for s in await store.list_snapshots(run_id) if include_interrupted or s.state == 'complete']
+    if not snapshots:
+        raise LookupError(f'run {run_id!r} has no {"" if include_interrupted else "settled "}snapshot')
+    snap = snapshots[-1]
+    stored: StoredConversation = await store.load(snap.conversation_id, scope=scope)
+    messages = await store.load_at(snap.conversation_id, scope=scope, branch_id=snap.branch_id, position=snap.position)
+    stored.messages, stored.offset, stored.length = messages, 0, snap.position
+    return stored
+
+
+async def fork_run(store: Any, run_id: str, *, scope: str, include_interrupted: bool = False) -> StoredConversation:
+    """A new conversation sharing the history up to the run's latest snapshot (no copy)."""
+    snapshots = [s for s in await store.list_snapshots(run_id) if include_interrupted or s.state == 'complete']
+    if not snapshots:
+        raise LookupError(f'run {run_id!r} has no {"" if include_interrupted else "settled "}snapshot')
+    snap = snapshots[-1]
+    fork_id = await store.fork(snap.conversation_id, scope=scope, at=snap.position)
+    return await store.load(fork_id, scope=scope)  # type: ignore[no-any-return]

@@ -1,0 +1,249 @@
+"""Conformance suite for conversation stores: subclass it in your tests and provide `make_store`.
+
+    class TestMyStore(ConversationStoreConformance):
+        def make_store(self):
+            return MyStore(...)
+
+Each test is a behaviour a user of the store relies on (revisions, scopes, forks, deletion,
+retention, search, windows, the hash chain, sync and async faces). Needs pytest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ..exceptions import ConflictError, ConversationNotFound, UserError
+from ..messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RequestUsage,
+    RunUsage,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+__all__ = ['ConversationStoreConformance', 'turn']
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def turn(i: int, *, conversation_id: str = 'c', run_id: str | None = None, text: str = 'hello') -> list[ModelMessage]:
+    """Four messages: a prompt, a tool call, its result, an answer (deterministic in `i`)."""
+    run = run_id or f'run-{i}'
+    stamp = T0 + timedelta(seconds=i)
+    return [
+        ModelRequest(
+            parts=[UserPromptPart(f'{text} question {i}', timestamp=stamp)],
+            timestamp=stamp,
+            run_id=run,
+            conversation_id=conversation_id,
+        ),
+        ModelResponse(
+            parts=[ToolCallPart('lookup', {'n': i}, f'call-{i}')],
+            timestamp=stamp,
+            run_id=run,
+            conversation_id=conversation_id,
+            usage=RequestUsage(input_tokens=10, output_tokens=2),
+        ),
+        ModelRequest(
+            parts=[ToolReturnPart('lookup', f'result {i}', f'call-{i}', timestamp=stamp)],
+            timestamp=stamp,
+            run_id=run,
+            conversation_id=conversation_id,
+        ),
+        ModelResponse(
+            parts=[TextPart(f'answer {i} about zebra{i}')], timestamp=stamp, run_id=run, conversation_id=conversation_id
+        ),
+    ]
+
+
+class _Result:
+    """The parts of a run result a store reads (so the suite needs no model)."""
+
+    def __init__(self, messages: list[ModelMessage], run_id: str, conversation_id: str) -> None:
+        self._messages = messages
+        self.run_id = run_id
+        self.conversation_id = conversation_id
+        self.output = 'done'
+        self.run_usage = RunUsage(requests=2, tool_calls=1, input_tokens=20, output_tokens=4)
+        self.model_name = 'test'
+
+    def new_messages(self) -> list[ModelMessage]:
+        return self._messages
+
+
+class ConversationStoreConformance:
+    """Behaviours every `ConversationStore` must have. Override `make_store`."""
+
+    def make_store(self) -> Any:  # pragma: no cover - provided by the subclass
+        raise NotImplementedError
+
+    @pytest.fixture
+    def store(self) -> Any:
+        store = self.make_store()
+        yield store
+        close = getattr(store, 'close', None)
+        if close is not None:
+            close()
+
+    def test_append_load_round_trip(self, store: Any) -> None:
+        rev1 = store.sync.append('c1', turn(0, conversation_id='c1'), scope='s')
+        rev2 = store.sync.append('c1', turn(1, conversation_id='c1'), scope='s', expected_revision=rev1)
+        assert rev2 == rev1 + 1
+        loaded = store.sync.load('c1', scope='s')
+        assert loaded.messages == turn(0, conversation_id='c1') + turn(1, conversation_id='c1')
+        assert (loaded.revision, loaded.length, loaded.offset) == (rev2, 8, 0)
+        assert [(b.start, b.end, b.provenance) for b in loaded.batches] == [(0, 4, 'server'), (4, 8, 'server')]
+        assert loaded.title == 'hello question 0'
+
+    def test_save_records_run_and_usage_once(self, store: Any) -> None:
+        result = _Result(turn(0, conversation_id='c2', run_id='r0'), 'r0', 'c2')
+        revision = store.sync.save(result, scope='s')
+        assert store.sync.save(result, scope='s') == revision  # saving again adds nothing
+        loaded = store.sync.load('c2', scope='s')
+        assert len(loaded.messages) == 4 and loaded.usage.requests == 2 and loaded.usage.input_tokens == 20
+        assert loaded.run_kwargs()['conversation_id'] == 'c2'
+        [run] = store.sync.list_runs('c2')
+        assert run.run_id == 'r0' and run.status == 'completed' and run.usage.tool_calls == 1
+
+    def test_stale_revision_conflicts_and_writes_nothing(self, store: Any) -> None:
+        revision = store.sync.append('c3', turn(0, conversation_id='c3'), scope='s')
+        store.sync.append('c3', turn(1, conversation_id='c3'), scope='s', expected_revision=revision)
+        with pytest.raises(ConflictError) as info:
+            store.sync.append('c3', turn(2, conversation_id='c3'), scope='s', expected_revision=revision)
+        assert (info.value.expected, info.value.actual) == (revision, revision + 1)
+        assert store.sync.load('c3', scope='s').length == 8
+
+    def test_concurrent_appends_never_interleave(self, store: Any) -> None:
+        store.sync.append('c4', [], scope='s')
+        errors: list[BaseException] = []
+
+        def writer(k: int) -> None:
+            try:
+                for i in range(5):
+                    store.sync.append('c4', turn(k * 100 + i, conversation_id='c4')[:2], scope='s')
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors
+        messages = store.sync.load('c4', scope='s').messages
+        assert len(messages) == 40
+        for first, second in zip(messages[::2], messages[1::2], strict=True):
+            assert first.run_id == second.run_id  # each batch stayed together
+
+    def test_scope_is_enforced(self, store: Any) -> None:
+        store.sync.append('c5', turn(0, conversation_id='c5'), scope='tenant-a')
+        for call in (
+            lambda: store.sync.load('c5', scope='tenant-b'),
+            lambda: store.sync.append('c5', turn(1), scope='tenant-b'),
+            lambda: store.sync.fork('c5', scope='tenant-b'),
+            lambda: store.sync.delete('c5', scope='tenant-b'),
+        ):
+            with pytest.raises(ConversationNotFound):
+                call()
+        assert store.sync.search('zebra0', scope='tenant-b') == []
+        assert store.sync.list('tenant-b') == []
+        with pytest.raises(UserError):
+            store.sync.append('c6', turn(0), scope='')
+
+    def test_replace_makes_a_branch_and_keeps_the_old_tip(self, store: Any) -> None:
+        revision = store.sync.append('c7', turn(0, conversation_id='c7') + turn(1, conversation_id='c7'), scope='s')
+        before = store.sync.load('c7', scope='s')
+        compacted = [
+            ModelRequest(parts=[UserPromptPart('summary of earlier turns', timestamp=T0)]),
+            *turn(1, conversation_id='c7')[1:],
+        ]
+        with pytest.raises(ConflictError):
+            store.sync.replace('c7', compacted, scope='s', expected_revision=revision - 1)
+        new_revision = store.sync.replace('c7', compacted, scope='s', expected_revision=revision)
+        after = store.sync.load('c7', scope='s')
+        assert after.messages == compacted and after.revision == new_revision
+        old = store.sync.branches('c7', scope='s')
+        assert any(length == 8 for _, length in old)
+        old_branch = next(branch for branch, length in old if length == 8)
+        assert store.sync.load_at('c7', scope='s', branch_id=old_branch, position=8) == before.messages
+
+    def test_fork_shares_the_prefix_and_survives_the_parent(self, store: Any) -> None:
+        store.sync.append('c8', turn(0, conversation_id='c8') + turn(1, conversation_id='c8'), scope='s')
+        fork_id = store.sync.fork('c8', scope='s', at=4)
+        fork = store.sync.load(fork_id, scope='s')
+        assert fork.messages == turn(0, conversation_id='c8') and fork.forked_from == 'c8' and fork.shared_prefix == 4
+        store.sync.append(fork_id, turn(5, conversation_id=fork_id), scope='s')
+        assert store.sync.load('c8', scope='s').length == 8  # the parent is untouched
+        store.sync.delete('c8', scope='s')
+        kept = store.sync.load(fork_id, scope='s')
+        assert kept.messages == turn(0, conversation_id='c8') + turn(5, conversation_id=fork_id)
+        assert store.sync.verify(fork_id, scope='s').ok
+
+    def test_delete_erases_everything(self, store: Any) -> None:
+        store.sync.save(_Result(turn(0, conversation_id='c9', run_id='r9'), 'r9', 'c9'), scope='s')
+        assert store.sync.search('zebra0', scope='s', conversation_id='c9')
+        store.sync.delete('c9', scope='s')
+        with pytest.raises(ConversationNotFound):
+            store.sync.load('c9', scope='s')
+        assert store.sync.search('zebra0', scope='s') == []
+        assert store.sync.list_runs('c9') == []
+
+    def test_prune_by_age_and_count(self, store: Any) -> None:
+        for k in range(4):
+            store.sync.append(f'p{k}', turn(k, conversation_id=f'p{k}'), scope='s')
+        store.sync.append('other', turn(0), scope='t')
+        assert sorted(store.sync.prune(keep_last=2, scope='s')) == ['p0', 'p1']
+        assert [c.conversation_id for c in store.sync.list('s')] == ['p3', 'p2']
+        assert sorted(store.sync.prune(older_than=datetime.now(tz=UTC) + timedelta(seconds=1))) == [
+            'other',
+            'p2',
+            'p3',
+        ]
+        with pytest.raises(UserError):
+            store.sync.prune()
+
+    def test_last_n_cuts_where_calls_keep_their_results(self, store: Any) -> None:
+        store.sync.append('c10', turn(0, conversation_id='c10') + turn(1, conversation_id='c10'), scope='s')
+        window = store.sync.load('c10', scope='s', last=3)
+        assert window.offset == 4 + 2 or window.offset <= 4
+        first = window.messages[0]
+        assert isinstance(first, ModelRequest)
+        calls = {p.tool_call_id for m in window.messages for p in m.parts if isinstance(p, ToolCallPart)}
+        results = {p.tool_call_id for m in window.messages for p in m.parts if isinstance(p, ToolReturnPart)}
+        assert results <= calls
+        assert store.sync.load('c10', scope='s', last=100).offset == 0
+
+    def test_search_ranks_and_scopes(self, store: Any) -> None:
+        for k in range(3):
+            store.sync.append(f's{k}', turn(k, conversation_id=f's{k}', text=f'topic{k}'), scope='s')
+        hits = store.sync.search('zebra1', scope='s')
+        assert [(h.conversation_id, h.position) for h in hits] == [('s1', 3)]
+        assert 'zebra1' in hits[0].snippet
+        assert store.sync.search('question', scope='s', conversation_id='s2')[0].conversation_id == 's2'
+        assert {h.conversation_id for h in store.sync.search('question', scope='s', limit=10)} == {'s0', 's1', 's2'}
+        assert store.sync.search('"; DROP TABLE messages; --', scope='s') == []
+
+    def test_chain_verifies(self, store: Any) -> None:
+        store.sync.append('c11', turn(0, conversation_id='c11'), scope='s')
+        store.sync.append('c11', turn(1, conversation_id='c11'), scope='s')
+        check = store.sync.verify('c11', scope='s')
+        assert check.ok and check.checked == 8 and check.chain_head == store.sync.load('c11', scope='s').chain_head
+
+    def test_async_face(self, store: Any) -> None:
+        async def main() -> None:
+            revision = await store.append('c12', turn(0, conversation_id='c12'), scope='s')
+            loaded = await store.load('c12', scope='s')
+            assert loaded.revision == revision and len(loaded.messages) == 4
+            assert [c.conversation_id for c in await store.list('s')] == ['c12']
+            assert (await store.search('zebra0', scope='s'))[0].conversation_id == 'c12'
+
+        asyncio.run(main())

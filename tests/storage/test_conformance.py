@@ -1,0 +1,34 @@
+"""Every backend passes the conformance suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.storage.conftest import fresh_postgres_url, needs_postgres
+from threadline.storage import MemoryStore, SQLiteStore
+from threadline.storage.testing import ConversationStoreConformance
+
+
+class TestMemoryStore(ConversationStoreConformance):
+    def make_store(self) -> Any:
+        return MemoryStore()
+
+
+class TestSQLiteStore(ConversationStoreConformance):
+    @pytest.fixture(autouse=True)
+    def _tmp(self, tmp_path: Path) -> None:
+        self.path = tmp_path / 'threadline.db'
+
+    def make_store(self) -> Any:
+        return SQLiteStore(self.path)
+
+
+@needs_postgres
+class TestPostgresStore(ConversationStoreConformance):
+    def make_store(self) -> Any:
+        from threadline.storage import PostgresStore
+
+        return PostgresStore(fresh_postgres_url())
