@@ -42,23 +42,38 @@ class PostgresStore(AsyncStoreMixin, SQLStepWrites):
     caller-owned `psycopg_pool.ConnectionPool` as `pool` (the store never closes it).
     """
 
-    def __init__(self, url: str | None = None, *, pool: Any = None, min_size: int = 1, max_size: int = 8) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool: Any = None,
+        min_size: int = 1,
+        max_size: int = 8,
+        connect_timeout: float = 10.0,
+    ) -> None:
         psycopg, psycopg_pool = _driver()
         self._psycopg = psycopg
         if (url is None) == (pool is None):
             raise UserError('PostgresStore needs exactly one of url= or pool=')
         self._owns_pool = pool is None
         try:
-            self._pool = pool or psycopg_pool.ConnectionPool(
-                url, min_size=min_size, max_size=max_size, open=True, timeout=10.0
-            )
+            if pool is None:
+                pool = psycopg_pool.ConnectionPool(
+                    url, min_size=min_size, max_size=max_size, open=True, timeout=connect_timeout
+                )
+                try:
+                    pool.wait(timeout=connect_timeout)  # fail now, with a clear error, if the server is not there
+                except psycopg_pool.PoolTimeout:
+                    pool.close()
+                    raise BackendError(
+                        f'cannot reach PostgreSQL within {connect_timeout:g}s; check the URL and that the server is up'
+                    ) from None
+            self._pool = pool
             self._migrate()
         except psycopg.Error as exc:
             raise BackendError(
                 f'cannot reach PostgreSQL ({_describe(exc)}); check the URL and that the server is up'
             ) from None
-        except psycopg_pool.PoolTimeout as exc:
-            raise BackendError(f'cannot reach PostgreSQL: {exc}; check the URL and that the server is up') from None
 
     def __repr__(self) -> str:
         return 'PostgresStore()'

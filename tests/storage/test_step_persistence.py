@@ -1,0 +1,123 @@
+"""StepPersistence records runs as they go: events, snapshots (log positions), the tool ledger."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from threadline import Agent, ModelMessage, ModelRequest, RunContext
+from threadline.capabilities import ProcessHistory
+from threadline.models.test import TestModel
+from threadline.storage import (
+    MemoryStore,
+    StepPersistence,
+    annotate_tool_effect,
+    continue_run,
+    fork_run,
+    inspect_recovery,
+)
+
+
+def support_agent(store: Any, **kwargs: Any) -> Agent[Any, Any]:
+    agent = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme'), *kwargs.pop('extra', [])], **kwargs)
+
+    @agent.tool
+    def issue_refund(ctx: RunContext[Any], order: str) -> str:
+        annotate_tool_effect(ctx, idempotency_key=f'refund-{order}', summary=f'refund {order}')
+        return f'refunded {order}'
+
+    return agent
+
+
+async def test_a_run_is_recorded_step_by_step() -> None:
+    store = MemoryStore()
+    result = await support_agent(store).run('refund my order')
+    kinds = [e.kind for e in await store.list_events(result.run_id)]
+    assert kinds == [
+        'run_started',
+        'model_request_started',
+        'model_request_completed',
+        'tool_call_started',
+        'tool_call_completed',
+        'model_request_started',
+        'model_request_completed',
+        'run_completed',
+    ]
+    snapshots = await store.list_snapshots(result.run_id)
+    assert [(s.position, s.state) for s in snapshots] == [
+        (2, 'interrupted'),
+        (3, 'complete'),
+        (4, 'complete'),
+        (4, 'complete'),
+    ]
+    [effect] = await store.tool_effects(result.run_id)
+    assert (effect.status, effect.idempotency_key, effect.summary) == ('completed', 'refund-a', 'refund a')
+    stored = await store.load(result.conversation_id, scope='acme')
+    assert stored.messages == result.all_messages() and stored.usage.requests == 2
+    assert await store.save(result, scope='acme') == stored.revision  # saving the same run adds nothing
+    assert (await store.load(result.conversation_id, scope='acme')).length == 4
+    [run] = await store.list_runs(result.conversation_id)
+    assert run.status == 'completed' and run.usage.requests == 2
+
+
+async def test_continue_fork_and_inspect() -> None:
+    store = MemoryStore()
+    agent = support_agent(store)
+    first = await agent.run('refund my order')
+    resumed = await continue_run(store, first.run_id, scope='acme')
+    assert resumed.messages == first.all_messages()
+    second = await agent.run('thanks', **resumed.run_kwargs())
+    assert second.conversation_id == first.conversation_id
+    assert (await store.load(first.conversation_id, scope='acme')).length == 6
+    forked = await fork_run(store, first.run_id, scope='acme')
+    assert forked.conversation_id != first.conversation_id and forked.shared_prefix == 4
+    branch = await agent.run('another question', **forked.run_kwargs())
+    assert branch.conversation_id == forked.conversation_id
+    inspection = await inspect_recovery(store, first.run_id)
+    assert inspection.unknown == [] and [e.tool_name for e in inspection.completed] == ['issue_refund']
+    assert inspection.latest_settled is not None and inspection.latest_settled.position == 4
+
+
+async def test_a_run_that_fails_mid_tool_leaves_an_unknown_effect_and_an_interrupted_snapshot() -> None:
+    store = MemoryStore()
+    agent = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme')])
+
+    class Crash(BaseException):
+        """Stands in for the process dying inside the tool body: no error hook sees it."""
+
+    @agent.tool
+    def charge(ctx: RunContext[Any], amount: int) -> str:
+        annotate_tool_effect(ctx, idempotency_key='charge-42')
+        raise Crash
+
+    with pytest.raises(Crash):
+        await agent.run('charge me')
+    run = (await store.list_runs((await store.list('acme'))[0].conversation_id))[0]
+    inspection = await inspect_recovery(store, run.run_id)
+    assert [(e.tool_name, e.idempotency_key, e.status) for e in inspection.unknown] == [
+        ('charge', 'charge-42', 'started')
+    ]
+    assert inspection.latest is not None and inspection.latest.state == 'interrupted'
+
+
+async def test_compaction_by_a_processor_is_stored_as_a_branch() -> None:
+    store = MemoryStore()
+
+    def keep_last_request(messages: list[ModelMessage]) -> list[ModelMessage]:
+        return [m for m in messages if isinstance(m, ModelRequest)][-1:]
+
+    agent = support_agent(store)
+    first = await agent.run('refund my order')
+    compacting = Agent(
+        TestModel(), capabilities=[StepPersistence(store, scope='acme'), ProcessHistory(keep_last_request)]
+    )
+    stored = await store.load(first.conversation_id, scope='acme')
+    second = await compacting.run('short please', **stored.run_kwargs())
+    after = await store.load(first.conversation_id, scope='acme')
+    assert after.messages == second.all_messages()
+    branches = store.sync.branches(first.conversation_id, scope='acme')
+    # the old tip (run 1 plus run 2's prompt, stored before the processor ran) stays reachable
+    assert len(branches) == 2 and branches[0][1] == 5
+    snapshot = (await store.list_snapshots(second.run_id))[-1]
+    assert snapshot.branch_id == branches[-1][0]
