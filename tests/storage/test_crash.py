@@ -61,8 +61,8 @@ def check(target: str, conversation_id: str, lines: list[list[str]]) -> dict[str
             assert stored.length >= saved[-1], f'reported {saved[-1]} messages saved, found {stored.length}'
         check_chain = store.sync.verify(conversation_id, scope='crash')
         assert check_chain.ok, check_chain
-        started = {(l[1], l[2]) for l in lines if l[0] == 'tool-start'}
-        ended = {(l[1], l[2]) for l in lines if l[0] == 'tool-end'}
+        started = {(line[1], line[2]) for line in lines if line[0] == 'tool-start'}
+        ended = {(line[1], line[2]) for line in lines if line[0] == 'tool-end'}
         unknown = 0
         for run_id, call_id in started - ended:  # killed inside the tool body
             inspection = asyncio.run(inspect_recovery(store, run_id))
