@@ -1,0 +1,306 @@
+"""Storage: Threadline's conversation log vs pydantic-ai-harness StepPersistence, same workload.
+
+    uv run python bench/storage.py [--parts a,b,c,d] [--postgres URL] [--search-conversations 1000]
+
+(a) time to persist one turn (`workload.turn`) at conversation lengths 10 .. 20,000 messages:
+    Threadline `store.append` (and its StepPersistence overhead in a real run) vs harness
+    StepPersistence + SqliteStepStore overhead in a real run (run time with minus without it).
+(b) database bytes and rows after a 1,000-turn conversation, both systems.
+(c) loading a 10,000- and 20,000-message conversation vs harness `continue_run`.
+(d) `store.search` over 1,000 conversations of 1,000 messages on SQLite: p50/p95 of 100 single
+    terms and 50 two-term queries (vocabulary ranks 100..10,000), store-wide and per conversation,
+    plus the ten most frequent words; harness ConversationSearch on the same queries over 10k messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from _common import workload
+
+from threadline import ModelMessagesTypeAdapter as OurTA
+from threadline.storage import SQLiteStore
+
+SIZES = (10, 1_000, 10_000, 20_000)
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def ours_append(store_factory: Callable[[], Any], wl: Any, size: int) -> float:
+    store = store_factory()
+    history = OurTA.validate_python(wl.history(size, conversation_id=f'bench-{size}'))
+    store.sync.append(f'bench-{size}', history, scope='bench')
+    turns = [OurTA.validate_python(wl.turn(size // 4 + k, conversation_id=f'bench-{size}')) for k in range(7)]
+    it = iter(turns)
+    result = timed(lambda: store.sync.append(f'bench-{size}', next(it), scope='bench'), repeat=7)
+    store.close()
+    return result
+
+
+def harness_turn_overhead(wl: Any, size: int, directory: Path) -> float:
+    """Harness StepPersistence: one-turn run time with persistence minus without, at `size` messages."""
+    from pydantic_ai import Agent
+    from pydantic_ai import ModelMessagesTypeAdapter as RefTA
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai_harness.step_persistence import SqliteStepStore, StepPersistence
+
+    def run_once(history: list[Any], index: int, capabilities: list[Any]) -> float:
+        turn = RefTA.validate_python(wl.turn(index, conversation_id='h'))
+        responses = iter([turn[1], turn[3]])
+
+        def model(messages: list[Any], info: Any) -> ModelResponse:
+            return next(responses)
+
+        agent = Agent(FunctionModel(model), capabilities=capabilities)
+        tool = turn[1].parts[-1].tool_name
+
+        @agent.tool_plain(name=tool)
+        def _tool(query: str, limit: int) -> str:
+            return turn[2].parts[0].content
+
+        start = time.perf_counter()
+        agent.run_sync(turn[0].parts[-1].content, message_history=history, conversation_id='h')
+        return time.perf_counter() - start
+
+    history = RefTA.validate_python(wl.history(size, conversation_id='h'))
+    store = SqliteStepStore(database=directory / f'harness-{size}.db')
+    run_once(history, size // 4, [StepPersistence(store)])  # first run stores the whole history
+    with_persistence = statistics.median(run_once(history, size // 4 + k, [StepPersistence(store)]) for k in range(1, 3))
+    without = statistics.median(run_once(history, size // 4 + k, []) for k in range(3, 5))
+    return max(with_persistence - without, 0.0)
+
+
+def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
+    """Threadline StepPersistence: the same measurement on our side."""
+    from threadline import Agent
+    from threadline.messages import ModelResponse
+    from threadline.models.function import FunctionModel
+    from threadline.storage import StepPersistence
+
+    store = SQLiteStore(directory / f'ours-step-{size}.db')
+    history = OurTA.validate_python(wl.history(size, conversation_id='o'))
+    store.sync.append('o', history, scope='bench')
+
+    def run_once(index: int, capabilities: list[Any]) -> float:
+        turn = OurTA.validate_python(wl.turn(index, conversation_id='o'))
+        responses = iter([turn[1], turn[3]])
+
+        def model(messages: list[Any], info: Any) -> ModelResponse:
+            return next(responses)
+
+        agent = Agent(FunctionModel(model), capabilities=capabilities)
+
+        @agent.tool_plain(name=turn[1].parts[-1].tool_name)
+        def _tool(query: str, limit: int) -> str:
+            return str(turn[2].parts[0].content)
+
+        current = store.sync.load('o', scope='bench')
+        start = time.perf_counter()
+        agent.run_sync(turn[0].parts[-1].content, message_history=current.messages, conversation_id='o')
+        return time.perf_counter() - start
+
+    with_persistence = statistics.median(run_once(size // 4 + k, [StepPersistence(store, scope='bench')]) for k in range(3))
+    without = statistics.median(run_once(size // 4 + k, []) for k in range(3, 6))
+    store.close()
+    return max(with_persistence - without, 0.0)
+
+
+def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> None:
+    print('(a) persisting one turn at conversation length N (median)')
+    print(f'{"N":>7} {"sqlite append":>14} {"pg append":>10} {"ours step-persist":>18} {"harness step-persist":>21} {"ratio":>8}')
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for size in SIZES:
+        sqlite_t = ours_append(lambda s=size: SQLiteStore(directory / f'append-{s}.db'), wl, size)
+        pg_t = float('nan')
+        if postgres:
+            from threadline.storage import PostgresStore
+
+            pg_t = ours_append(lambda: PostgresStore(postgres), wl, size)
+        step_t = ours_step_overhead(wl, size, directory)
+        harness_t = harness_turn_overhead(wl, size, directory) if size <= harness_max else float('nan')
+        first.setdefault('sqlite', sqlite_t)
+        first.setdefault('pg', pg_t)
+        last.update(sqlite=sqlite_t, pg=pg_t)
+        ratio = harness_t / step_t if step_t and harness_t == harness_t else float('nan')
+        print(f'{size:>7} {sqlite_t * 1e3:11.2f} ms {pg_t * 1e3:7.2f} ms {step_t * 1e3:15.2f} ms {harness_t * 1e3:18.1f} ms '
+              f'{ratio:7.0f}x')
+    print(f'    flatness (20k / 10): sqlite {last["sqlite"] / first["sqlite"]:.2f}  postgres {last["pg"] / first["pg"]:.2f}')
+
+
+def table_rows(path: Path) -> dict[str, int]:
+    with sqlite3.connect(path) as conn:
+        conn.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts_%'")]
+        return {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
+
+
+def part_b(wl: Any, directory: Path, turns: int) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai import ModelMessagesTypeAdapter as RefTA
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai_harness.step_persistence import SqliteStepStore, StepPersistence
+
+    print(f'(b) database size after a {turns}-turn conversation')
+    ours_path = directory / 'b-ours.db'
+    store = SQLiteStore(ours_path)
+    for i in range(turns):
+        store.sync.append('b', OurTA.validate_python(wl.turn(i, conversation_id='b')), scope='bench')
+    store.close()
+    ours_rows = table_rows(ours_path)
+    print(f'    threadline: {ours_path.stat().st_size / 1e6:8.2f} MB  rows {sum(ours_rows.values()):>9,}  {ours_rows}')
+    harness_path = directory / 'b-harness.db'
+    harness = SqliteStepStore(database=harness_path)
+    history: list[Any] = []
+    for i in range(turns):
+        turn = RefTA.validate_python(wl.turn(i, conversation_id='b'))
+        responses = iter([turn[1], turn[3]])
+        agent = Agent(FunctionModel(lambda m, info, r=responses: next(r)), capabilities=[StepPersistence(harness)])
+        content = turn[2].parts[0].content
+
+        @agent.tool_plain(name=turn[1].parts[-1].tool_name)
+        def _tool(query: str, limit: int, content: Any = content) -> str:
+            return str(content)
+
+        history = agent.run_sync(turn[0].parts[-1].content, message_history=history, conversation_id='b').all_messages()
+    harness_rows = table_rows(harness_path)
+    print(f'    harness:    {harness_path.stat().st_size / 1e6:8.2f} MB  rows {sum(harness_rows.values()):>9,}  {harness_rows}')
+
+
+def part_c(wl: Any, directory: Path) -> None:
+    from pydantic_ai import ModelMessagesTypeAdapter as RefTA
+    from pydantic_ai_harness.step_persistence import ContinuableSnapshot, SqliteStepStore, continue_run
+    from pydantic_ai_harness.step_persistence import RunRecord as HarnessRun
+
+    print('(c) loading a stored conversation')
+    for size in (10_000, 20_000):
+        store = SQLiteStore(directory / f'load-{size}.db')
+        store.sync.append('c', OurTA.validate_python(wl.history(size, conversation_id='c')), scope='bench')
+        ours = timed(lambda: store.sync.load('c', scope='bench'), repeat=5)
+        harness = SqliteStepStore(database=directory / f'load-harness-{size}.db')
+        messages = RefTA.validate_python(wl.history(size, conversation_id='c'))
+
+        async def fill() -> None:
+            from datetime import datetime, timezone
+
+            now = datetime.now(tz=timezone.utc)
+            await harness.register_run(HarnessRun(run_id='r', conversation_id='c', started_at=now))
+            await harness.save_snapshot(ContinuableSnapshot(run_id='r', step_index=1, messages=messages, timestamp=now))
+
+        asyncio.run(fill())
+        theirs = timed(lambda: asyncio.run(continue_run(harness, run_id='r')), repeat=3)
+        print(f'    {size:>6} messages: threadline {ours * 1e3:8.1f} ms   harness continue_run {theirs * 1e3:8.1f} ms   '
+              f'ratio {theirs / ours:5.1f}x')
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def part_d(wl: Any, directory: Path, conversations: int) -> None:
+    print(f'(d) search over {conversations} conversations x 1,000 messages (SQLite FTS5)')
+    path = directory / 'search.db'
+    store = SQLiteStore(path, synchronous='NORMAL')
+    start = time.perf_counter()
+    for k in range(conversations):
+        store.sync.append(f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench')
+    print(f'    built in {time.perf_counter() - start:.0f} s, {path.stat().st_size / 1e9:.2f} GB')
+    vocab = wl.vocabulary()
+    rng = random.Random(7)
+    singles = [vocab[rng.randrange(100, 10_000)] for _ in range(100)]
+    doubles = [f'{vocab[rng.randrange(100, 10_000)]} {vocab[rng.randrange(100, 10_000)]}' for _ in range(50)]
+    frequent = vocab[:10]
+    kinds = {'single': singles, 'two-term': doubles, 'top-10': frequent}
+    for kind, queries in kinds.items():
+        for label, conv in (('store-wide', None), ('scoped', 'c1')):
+            times = []
+            for q in queries:
+                t0 = time.perf_counter()
+                store.sync.search(q, scope='bench', conversation_id=conv, limit=10)
+                times.append(time.perf_counter() - t0)
+            print(f'    {kind:>8} {label:>10}: p50 {percentile(times, 0.5) * 1e3:7.2f} ms  p95 {percentile(times, 0.95) * 1e3:7.2f} ms')
+    harness_search(wl, directory, singles, doubles)
+
+
+def harness_search(wl: Any, directory: Path, singles: list[str], doubles: list[str]) -> None:
+    from datetime import datetime, timezone
+
+    from pydantic_ai import ModelMessagesTypeAdapter as RefTA
+    from pydantic_ai_harness.conversation_search import SnapshotHistorySource
+    from pydantic_ai_harness.conversation_search._toolset import ConversationSearchToolset
+    from pydantic_ai_harness.step_persistence import ContinuableSnapshot, SqliteStepStore
+    from pydantic_ai_harness.step_persistence import RunRecord as HarnessRun
+
+    harness = SqliteStepStore(database=directory / 'search-harness.db')
+    ours = SQLiteStore(directory / 'search-10k.db')
+    now = datetime.now(tz=timezone.utc)
+
+    async def fill() -> None:
+        for k in range(10):
+            messages = RefTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}'))
+            await harness.register_run(HarnessRun(run_id=f'r{k}', conversation_id=f'c{k}', started_at=now))
+            await harness.save_snapshot(ContinuableSnapshot(run_id=f'r{k}', step_index=1, messages=messages,
+                                                            conversation_id=f'c{k}', timestamp=now))
+            ours.sync.append(f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench')
+
+    asyncio.run(fill())
+    toolset = ConversationSearchToolset(SnapshotHistorySource(harness), tool_id='s', max_matches=10, context_lines=1,
+                                        bm25_k1=1.5, bm25_b=0.75, scope='all')
+    ctx = SimpleNamespace(conversation_id='c1')
+    theirs, mine = [], []
+    for q in singles + doubles:
+        t0 = time.perf_counter()
+        asyncio.run(toolset.search_conversation_history(ctx, q))  # type: ignore[arg-type]
+        theirs.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ours.sync.search(q, scope='bench', limit=10)
+        mine.append(time.perf_counter() - t0)
+    print(f'    harness ConversationSearch over 10k messages: p50 {percentile(theirs, 0.5) * 1e3:.1f} ms, '
+          f'p95 {percentile(theirs, 0.95) * 1e3:.1f} ms; threadline on the same 10k: p50 {percentile(mine, 0.5) * 1e3:.2f} ms, '
+          f'p95 {percentile(mine, 0.95) * 1e3:.2f} ms; p50 ratio {percentile(theirs, 0.5) / percentile(mine, 0.5):.0f}x')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--parts', default='a,b,c,d')
+    parser.add_argument('--postgres', default=os.environ.get('THREADLINE_TEST_POSTGRES_URL'))
+    parser.add_argument('--search-conversations', type=int, default=1000)
+    parser.add_argument('--turns', type=int, default=1000)
+    parser.add_argument('--harness-max', type=int, default=20_000, help='largest N to run the harness at in (a)')
+    args = parser.parse_args()
+    wl = workload()
+    parts = set(args.parts.split(','))
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        if 'a' in parts:
+            part_a(wl, args.postgres, directory, args.harness_max)
+        if 'b' in parts:
+            part_b(wl, directory, args.turns)
+        if 'c' in parts:
+            part_c(wl, directory)
+        if 'd' in parts:
+            part_d(wl, directory, args.search_conversations)
+
+
+if __name__ == '__main__':
+    main()
