@@ -23,6 +23,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -84,7 +85,9 @@ def harness_turn_overhead(wl: Any, size: int, directory: Path) -> float:
     history = RefTA.validate_python(wl.history(size, conversation_id='h'))
     store = SqliteStepStore(database=directory / f'harness-{size}.db')
     run_once(history, size // 4, [StepPersistence(store)])  # first run stores the whole history
-    with_persistence = statistics.median(run_once(history, size // 4 + k, [StepPersistence(store)]) for k in range(1, 3))
+    with_persistence = statistics.median(
+        run_once(history, size // 4 + k, [StepPersistence(store)]) for k in range(1, 3)
+    )
     without = statistics.median(run_once(history, size // 4 + k, []) for k in range(3, 5))
     return max(with_persistence - without, 0.0)
 
@@ -118,7 +121,9 @@ def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
         agent.run_sync(turn[0].parts[-1].content, message_history=current.messages, conversation_id='o')
         return time.perf_counter() - start
 
-    with_persistence = statistics.median(run_once(size // 4 + k, [StepPersistence(store, scope='bench')]) for k in range(3))
+    with_persistence = statistics.median(
+        run_once(size // 4 + k, [StepPersistence(store, scope='bench')]) for k in range(3)
+    )
     without = statistics.median(run_once(size // 4 + k, []) for k in range(3, 6))
     store.close()
     return max(with_persistence - without, 0.0)
@@ -126,7 +131,9 @@ def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
 
 def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> None:
     print('(a) persisting one turn at conversation length N (median)')
-    print(f'{"N":>7} {"sqlite append":>14} {"pg append":>10} {"ours step-persist":>18} {"harness step-persist":>21} {"ratio":>8}')
+    print(
+        f'{"N":>7} {"sqlite append":>14} {"pg append":>10} {"ours step-persist":>18} {"harness step-persist":>21} {"ratio":>8}'
+    )
     first: dict[str, float] = {}
     last: dict[str, float] = {}
     for size in SIZES:
@@ -142,15 +149,21 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
         first.setdefault('pg', pg_t)
         last.update(sqlite=sqlite_t, pg=pg_t)
         ratio = harness_t / step_t if step_t and harness_t == harness_t else float('nan')
-        print(f'{size:>7} {sqlite_t * 1e3:11.2f} ms {pg_t * 1e3:7.2f} ms {step_t * 1e3:15.2f} ms {harness_t * 1e3:18.1f} ms '
-              f'{ratio:7.0f}x')
-    print(f'    flatness (20k / 10): sqlite {last["sqlite"] / first["sqlite"]:.2f}  postgres {last["pg"] / first["pg"]:.2f}')
+        print(
+            f'{size:>7} {sqlite_t * 1e3:11.2f} ms {pg_t * 1e3:7.2f} ms {step_t * 1e3:15.2f} ms {harness_t * 1e3:18.1f} ms '
+            f'{ratio:7.0f}x'
+        )
+    print(
+        f'    flatness (20k / 10): sqlite {last["sqlite"] / first["sqlite"]:.2f}  postgres {last["pg"] / first["pg"]:.2f}'
+    )
 
 
 def table_rows(path: Path) -> dict[str, int]:
     with sqlite3.connect(path) as conn:
         conn.execute('PRAGMA wal_checkpoint(TRUNCATE)')
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts_%'")]
+        names = [
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts_%'")
+        ]
         return {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
 
 
@@ -183,7 +196,9 @@ def part_b(wl: Any, directory: Path, turns: int) -> None:
 
         history = agent.run_sync(turn[0].parts[-1].content, message_history=history, conversation_id='b').all_messages()
     harness_rows = table_rows(harness_path)
-    print(f'    harness:    {harness_path.stat().st_size / 1e6:8.2f} MB  rows {sum(harness_rows.values()):>9,}  {harness_rows}')
+    print(
+        f'    harness:    {harness_path.stat().st_size / 1e6:8.2f} MB  rows {sum(harness_rows.values()):>9,}  {harness_rows}'
+    )
 
 
 def part_c(wl: Any, directory: Path) -> None:
@@ -200,16 +215,18 @@ def part_c(wl: Any, directory: Path) -> None:
         messages = RefTA.validate_python(wl.history(size, conversation_id='c'))
 
         async def fill() -> None:
-            from datetime import datetime, timezone
+            from datetime import datetime
 
-            now = datetime.now(tz=timezone.utc)
+            now = datetime.now(tz=UTC)
             await harness.register_run(HarnessRun(run_id='r', conversation_id='c', started_at=now))
             await harness.save_snapshot(ContinuableSnapshot(run_id='r', step_index=1, messages=messages, timestamp=now))
 
         asyncio.run(fill())
         theirs = timed(lambda: asyncio.run(continue_run(harness, run_id='r')), repeat=3)
-        print(f'    {size:>6} messages: threadline {ours * 1e3:8.1f} ms   harness continue_run {theirs * 1e3:8.1f} ms   '
-              f'ratio {theirs / ours:5.1f}x')
+        print(
+            f'    {size:>6} messages: threadline {ours * 1e3:8.1f} ms   harness continue_run {theirs * 1e3:8.1f} ms   '
+            f'ratio {theirs / ours:5.1f}x'
+        )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -223,7 +240,9 @@ def part_d(wl: Any, directory: Path, conversations: int) -> None:
     store = SQLiteStore(path, synchronous='NORMAL')
     start = time.perf_counter()
     for k in range(conversations):
-        store.sync.append(f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench')
+        store.sync.append(
+            f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench'
+        )
     print(f'    built in {time.perf_counter() - start:.0f} s, {path.stat().st_size / 1e9:.2f} GB')
     vocab = wl.vocabulary()
     rng = random.Random(7)
@@ -238,12 +257,14 @@ def part_d(wl: Any, directory: Path, conversations: int) -> None:
                 t0 = time.perf_counter()
                 store.sync.search(q, scope='bench', conversation_id=conv, limit=10)
                 times.append(time.perf_counter() - t0)
-            print(f'    {kind:>8} {label:>10}: p50 {percentile(times, 0.5) * 1e3:7.2f} ms  p95 {percentile(times, 0.95) * 1e3:7.2f} ms')
+            print(
+                f'    {kind:>8} {label:>10}: p50 {percentile(times, 0.5) * 1e3:7.2f} ms  p95 {percentile(times, 0.95) * 1e3:7.2f} ms'
+            )
     harness_search(wl, directory, singles, doubles)
 
 
 def harness_search(wl: Any, directory: Path, singles: list[str], doubles: list[str]) -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from pydantic_ai import ModelMessagesTypeAdapter as RefTA
     from pydantic_ai_harness.conversation_search import SnapshotHistorySource
@@ -253,19 +274,31 @@ def harness_search(wl: Any, directory: Path, singles: list[str], doubles: list[s
 
     harness = SqliteStepStore(database=directory / 'search-harness.db')
     ours = SQLiteStore(directory / 'search-10k.db')
-    now = datetime.now(tz=timezone.utc)
+    now = datetime.now(tz=UTC)
 
     async def fill() -> None:
         for k in range(10):
             messages = RefTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}'))
             await harness.register_run(HarnessRun(run_id=f'r{k}', conversation_id=f'c{k}', started_at=now))
-            await harness.save_snapshot(ContinuableSnapshot(run_id=f'r{k}', step_index=1, messages=messages,
-                                                            conversation_id=f'c{k}', timestamp=now))
-            ours.sync.append(f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench')
+            await harness.save_snapshot(
+                ContinuableSnapshot(
+                    run_id=f'r{k}', step_index=1, messages=messages, conversation_id=f'c{k}', timestamp=now
+                )
+            )
+            ours.sync.append(
+                f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench'
+            )
 
     asyncio.run(fill())
-    toolset = ConversationSearchToolset(SnapshotHistorySource(harness), tool_id='s', max_matches=10, context_lines=1,
-                                        bm25_k1=1.5, bm25_b=0.75, scope='all')
+    toolset = ConversationSearchToolset(
+        SnapshotHistorySource(harness),
+        tool_id='s',
+        max_matches=10,
+        context_lines=1,
+        bm25_k1=1.5,
+        bm25_b=0.75,
+        scope='all',
+    )
     ctx = SimpleNamespace(conversation_id='c1')
     theirs, mine = [], []
     for q in singles + doubles:
@@ -275,9 +308,11 @@ def harness_search(wl: Any, directory: Path, singles: list[str], doubles: list[s
         t0 = time.perf_counter()
         ours.sync.search(q, scope='bench', limit=10)
         mine.append(time.perf_counter() - t0)
-    print(f'    harness ConversationSearch over 10k messages: p50 {percentile(theirs, 0.5) * 1e3:.1f} ms, '
-          f'p95 {percentile(theirs, 0.95) * 1e3:.1f} ms; threadline on the same 10k: p50 {percentile(mine, 0.5) * 1e3:.2f} ms, '
-          f'p95 {percentile(mine, 0.95) * 1e3:.2f} ms; p50 ratio {percentile(theirs, 0.5) / percentile(mine, 0.5):.0f}x')
+    print(
+        f'    harness ConversationSearch over 10k messages: p50 {percentile(theirs, 0.5) * 1e3:.1f} ms, '
+        f'p95 {percentile(theirs, 0.95) * 1e3:.1f} ms; threadline on the same 10k: p50 {percentile(mine, 0.5) * 1e3:.2f} ms, '
+        f'p95 {percentile(mine, 0.95) * 1e3:.2f} ms; p50 ratio {percentile(theirs, 0.5) / percentile(mine, 0.5):.0f}x'
+    )
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.storage.conftest import fresh_postgres_url, needs_postgres
-from threadline.storage import MemoryStore, SQLiteStore
+from threadline.storage import FileStore, MemoryStore, SQLiteStore
 from threadline.storage.testing import ConversationStoreConformance
 
 
@@ -24,6 +24,15 @@ class TestSQLiteStore(ConversationStoreConformance):
 
     def make_store(self) -> Any:
         return SQLiteStore(self.path)
+
+
+class TestFileStore(ConversationStoreConformance):
+    @pytest.fixture(autouse=True)
+    def _tmp(self, tmp_path: Path) -> None:
+        self.path = tmp_path / 'files'
+
+    def make_store(self) -> Any:
+        return FileStore(self.path)
 
 
 @needs_postgres

@@ -2,7 +2,7 @@
 
 After each kill the store opens, every turn the child reported as saved is there, the stored
 history re-hashes against its chain (nothing half-written), and a tool killed mid-body is reported
-as unknown by `inspect_recovery`. 20 trials run by default (10 on PostgreSQL); `-m slow` runs 200.
+as unknown by `inspect_recovery`. 20 trials run by default on SQLite (10 on PostgreSQL and the file store); `-m slow` runs 200.
 """
 
 from __future__ import annotations
@@ -86,6 +86,10 @@ def run_trials(target_for: object, trials: int, seed: int) -> None:
 
 def test_sqlite_survives_sigkill(tmp_path: Path) -> None:
     run_trials(lambda t: str(tmp_path / 'crash.db'), 20, seed=1)
+
+
+def test_file_store_survives_sigkill(tmp_path: Path) -> None:
+    run_trials(lambda t: f'file:{tmp_path / "files"}', 10, seed=5)
 
 
 @needs_postgres

@@ -10,13 +10,24 @@ from threadline import Agent, ModelMessage, ModelRequest, RunContext
 from threadline.capabilities import ProcessHistory
 from threadline.models.test import TestModel
 from threadline.storage import (
+    FileStore,
     MemoryStore,
+    SQLiteStore,
     StepPersistence,
     annotate_tool_effect,
     continue_run,
     fork_run,
     inspect_recovery,
 )
+
+
+@pytest.fixture(params=['memory', 'sqlite', 'file'])
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    if request.param == 'memory':
+        return MemoryStore()
+    if request.param == 'sqlite':
+        return SQLiteStore(tmp_path / 'steps.db')
+    return FileStore(tmp_path / 'files')
 
 
 def support_agent(store: Any, **kwargs: Any) -> Agent[Any, Any]:
@@ -30,8 +41,7 @@ def support_agent(store: Any, **kwargs: Any) -> Agent[Any, Any]:
     return agent
 
 
-async def test_a_run_is_recorded_step_by_step() -> None:
-    store = MemoryStore()
+async def test_a_run_is_recorded_step_by_step(store: Any) -> None:
     result = await support_agent(store).run('refund my order')
     kinds = [e.kind for e in await store.list_events(result.run_id)]
     assert kinds == [
@@ -61,8 +71,7 @@ async def test_a_run_is_recorded_step_by_step() -> None:
     assert run.status == 'completed' and run.usage.requests == 2
 
 
-async def test_continue_fork_and_inspect() -> None:
-    store = MemoryStore()
+async def test_continue_fork_and_inspect(store: Any) -> None:
     agent = support_agent(store)
     first = await agent.run('refund my order')
     resumed = await continue_run(store, first.run_id, scope='acme')
@@ -79,8 +88,7 @@ async def test_continue_fork_and_inspect() -> None:
     assert inspection.latest_settled is not None and inspection.latest_settled.position == 4
 
 
-async def test_a_run_that_fails_mid_tool_leaves_an_unknown_effect_and_an_interrupted_snapshot() -> None:
-    store = MemoryStore()
+async def test_a_run_that_fails_mid_tool_leaves_an_unknown_effect_and_an_interrupted_snapshot(store: Any) -> None:
     agent = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme')])
 
     class Crash(BaseException):
@@ -101,8 +109,7 @@ async def test_a_run_that_fails_mid_tool_leaves_an_unknown_effect_and_an_interru
     assert inspection.latest is not None and inspection.latest.state == 'interrupted'
 
 
-async def test_compaction_by_a_processor_is_stored_as_a_branch() -> None:
-    store = MemoryStore()
+async def test_compaction_by_a_processor_is_stored_as_a_branch(store: Any) -> None:
 
     def keep_last_request(messages: list[ModelMessage]) -> list[ModelMessage]:
         return [m for m in messages if isinstance(m, ModelRequest)][-1:]

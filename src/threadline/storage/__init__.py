@@ -27,6 +27,7 @@ from ._records import (
     ToolEffect,
 )
 from ._step import StepPersistence, annotate_tool_effect, continue_run, fork_run, inspect_recovery
+from .file import FileStore
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -39,6 +40,7 @@ __all__ = [
     'ConversationStore',
     'ConversationSummary',
     'CorruptRecordError',
+    'FileStore',
     'MemoryStore',
     'PostgresStore',
     'RecoveryInspection',
@@ -69,7 +71,10 @@ def __getattr__(name: str) -> Any:
 
 
 def open_store(target: str) -> Any:
-    """A store for `target`: a `postgresql://` URL, `':memory:'`, or a SQLite file path."""
+    """A store for `target`: a `postgresql://` URL, `file:<directory>` (JSON lines), `':memory:'`,
+    or a SQLite file path."""
+    if target.startswith('file:'):
+        return FileStore(target.removeprefix('file:').removeprefix('//'))
     if target.startswith(('postgresql://', 'postgres://')):
         from .postgres import PostgresStore
 
