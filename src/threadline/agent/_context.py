@@ -42,6 +42,8 @@ class RunContext(Generic[AgentDepsT]):
     tool_call_approved: bool = False
     retries: dict[str, int] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    repair_events: list[Any] = field(default_factory=list)
+    """What repairing the given history at run start changed (`RepairEvent`s), for audit records."""
 
     def for_tool(
         self, *, tool_name: str, tool_call_id: str, retry: int, max_retries: int, approved: bool

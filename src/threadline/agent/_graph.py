@@ -96,6 +96,7 @@ def _clean_history_at_start(state: RunState, *, prompted: bool) -> None:
     if events:
         history[:] = repaired
         state.repair_events.extend(events)
+        state.ctx.repair_events.extend(events)
 
 
 @dataclass

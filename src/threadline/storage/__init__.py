@@ -15,9 +15,11 @@ from typing import Any
 from ..exceptions import BackendError, ConflictError, ConversationNotFound, CorruptRecordError, StoreError
 from ._protocols import ConversationStore, StepStore
 from ._records import (
+    AuditEvent,
     BatchInfo,
     ChainCheck,
     ConversationSummary,
+    OutcomeReceipt,
     RecoveryInspection,
     RunRecord,
     SearchHit,
@@ -25,6 +27,7 @@ from ._records import (
     StepEvent,
     StoredConversation,
     ToolEffect,
+    WaitRecord,
 )
 from ._step import StepPersistence, annotate_tool_effect, continue_run, fork_run, inspect_recovery
 from .file import FileStore
@@ -32,6 +35,7 @@ from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
 __all__ = [
+    'AuditEvent',
     'BackendError',
     'BatchInfo',
     'ChainCheck',
@@ -42,6 +46,7 @@ __all__ = [
     'CorruptRecordError',
     'FileStore',
     'MemoryStore',
+    'OutcomeReceipt',
     'PostgresStore',
     'RecoveryInspection',
     'RunRecord',
@@ -54,6 +59,7 @@ __all__ = [
     'StoreError',
     'StoredConversation',
     'ToolEffect',
+    'WaitRecord',
     'annotate_tool_effect',
     'continue_run',
     'fork_run',

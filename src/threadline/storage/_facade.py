@@ -184,3 +184,33 @@ class AsyncStoreMixin:
         self, conversation_id: str, *, scope: str, branch_id: int, position: int
     ) -> builtins.list[ModelMessage]:
         return await self._run('load_at', conversation_id, scope=scope, branch_id=branch_id, position=position)
+
+    # audit records
+    async def audit_key(self) -> bytes:
+        return await self._run('audit_key')
+
+    async def record_outcome(self, conversation_id: str, **kwargs: Any) -> Any:
+        """Store an outcome receipt for a run (see `OutcomeReceipt`)."""
+        return await self._run('record_outcome', conversation_id, **kwargs)
+
+    async def outcomes(self, conversation_id: str, *, scope: str) -> Any:
+        return await self._run('outcomes', conversation_id, scope=scope)
+
+    async def record_wait(self, conversation_id: str, **kwargs: Any) -> Any:
+        """Record that a run waits on a decision (see `WaitRecord`)."""
+        return await self._run('record_wait', conversation_id, **kwargs)
+
+    async def resolve_wait(self, conversation_id: str, *, scope: str, resume_token: str) -> None:
+        await self._run('resolve_wait', conversation_id, scope=scope, resume_token=resume_token)
+
+    async def waits(self, conversation_id: str, *, scope: str) -> Any:
+        return await self._run('waits', conversation_id, scope=scope)
+
+    async def record_audit_events(self, conversation_id: str, events: Any, *, scope: str) -> None:
+        await self._run('record_audit_events', conversation_id, events, scope=scope)
+
+    async def audit_events(self, conversation_id: str, *, scope: str) -> Any:
+        return await self._run('audit_events', conversation_id, scope=scope)
+
+    async def quarantine(self, conversation_id: str, *, scope: str, report: Any) -> None:
+        await self._run('quarantine', conversation_id, scope=scope, report=report)

@@ -9,11 +9,14 @@ from typing import Any, Literal
 from ..messages import ModelMessage, RunUsage
 
 __all__ = [
+    'AuditEvent',
     'BatchInfo',
     'ChainCheck',
     'ConversationSummary',
     'EventKind',
+    'OutcomeReceipt',
     'Provenance',
+    'ReceiptStrength',
     'RecoveryInspection',
     'RunRecord',
     'SearchHit',
@@ -21,6 +24,7 @@ __all__ = [
     'StepEvent',
     'StoredConversation',
     'ToolEffect',
+    'WaitRecord',
 ]
 
 Provenance = Literal['server', 'client']
@@ -47,6 +51,8 @@ class BatchInfo:
     run_id: str | None
     link: str
     created_at: datetime
+    complete: bool = True
+    """False when a fork point cuts the batch: `link` then covers messages beyond this history."""
 
 
 @dataclass
@@ -73,6 +79,8 @@ class StoredConversation:
     chain_head: str | None = None
     title: str | None = None
     quarantined: dict[str, Any] | None = None
+    raw: bytes | None = field(default=None, repr=False, compare=False)
+    """The stored JSON of `messages` exactly as stored (set when the whole history was loaded)."""
 
     def run_kwargs(self) -> dict[str, Any]:
         """`message_history`, `usage` and `conversation_id` for `agent.run(...)`, so a run continued from
@@ -190,3 +198,51 @@ class RecoveryInspection:
     completed: list[ToolEffect]
     failed: list[ToolEffect]
     events: list[StepEvent]
+
+
+ReceiptStrength = Literal['outcome', 'transport', 'activity']
+
+
+@dataclass(frozen=True)
+class OutcomeReceipt:
+    """Evidence that a run's expected effect happened, from the strongest read available.
+
+    `strength`: `'outcome'` (the destination was re-read and shows the intended revision),
+    `'transport'` (a tool reported the request accepted), `'activity'` (the model said it was done).
+    Content-minimized: identifiers and references, never the effect's payload.
+    """
+
+    conversation_id: str
+    run_id: str | None
+    expected_effect: str
+    destination: str | None
+    idempotency_key: str | None
+    observed_revision: str | None
+    evidence_ref: str | None
+    strength: ReceiptStrength
+    observed_at: datetime
+
+
+@dataclass(frozen=True)
+class WaitRecord:
+    """A run legitimately held open: who owes what decision, by when, and how to resume."""
+
+    conversation_id: str
+    run_id: str | None
+    owner: str
+    decision: str
+    deadline: datetime
+    resume_token: str
+    created_at: datetime
+    resolved_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """A content-free record of something repair or sanitizing changed in a stored history."""
+
+    conversation_id: str
+    kind: str
+    tool_call_hash: str | None
+    position: int | None
+    observed_at: datetime

@@ -174,11 +174,14 @@ class SQLCore:
         return rows
 
     def _decode(self, rows: list[tuple[int, str]], conversation_id: str) -> list[ModelMessage]:
+        return self._decode_raw(rows, conversation_id)[0]
+
+    def _decode_raw(self, rows: list[tuple[int, str]], conversation_id: str) -> tuple[list[ModelMessage], bytes]:
         if not rows:
-            return []
-        document = '[' + ','.join(body for _, body in rows) + ']'
+            return [], b'[]'
+        document = ('[' + ','.join(body for _, body in rows) + ']').encode()
         try:
-            return ModelMessagesTypeAdapter.validate_json(document.encode())
+            return ModelMessagesTypeAdapter.validate_json(document), document
         except MessageValidationError as exc:
             index = int(exc.location.split('[', 1)[1].split(']', 1)[0]) if exc.location.startswith('messages[') else 0
             position = rows[min(index, len(rows) - 1)][0]
@@ -199,7 +202,15 @@ class SQLCore:
                 (seg.branch, seg.end, seg.start),
             ):
                 out.append(
-                    BatchInfo(max(start, seg.start), min(end, seg.end), provenance, run_id, link, parse_time(created))
+                    BatchInfo(
+                        max(start, seg.start),
+                        min(end, seg.end),
+                        provenance,
+                        run_id,
+                        link,
+                        parse_time(created),
+                        start >= seg.start and end <= seg.end,
+                    )
                 )
         return out
 
@@ -521,7 +532,7 @@ class SQLCore:
             start = 0 if last is None else max(0, length - last)
             while True:
                 rows = self._raw_messages(conn, segments, start, length)
-                messages = self._decode(rows, conversation_id)
+                messages, raw = self._decode_raw(rows, conversation_id)
                 safe = 0 if last is None else _safe_start(messages, len(messages) - min(last, len(messages)))
                 if safe is not None or start == 0:
                     break
@@ -543,6 +554,7 @@ class SQLCore:
             chain_head=conversation.chain_head,
             title=conversation.title,
             quarantined=json.loads(conversation.quarantine) if conversation.quarantine else None,
+            raw=raw if start + cut == 0 else None,
         )
 
     def list_sync(
@@ -754,6 +766,13 @@ class SQLCore:
         if link != conversation.chain_head:
             return ChainCheck(False, len(rows), conversation.chain_head, None, 'the chain head does not match')
         return ChainCheck(True, len(rows), link)
+
+    def lineage_sync(self, conversation_id: str, *, scope: str) -> list[tuple[str, int, int]]:
+        """Which conversation stored each stretch `[start, end)` of the history (a fork's shared
+        prefix belongs to its parent)."""
+        with self._read() as conn:
+            conversation = self._conversation(conn, conversation_id, scope)
+            return [(s.conversation_id, s.start, s.end) for s in self._lineage(conn, conversation.head_branch)]
 
     def branches_sync(self, conversation_id: str, *, scope: str) -> list[tuple[int, int]]:
         """(branch id, length) of every branch of the conversation, oldest first; the head is the

@@ -12,6 +12,7 @@ keys, so a retried write is dropped rather than doubled.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import Any, Literal
 from ..capabilities import AbstractCapability, ModelRequestContext
 from ..exceptions import UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
+from ._audit_events import record_repair_events
 from ._records import RecoveryInspection, StepEvent, StoredConversation, ToolEffect
 
 __all__ = ['StepPersistence', 'annotate_tool_effect', 'continue_run', 'fork_run', 'inspect_recovery']
@@ -42,6 +44,7 @@ class _RunState:
     events: list[StepEvent] = field(default_factory=list)
     event_index: int = 0
     snapshot_index: int = 0
+    repairs_recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,16 @@ class StepPersistence(AbstractCapability):
         if state is not None:
             self._event(ctx, state, 'model_request_started')
             await self._flush(ctx, state)
+            if ctx.repair_events and not state.repairs_recorded:
+                # The run-start repair changed the stored history: keep content-free audit events.
+                state.repairs_recorded = True
+                await asyncio.to_thread(
+                    record_repair_events,
+                    self.store,
+                    list(ctx.repair_events),
+                    conversation_id=state.conversation_id,
+                    scope=state.scope,
+                )
         return request_context
 
     async def after_model_request(self, ctx: Any, *, request_context: Any, response: ModelResponse) -> ModelResponse:

@@ -10,11 +10,13 @@ use SQLite or PostgreSQL past that). Good for greppable, diffable, rsync-able hi
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fcntl
 import hashlib
 import json
 import os
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -39,9 +41,11 @@ from ..messages._codec import encoder
 from ._chain import GENESIS, canonical_json, extend_chain
 from ._facade import AsyncStoreMixin
 from ._records import (
+    AuditEvent,
     BatchInfo,
     ChainCheck,
     ConversationSummary,
+    OutcomeReceipt,
     Provenance,
     RunRecord,
     SearchHit,
@@ -49,6 +53,7 @@ from ._records import (
     StepEvent,
     StoredConversation,
     ToolEffect,
+    WaitRecord,
 )
 from ._sql import _check_messages, _safe_start, _terms, now_text, parse_time, to_python_output
 from ._text import message_text, title_of
@@ -86,6 +91,10 @@ class _Conv:
     events: list[dict[str, Any]] = field(default_factory=list)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
     effects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    waits: list[dict[str, Any]] = field(default_factory=list)
+    audit_events: list[dict[str, Any]] = field(default_factory=list)
+    quarantine: dict[str, Any] | None = None
 
 
 def _key(value: str) -> str:
@@ -378,9 +387,10 @@ class FileStore(AsyncStoreMixin):
             state = self._get(conversation_id, scope)
             rows = self._bodies(state)
         messages = self._decode(rows, conversation_id)
+        raw = ('[' + ','.join(b for _, b in rows) + ']').encode()
         cut = 0 if last is None else (_safe_start(messages, len(messages) - min(last, len(messages))) or 0)
         batches = [
-            BatchInfo(b['start'], b['end'], b['provenance'], b['run_id'], b['link'], parse_time(b['at']))
+            BatchInfo(b['start'], b['end'], b['provenance'], b['run_id'], b['link'], parse_time(b['at']), b['full'])
             for b in self._lineage_batches(state)
         ]
         return StoredConversation(
@@ -396,6 +406,8 @@ class FileStore(AsyncStoreMixin):
             shared_prefix=state.forked_at or 0,
             chain_head=state.chain_head,
             title=state.title,
+            quarantined=state.quarantine,
+            raw=raw if cut == 0 else None,
         )
 
     def _lineage_batches(self, state: _Conv) -> list[dict[str, Any]]:
@@ -573,6 +585,14 @@ class FileStore(AsyncStoreMixin):
         state = self._get(conversation_id, scope)
         return ('[' + ','.join(b for _, b in self._bodies(state)) + ']').encode()
 
+    def lineage_sync(self, conversation_id: str, *, scope: str) -> list[tuple[str, int, int]]:
+        state = self._get(conversation_id, scope)
+        return [(branch.owner, lo, hi) for branch, lo, hi in self._segments(state)]
+
+    def tool_effects_for_conversation_sync(self, conversation_id: str) -> list[ToolEffect]:
+        state = self._state(conversation_id)
+        return [msgspec.convert(e, ToolEffect) for e in state.effects.values()] if state else []
+
     def branches_sync(self, conversation_id: str, *, scope: str) -> list[tuple[int, int]]:
         state = self._get(conversation_id, scope)
         return [(b.id, b.length) for b in sorted(state.branches.values(), key=lambda b: b.id)]
@@ -722,6 +742,104 @@ class FileStore(AsyncStoreMixin):
             return []
         return [msgspec.convert(e, ToolEffect) for (r, _), e in state.effects.items() if r == run_id]
 
+    # -- audit records ------------------------------------------------------------------------
+    def audit_key_sync(self) -> bytes:
+        configured = os.environ.get('THREADLINE_AUDIT_KEY')
+        if configured:
+            return configured.encode()
+        path = self.root / 'audit.key'
+        with self._lock:
+            if not path.exists():
+                tmp = path.with_suffix(f'.{os.getpid()}.tmp')
+                tmp.write_text(secrets.token_hex(32))
+                os.chmod(tmp, 0o600)
+                with contextlib.suppress(FileExistsError):  # a concurrent creator's key wins, not both
+                    os.link(tmp, path)  # atomic create
+                tmp.unlink(missing_ok=True)
+            return bytes.fromhex(path.read_text().strip())
+
+    def _add(self, conversation_id: str, scope: str, record: dict[str, Any]) -> None:
+        with self._locked(conversation_id) as path:
+            self._get(conversation_id, scope)
+            self._append_lines(path, [record])
+
+    def record_outcome_sync(
+        self,
+        conversation_id: str,
+        *,
+        scope: str,
+        run_id: str | None,
+        expected_effect: str,
+        destination: str | None = None,
+        idempotency_key: str | None = None,
+        observed_revision: str | None = None,
+        evidence_ref: str | None = None,
+        strength: str = 'outcome',
+        observed_at: datetime | None = None,
+    ) -> OutcomeReceipt:
+        if strength not in ('outcome', 'transport', 'activity'):
+            raise UserError(f"strength must be one of ('outcome', 'transport', 'activity'), not {strength!r}")
+        stamp = observed_at.isoformat() if observed_at else now_text()
+        record = {
+            't': 'outcome',
+            'conversation_id': conversation_id,
+            'run_id': run_id,
+            'expected_effect': expected_effect,
+            'destination': destination,
+            'idempotency_key': idempotency_key,
+            'observed_revision': observed_revision,
+            'evidence_ref': evidence_ref,
+            'strength': strength,
+            'observed_at': stamp,
+        }
+        self._add(conversation_id, scope, record)
+        return msgspec.convert(_strip(record), OutcomeReceipt)
+
+    def outcomes_sync(self, conversation_id: str, *, scope: str) -> list[OutcomeReceipt]:
+        return [msgspec.convert(_strip(r), OutcomeReceipt) for r in self._get(conversation_id, scope).outcomes]
+
+    def record_wait_sync(
+        self,
+        conversation_id: str,
+        *,
+        scope: str,
+        run_id: str | None,
+        owner: str,
+        decision: str,
+        deadline: datetime,
+        resume_token: str,
+    ) -> WaitRecord:
+        record = {
+            't': 'wait',
+            'conversation_id': conversation_id,
+            'run_id': run_id,
+            'owner': owner,
+            'decision': decision,
+            'deadline': deadline.isoformat(),
+            'resume_token': resume_token,
+            'created_at': now_text(),
+        }
+        self._add(conversation_id, scope, record)
+        return msgspec.convert(_strip(record), WaitRecord)
+
+    def resolve_wait_sync(self, conversation_id: str, *, scope: str, resume_token: str) -> None:
+        self._add(conversation_id, scope, {'t': 'wait_resolved', 'resume_token': resume_token, 'at': now_text()})
+
+    def waits_sync(self, conversation_id: str, *, scope: str) -> list[WaitRecord]:
+        return [msgspec.convert(_strip(w), WaitRecord) for w in self._get(conversation_id, scope).waits]
+
+    def record_audit_events_sync(self, conversation_id: str, events: list[AuditEvent], *, scope: str) -> None:
+        if events:
+            with self._locked(conversation_id) as path:
+                self._get(conversation_id, scope)
+                self._append_lines(path, [{'t': 'audit_event', **msgspec.to_builtins(e)} for e in events])
+
+    def audit_events_sync(self, conversation_id: str, *, scope: str) -> list[AuditEvent]:
+        return [msgspec.convert(_strip(e), AuditEvent) for e in self._get(conversation_id, scope).audit_events]
+
+    def quarantine_sync(self, conversation_id: str, *, scope: str, report: dict[str, Any] | None) -> None:
+        self._add(conversation_id, scope, {'t': 'quarantine', 'report': report})
+
     def finish_run_sync(
         self, run_id: str, *, status: str, output_json: str | None = None, usage: RunUsage | None = None
     ) -> None:
@@ -745,6 +863,10 @@ class FileStore(AsyncStoreMixin):
 
 
 _REV: dict[str, Any] = {'t': 'rev'}
+
+
+def _strip(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in ('t', 'at')}
 
 
 def _seen(records: list[dict[str, Any]], run_id: str, key: str | None) -> bool:
@@ -849,6 +971,18 @@ def _replay(records: list[dict[str, Any]]) -> _Conv:
                 state.usage.incr(msgspec.convert(record['usage'], RunUsage))
         elif kind == 'event':
             state.events.append(record)
+        elif kind == 'outcome':
+            state.outcomes.append(record)
+        elif kind == 'wait':
+            state.waits.append(record)
+        elif kind == 'wait_resolved':
+            for wait in state.waits:
+                if wait['resume_token'] == record['resume_token']:
+                    wait['resolved_at'] = record['at']
+        elif kind == 'audit_event':
+            state.audit_events.append(record)
+        elif kind == 'quarantine':
+            state.quarantine = record['report']
         elif kind == 'snapshot':
             state.snapshots.append(record)
         elif kind == 'effect':

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..exceptions import BackendError, UserError
+from ._audit_sql import SQLAuditRecords
 from ._facade import AsyncStoreMixin
 from ._schema import POSTGRES_MIGRATIONS
 from ._sql import now_text
-from ._steps_sql import SQLStepWrites
 
 __all__ = ['PostgresStore']
 
@@ -35,7 +35,7 @@ def _driver() -> Any:
     return psycopg, psycopg_pool
 
 
-class PostgresStore(AsyncStoreMixin, SQLStepWrites):
+class PostgresStore(AsyncStoreMixin, SQLAuditRecords):
     """A conversation and step store on PostgreSQL.
 
     Pass `url` (a `postgresql://` URL; the store owns a pool and closes it in `close()`), or a

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import BackendError, CorruptRecordError, StoreError
+from ._audit_sql import SQLAuditRecords
 from ._facade import AsyncStoreMixin
 from ._schema import SQLITE_MIGRATIONS
 from ._sql import now_text, token
-from ._steps_sql import SQLStepWrites
 
 __all__ = ['SQLiteStore']
 
 
-class SQLiteStore(AsyncStoreMixin, SQLStepWrites):
+class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
     """A conversation and step store in one SQLite file (`':memory:'` for a throwaway one).
 
     `synchronous='FULL'` (the default) makes each committed write survive power loss, not only a

@@ -1,0 +1,35 @@
+"""The replay audit: is a stored (or client-supplied) history safe to act on?
+
+Six independent gates (serialization, authority, prompt continuity, tool honesty, scope, outcome),
+a headline verdict, and the records they read: outcome receipts, wait records, the tool ledger,
+and content-free audit events. See `_report.py` for the verdict precedence and why.
+
+    report = audit_history(stored, AuditContext(source='store', store=store, scope='acme',
+                                                conversation_id=cid, prompt_contract=contract))
+    report.verdict  # 'READY', 'INTERRUPTED_TOOL', ...
+"""
+
+from __future__ import annotations
+
+from ._audit import audit_history
+from ._context import AuditContext
+from ._contract import PromptContract, keyed_hash
+from ._records import audit_events_from_repair, audit_events_from_sanitize, reconcile_tool_call, record_repair_events
+from ._replay_gate import ReplayGate, ReplayRefused
+from ._report import VERDICT_ORDER, AuditReport, GateResult
+
+__all__ = [
+    'VERDICT_ORDER',
+    'AuditContext',
+    'AuditReport',
+    'GateResult',
+    'PromptContract',
+    'ReplayGate',
+    'ReplayRefused',
+    'audit_events_from_repair',
+    'audit_events_from_sanitize',
+    'audit_history',
+    'keyed_hash',
+    'reconcile_tool_call',
+    'record_repair_events',
+]

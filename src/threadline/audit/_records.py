@@ -1,0 +1,76 @@
+"""Writing what the audit reads: reconciling an interrupted call, and content-free audit events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ..exceptions import UserError
+from ..messages import ModelRequest, ToolCallPart, ToolReturnPart
+from ..messages._repair import SYNTHESIZED_METADATA_KEY
+from ..messages._sanitize import StrippedItem
+from ..storage import AuditEvent
+from ..storage._audit_events import audit_events_from_repair, record_repair_events
+from ._gates import RECONCILED_METADATA_KEY
+
+__all__ = ['audit_events_from_repair', 'audit_events_from_sanitize', 'reconcile_tool_call', 'record_repair_events']
+
+
+def reconcile_tool_call(
+    store: Any,
+    conversation_id: str,
+    tool_call_id: str,
+    *,
+    scope: str,
+    result: Any,
+    evidence: str,
+    expected_revision: int | None = None,
+) -> int:
+    """Close an interrupted call with its real result, after the application checked the destination.
+
+    The result is marked reconciled (`{'threadline_reconciled': {'evidence': ...}}` metadata) so
+    the history says how it was learned. An open call gets the result appended after the stored
+    tip; a call closed by repair's synthesized `interrupted` return has that return replaced, in a
+    new branch (the old tip stays reachable). Returns the new revision.
+    """
+    stored = store.sync.load(conversation_id, scope=scope)
+    call = next(
+        (p for m in stored.messages for p in m.parts if isinstance(p, ToolCallPart) and p.tool_call_id == tool_call_id),
+        None,
+    )
+    if call is None:
+        raise UserError(f'conversation {conversation_id!r} has no tool call {tool_call_id!r} to reconcile')
+    real = ToolReturnPart(
+        call.tool_name,
+        result,
+        tool_call_id,
+        tool_kind=call.tool_kind,
+        metadata={RECONCILED_METADATA_KEY: {'evidence': evidence}},
+        timestamp=datetime.now(tz=UTC),
+    )
+    revision = stored.revision if expected_revision is None else expected_revision
+    messages = list(stored.messages)
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        for j, part in enumerate(message.parts):
+            if isinstance(part, ToolReturnPart) and part.tool_call_id == tool_call_id:
+                if not (isinstance(part.metadata, dict) and part.metadata.get(SYNTHESIZED_METADATA_KEY)):
+                    raise UserError(f'tool call {tool_call_id!r} already has a real result; nothing to reconcile')
+                parts = list(message.parts)
+                parts[j] = real
+                messages[index] = msgspec.structs.replace(message, parts=parts)
+                return int(store.sync.replace(conversation_id, messages, scope=scope, expected_revision=revision))
+    request = ModelRequest(parts=[real], timestamp=real.timestamp, conversation_id=conversation_id)
+    return int(store.sync.append(conversation_id, [request], scope=scope, expected_revision=revision))
+
+
+def audit_events_from_sanitize(
+    stripped: Sequence[StrippedItem], *, conversation_id: str, observed_at: datetime | None = None
+) -> list[AuditEvent]:
+    """Content-free audit events for what sanitizing a loaded history stripped."""
+    at = observed_at or datetime.now(tz=UTC)
+    return [AuditEvent(conversation_id, f'sanitize:{s.kind}', None, s.message_index, at) for s in stripped]
