@@ -125,18 +125,51 @@ class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
     def _search(
         self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[tuple[int, int, int, str | None, float, str]]:
-        match = ' AND '.join(f'body : "{t}"' for t in terms)
+        terms_match = ' AND '.join(f'body : "{t}"' for t in terms)
         if conversations:
-            match += ' AND ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
-        elif scope is not None:
-            match += f' AND stok : "{token("s", scope)}"'
-        rows = conn.execute(
-            'SELECT m.id, m.branch_id, m.position, m.run_id, -bm25(message_fts) AS score, '
-            "snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts JOIN messages m ON m.id = message_fts.rowid "
-            'WHERE message_fts MATCH ? ORDER BY bm25(message_fts) LIMIT ?',
-            (match, limit),
+            # A conversation's token has a short posting list: intersecting with it is cheap.
+            match = terms_match + ' AND ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
+            return self._ranked(conn, match, limit, scope=None)
+        # Store-wide: intersecting with a scope token is slow when the scope is large, so rank the
+        # terms alone and keep the hits in scope, fetching more while too few are; a scope that
+        # holds few of the hits is then found through its token instead.
+        fetch = max(limit * 2, 20)
+        while fetch <= 2000:
+            rows, exhausted = self._ranked_with_count(conn, terms_match, fetch, scope)
+            if len(rows) >= limit or exhausted:
+                return rows[:limit]
+            fetch *= 4
+        return self._ranked(conn, f'{terms_match} AND stok : "{token("s", scope or "")}"', limit, scope=None)
+
+    def _ranked_with_count(
+        self, conn: Any, match: str, fetch: int, scope: str | None
+    ) -> tuple[list[tuple[int, int, int, str | None, float, str]], bool]:
+        hits = conn.execute(
+            "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
+            'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?', (match, fetch),
         ).fetchall()
-        return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+        return self._attach(conn, hits, scope), len(hits) < fetch
+
+    def _ranked(self, conn: Any, match: str, limit: int, scope: str | None) -> list[tuple[int, int, int, str | None, float, str]]:
+        hits = conn.execute(
+            "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
+            'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?', (match, limit),
+        ).fetchall()
+        return self._attach(conn, hits, scope)
+
+    def _attach(self, conn: Any, hits: list[Any], scope: str | None) -> list[tuple[int, int, int, str | None, float, str]]:
+        """Join FTS hits (in rank order) with their message rows, keeping those in `scope`."""
+        if not hits:
+            return []
+        marks = ','.join('?' * len(hits))
+        sql = (f'SELECT m.id, m.branch_id, m.position, m.run_id FROM messages m JOIN conversations c '
+               f'ON c.id = m.conversation_id WHERE m.id IN ({marks})')
+        params: list[Any] = [h[0] for h in hits]
+        if scope is not None:
+            sql += ' AND c.scope = ?'
+            params.append(scope)
+        rows = {r[0]: r for r in conn.execute(sql, params).fetchall()}
+        return [(h[0], rows[h[0]][1], rows[h[0]][2], rows[h[0]][3], h[1], h[2]) for h in hits if h[0] in rows]
 
 
 def _backend_error(exc: sqlite3.Error, what: str) -> StoreError:
