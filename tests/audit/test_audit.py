@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -25,7 +25,7 @@ from threadline.models.test import TestModel
 from threadline.storage import FileStore, MemoryStore, SQLiteStore, StepPersistence
 
 KEY = b'test-audit-key'
-NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
 
 
 @pytest.fixture(params=['memory', 'sqlite', 'file'])

@@ -1,7 +1,7 @@
 """Models: the `Model` interface, testing models, and (as extras) real providers.
 
 `infer_model` turns what a user passes as `model=` into a `Model`: an instance is used as is;
-`'test'` is a `TestModel`; `'openai:<name>'` and `'anthropic:<name>'` name provider models.
+`'test'` is a `TestModel`; `'demo'` the offline `DemoModel`; `'openai:<name>'` and `'anthropic:<name>'` name provider models.
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ def infer_model(model: Model | str) -> Model:
         from .test import TestModel
 
         return TestModel()
+    if model == 'demo':
+        from .demo import DemoModel
+
+        return DemoModel()
     provider, _, name = model.partition(':')
     if provider in _PROVIDERS and name:
         raise UserError(

@@ -146,24 +146,32 @@ class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
     ) -> tuple[list[tuple[int, int, int, str | None, float, str]], bool]:
         hits = conn.execute(
             "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
-            'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?', (match, fetch),
+            'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?',
+            (match, fetch),
         ).fetchall()
         return self._attach(conn, hits, scope), len(hits) < fetch
 
-    def _ranked(self, conn: Any, match: str, limit: int, scope: str | None) -> list[tuple[int, int, int, str | None, float, str]]:
+    def _ranked(
+        self, conn: Any, match: str, limit: int, scope: str | None
+    ) -> list[tuple[int, int, int, str | None, float, str]]:
         hits = conn.execute(
             "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
-            'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?', (match, limit),
+            'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?',
+            (match, limit),
         ).fetchall()
         return self._attach(conn, hits, scope)
 
-    def _attach(self, conn: Any, hits: list[Any], scope: str | None) -> list[tuple[int, int, int, str | None, float, str]]:
+    def _attach(
+        self, conn: Any, hits: list[Any], scope: str | None
+    ) -> list[tuple[int, int, int, str | None, float, str]]:
         """Join FTS hits (in rank order) with their message rows, keeping those in `scope`."""
         if not hits:
             return []
         marks = ','.join('?' * len(hits))
-        sql = (f'SELECT m.id, m.branch_id, m.position, m.run_id FROM messages m JOIN conversations c '
-               f'ON c.id = m.conversation_id WHERE m.id IN ({marks})')
+        sql = (
+            f'SELECT m.id, m.branch_id, m.position, m.run_id FROM messages m JOIN conversations c '
+            f'ON c.id = m.conversation_id WHERE m.id IN ({marks})'
+        )
         params: list[Any] = [h[0] for h in hits]
         if scope is not None:
             sql += ' AND c.scope = ?'

@@ -1,0 +1,5 @@
+"""`python -m threadline` runs the `threadline` command."""
+
+from .cli import run
+
+run()

@@ -1,0 +1,5 @@
+"""`python -m threadline.cli` runs the `threadline` command."""
+
+from . import run
+
+run()

@@ -1,0 +1,185 @@
+"""The `threadline` command: the demo end to end, the conversation tools, errors, and chat in a pty."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from threadline.cli import main
+from threadline.messages import ModelMessagesTypeAdapter
+from threadline.storage import SQLiteStore
+from threadline.storage.testing import turn
+
+UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
+TIME = re.compile(r'\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?')
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def normalize(text: str) -> str:
+    return TIME.sub('<time>', UUID.sub('<id>', text))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    path = tmp_path / 'cli.db'
+    store = SQLiteStore(path)
+    store.sync.append('conv-a', turn(0, conversation_id='conv-a', text='refund'), scope='me')
+    store.sync.append('conv-b', turn(1, conversation_id='conv-b', text='weather'), scope='me')
+    store.sync.append('conv-c', turn(2, conversation_id='conv-c'), scope='someone-else')
+    store.close()
+    return str(path)
+
+
+def test_demo_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, 'demo', '--db', str(tmp_path / 'demo.db'))
+    assert code == 0, err
+    for expected in (
+        'INTERRUPTED_TOOL',
+        'unknown after the crash',
+        "'refund-42'",
+        'refund found',
+        'audit verdict: READY',
+        'UNTRUSTED_HISTORY',
+        'SYSTEM_PROMPT_GAP',
+        'Done',
+    ):
+        assert expected in out, expected
+    assert out.count('READY') >= 4
+
+
+def test_list_show_search_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, 'conversations', 'list', '--db', db, '--scope', 'me', '--json')
+    assert code == 0
+    rows = json.loads(out)
+    assert [r['conversation_id'] for r in rows] == ['conv-b', 'conv-a'] and rows[0]['message_count'] == 4
+    code, out, _ = run(capsys, 'conversations', 'show', 'conv-a', '--db', db, '--scope', 'me')
+    assert normalize(out).splitlines() == [
+        'conv-a  revision 1  4 messages',
+        '     0 request  user-prompt    refund question 0',
+        '     1 response tool-call      lookup({"n":0})',
+        '     2 request  tool-return    lookup -> result 0 [success]',
+        '     3 response text           answer 0 about zebra0',
+    ]
+    code, out, _ = run(capsys, 'conversations', 'show', 'conv-a', '--db', db, '--scope', 'me', '--json')
+    assert len(ModelMessagesTypeAdapter.validate_json(out)) == 4
+    code, out, _ = run(capsys, 'conversations', 'search', 'zebra1', '--db', db, '--scope', 'me')
+    assert out == "conv-b #3  1.00  'answer 1 about [zebra1]'\n" or out.startswith('conv-b #3')
+
+
+def test_fork_export_import_delete_prune(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, fork_id, _ = run(capsys, 'conversations', 'fork', 'conv-a', '--at', '2', '--db', db, '--scope', 'me')
+    assert code == 0 and UUID.fullmatch(fork_id.strip())
+    code, exported, _ = run(capsys, 'conversations', 'export', 'conv-a', '--db', db, '--scope', 'me')
+    path = tmp_path / 'history.json'
+    path.write_text(exported)
+    code, imported, _ = run(
+        capsys, 'conversations', 'import', str(path), '--cid', 'imported', '--db', db, '--scope', 'me'
+    )
+    assert (code, imported) == (0, 'imported\n')
+    store = SQLiteStore(db)
+    assert [b.provenance for b in store.sync.load('imported', scope='me').batches] == ['client']
+    code, out, _ = run(capsys, 'audit', 'imported', '--db', db, '--scope', 'me', '--dynamic', '--json')
+    assert json.loads(out)['verdict'] == 'UNTRUSTED_HISTORY'
+    code, out, _ = run(capsys, 'conversations', 'delete', 'conv-b', '--db', db, '--scope', 'me')
+    assert out == 'deleted conv-b\n'
+    code, out, _ = run(capsys, 'conversations', 'prune', '--keep-last', '1', '--db', db, '--scope', 'me')
+    assert out == 'deleted 2 conversation(s)\n'
+    assert [c.conversation_id for c in store.sync.list('someone-else')] == ['conv-c']  # other scopes untouched
+
+
+def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / 'client.json'
+    path.write_bytes(ModelMessagesTypeAdapter.dump_json(turn(0)))
+    code, out, _ = run(capsys, 'audit', str(path), '--db', db, '--scope', 'me', '--dynamic')
+    assert code == 0 and 'verdict: UNTRUSTED_HISTORY' in out
+    code, out, _ = run(capsys, 'db', 'path', '--db', db)
+    assert out.strip() == db
+    code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'me')
+    assert 'migrations: [1, 2, 3]' in out and '2 conversations, 8 messages' in out
+    code, out, _ = run(capsys, 'db', 'backup', str(tmp_path / 'copy.db'), '--db', db)
+    assert code == 0 and SQLiteStore(tmp_path / 'copy.db').sync.load('conv-a', scope='me').length == 4
+
+
+@pytest.mark.parametrize(
+    ('args', 'message'),
+    [
+        (('conversations', 'show', 'missing'), "error: conversation 'missing' not found in this scope"),
+        (('conversations', 'show', 'conv-c'), "error: conversation 'conv-c' not found in this scope"),
+        (('conversations', 'prune', '--older-than', 'soon'), 'error: --older-than'),
+        (('conversations', 'import', '/no/such/file.json'), 'error: cannot read /no/such/file.json'),
+        (('chat', '-m', 'openai:gpt-5.2'), 'error: Model'),
+    ],
+)
+def test_errors_are_one_line_and_exit_1(
+    db: str, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    code, _, err = run(capsys, *args, '--db', db, '--scope', 'me')
+    assert code == 1
+    assert err.startswith(message) and err.count('\n') == 1 and 'Traceback' not in err
+
+
+def test_bad_file_and_corrupt_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / 'bad.json'
+    bad.write_text('[{"kind": "request", "parts": [{"part_kind": "tool-return"}]}]')
+    db = str(tmp_path / 'x.db')
+    code, _, err = run(capsys, 'conversations', 'import', str(bad), '--db', db)
+    assert code == 1 and err == 'error: messages[0].parts[0].tool_name: field required\n'
+    junk = tmp_path / 'junk.db'
+    junk.write_bytes(b'not a database at all' * 50)
+    code, _, err = run(capsys, 'conversations', 'list', '--db', str(junk))
+    assert code == 1 and 'damaged' in err and err.count('\n') == 1
+
+
+def _read_until(fd: int, marker: bytes, timeout: float = 20.0) -> bytes:
+    seen = b''
+    deadline = time.monotonic() + timeout
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+def test_chat_in_a_pseudo_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / 'chat.db')
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'threadline.cli', 'chat', '-m', 'demo', '--db', db, '--scope', 'me', '--cid', 'chat-1'],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, 'COLUMNS': '200'},
+    )
+    os.close(follower)
+    try:
+        assert b'you> ' in _read_until(leader, b'you> ')
+        os.write(leader, b'Where is order 42?\n')
+        answer = _read_until(leader, b'you> ')
+        assert b'order 42 shipped' in answer
+        os.write(leader, b'thanks\n')
+        assert b'You are welcome' in _read_until(leader, b'you> ')
+        os.write(leader, b'/quit\n')
+        assert b'saved as chat-1' in _read_until(leader, b'saved as')
+        assert process.wait(timeout=20) == 0
+    finally:
+        process.kill()
+        os.close(leader)
+    _, out, _ = run(capsys, 'conversations', 'show', 'chat-1', '--db', db, '--scope', 'me')
+    assert 'Where is order 42?' in out and 'You are welcome' in out
