@@ -1,0 +1,26 @@
+"""The README's code example runs and does what it says."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / 'README.md'
+
+
+def test_readme_example_runs(tmp_path: Path) -> None:
+    block = re.search(r'## In ten lines\n\n```python\n(.*?)```', README.read_text(), re.S)
+    assert block is not None
+    code = block.group(1).replace("'app.db'", repr(str(tmp_path / 'app.db')))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, 'README.md', 'exec'), {})
+    assert out.getvalue().strip() == 'MISSING_OUTCOME_RECEIPT'
+
+
+def test_readme_quick_start_is_what_ci_runs() -> None:
+    ci = (README.parent / '.ci' / 'run').read_text()
+    assert 'uv run pytest\n' in ci and 'uv run threadline demo' in ci
+    assert 'uv run threadline demo' in README.read_text() and 'uv run pytest' in README.read_text()
