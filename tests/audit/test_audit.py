@@ -310,3 +310,15 @@ async def test_no_message_content_anywhere(store: Any, caplog: pytest.LogCapture
     everything.append(caplog.text)
     for text in everything:
         assert marker not in text
+
+
+def test_sanitizing_a_loaded_history_records_content_free_events(store: Any) -> None:
+    from threadline.audit import sanitize_loaded
+
+    store.sync.append('z1', _turn('z1', 'r1'), scope=SCOPE)
+    client_copy = _turn('z1', 'r1')  # carries the system prompt: a client must not
+    sanitized = sanitize_loaded(store, 'z1', client_copy, scope=SCOPE)
+    assert not any(isinstance(p, SystemPromptPart) for m in sanitized for p in m.parts)
+    events = store.sync.audit_events('z1', scope=SCOPE)
+    assert [(e.kind, e.position) for e in events] == [('sanitize:system_prompt', 0)]
+    assert SYSTEM_PROMPT not in repr(events)

@@ -14,7 +14,13 @@ from __future__ import annotations
 from ._audit import audit_history
 from ._context import AuditContext
 from ._contract import PromptContract, keyed_hash
-from ._records import audit_events_from_repair, audit_events_from_sanitize, reconcile_tool_call, record_repair_events
+from ._records import (
+    audit_events_from_repair,
+    audit_events_from_sanitize,
+    reconcile_tool_call,
+    record_repair_events,
+    sanitize_loaded,
+)
 from ._replay_gate import ReplayGate, ReplayRefused
 from ._report import VERDICT_ORDER, AuditReport, GateResult
 
@@ -32,4 +38,5 @@ __all__ = [
     'keyed_hash',
     'reconcile_tool_call',
     'record_repair_events',
+    'sanitize_loaded',
 ]

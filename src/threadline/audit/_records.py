@@ -16,7 +16,13 @@ from ..storage import AuditEvent
 from ..storage._audit_events import audit_events_from_repair, record_repair_events
 from ._gates import RECONCILED_METADATA_KEY
 
-__all__ = ['audit_events_from_repair', 'audit_events_from_sanitize', 'reconcile_tool_call', 'record_repair_events']
+__all__ = [
+    'audit_events_from_repair',
+    'audit_events_from_sanitize',
+    'reconcile_tool_call',
+    'record_repair_events',
+    'sanitize_loaded',
+]
 
 
 def reconcile_tool_call(
@@ -74,3 +80,19 @@ def audit_events_from_sanitize(
     """Content-free audit events for what sanitizing a loaded history stripped."""
     at = observed_at or datetime.now(tz=UTC)
     return [AuditEvent(conversation_id, f'sanitize:{s.kind}', None, s.message_index, at) for s in stripped]
+
+
+def sanitize_loaded(
+    store: Any, conversation_id: str, messages: Sequence[Any], *, scope: str, **options: Any
+) -> list[Any]:
+    """Sanitize a history loaded from an untrusted source and record, content-free, what was
+    stripped (one audit event per stripped item) against `conversation_id`. Options are those of
+    `sanitize_messages`. Returns the sanitized history."""
+    from ..messages import sanitize_report
+
+    sanitized, stripped = sanitize_report(messages, **options)
+    if stripped and store.sync.conversation_state(conversation_id, scope=scope) is not None:
+        store.sync.record_audit_events(
+            conversation_id, audit_events_from_sanitize(stripped, conversation_id=conversation_id), scope=scope
+        )
+    return sanitized
