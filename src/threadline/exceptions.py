@@ -17,6 +17,7 @@ __all__ = [
     'ModelRetry',
     'StoreError',
     'ThreadlineError',
+    'UndrainedPendingMessagesError',
     'UnexpectedModelBehavior',
     'UsageLimitExceeded',
     'UserError',
@@ -109,3 +110,9 @@ class CorruptRecordError(StoreError):
 
 class BackendError(StoreError):
     """The database failed (down, locked, disk full); the operation was rolled back."""
+
+
+class UndrainedPendingMessagesError(AgentRunError):
+    """Kept so `except UndrainedPendingMessagesError` keeps working; never raised. Every way of
+    driving a run (`run`, `AgentRun.next`, a bare `async for`) delivers queued messages before the
+    run may end, so none can be left behind."""

@@ -19,6 +19,7 @@ from ._output import DeferredToolResults, OutputSpec
 from ._result import AgentRunResult, OutputDataT
 from ._run import AgentRun
 from ._state import RunState
+from ._streamed import StreamedRunResult, open_stream, stream_events
 from ._tools import Tool
 
 __all__ = ['Agent']
@@ -269,7 +270,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             conversation_id=conversation_id,
             agent=self,
         )
-        return RunState(
+        state = RunState(
             agent=self,
             model=resolved_model,
             ctx=ctx,
@@ -287,6 +288,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             user_prompt=user_prompt,
             deferred_results=deferred_tool_results,
         )
+        ctx.queue = state.queue
+        return state
 
     async def run(
         self,
@@ -323,6 +326,35 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
                 pass
         assert agent_run.result is not None
         return agent_run.result
+
+    @asynccontextmanager
+    async def run_stream(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StreamedRunResult[OutputDataT]]:
+        """Run until the model streams its final response, and hand that stream over (see
+        `StreamedRunResult`; same arguments as `run`). Tool steps before it run to completion first."""
+        async with self.iter(user_prompt, **kwargs) as agent_run:
+            streamed = await open_stream(agent_run)
+            try:
+                yield streamed
+            except BaseException:
+                await streamed._close(interrupted=True)
+                raise
+            await streamed._close(interrupted=False)
+
+    async def run_stream_events(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Run the agent and yield every event as it happens: part start / delta / end of each
+        response, tool calls and their results, the final result, delivered enqueued messages, and
+        last an `AgentRunResultEvent` with the result (same arguments as `run`)."""
+        async with self.iter(user_prompt, **kwargs) as agent_run:
+            async for event in stream_events(agent_run):
+                yield event
 
     def run_sync(
         self,

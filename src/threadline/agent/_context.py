@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..messages import ModelMessage, RunUsage, UserContent
@@ -44,26 +44,27 @@ class RunContext(Generic[AgentDepsT]):
     metadata: dict[str, Any] = field(default_factory=dict)
     repair_events: list[Any] = field(default_factory=list)
     """What repairing the given history at run start changed (`RepairEvent`s), for audit records."""
+    queue: Any = field(default=None, repr=False)
+
+    def enqueue(self, *items: Any, priority: str = 'asap') -> str | None:
+        """Inject content into this run (see `threadline.agent._enqueue` for the delivery rules);
+        returns the enqueue id, or None for an empty call. From inside a tool, parts-only content
+        lands right after the tool's result."""
+        from ..exceptions import UserError
+
+        if self.queue is None:
+            raise UserError('enqueue needs a RunContext of a running agent (this one has no queue)')
+        return self.queue.put(items, priority=priority, tool_call_id=self.tool_call_id)  # type: ignore[no-any-return]
 
     def for_tool(
         self, *, tool_name: str, tool_call_id: str, retry: int, max_retries: int, approved: bool
     ) -> RunContext[AgentDepsT]:
         """A copy describing one tool call (the history and usage stay shared)."""
-        return RunContext(
-            deps=self.deps,
-            model=self.model,
-            usage=self.usage,
-            prompt=self.prompt,
-            messages=self.messages,
-            run_id=self.run_id,
-            conversation_id=self.conversation_id,
-            agent=self.agent,
-            run_step=self.run_step,
+        return replace(
+            self,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             retry=retry,
             max_retries=max_retries,
             tool_call_approved=approved,
-            retries=self.retries,
-            metadata=self.metadata,
         )

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ..capabilities import ModelRequestContext
@@ -31,6 +33,7 @@ from ..messages import (
     repair_messages,
     repair_report,
 )
+from ..messages._events import FunctionToolCallEvent, FunctionToolResultEvent
 from ..models import render_history
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from ._state import RunState, now_utc
@@ -177,8 +180,51 @@ class ModelRequestNode:
 
     request: ModelRequest
     in_history: bool = False
+    result: Any = field(default=None, repr=False, compare=False)
+    _outcome: str = field(default='complete', repr=False, compare=False)
+    _streamed: Any = field(default=None, repr=False, compare=False)
 
     async def run(self, state: RunState) -> CallToolsNode:
+        request_context, prepared = await self._prepare(state)
+        model = request_context.model
+        try:
+            response = await model.request(
+                prepared, request_context.model_settings, request_context.model_request_parameters
+            )
+        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
+            response = await state.on_model_request_error(request_context, error)
+        return await self._finish(state, request_context, response)
+
+    @asynccontextmanager
+    async def stream(self, state: RunState) -> AsyncIterator[Any]:
+        """Stream this request's response (a `StreamedResponse`). When the block ends the response
+        is recorded like a non-streamed one; `abandon()` or `interrupt()` from inside changes that."""
+        request_context, prepared = await self._prepare(state)
+        model = request_context.model
+        self._outcome = 'complete'
+        async with model.request_stream(
+            prepared, request_context.model_settings, request_context.model_request_parameters
+        ) as streamed:
+            self._streamed = streamed
+            yield streamed
+        if self._outcome == 'abandoned':
+            return
+        response = streamed.get()
+        if self._outcome == 'interrupted':
+            response.state = 'interrupted'
+        elif response.state == 'incomplete':
+            response.state = 'complete'
+        self.result = await self._finish(state, request_context, response)
+
+    def abandon(self) -> None:
+        """Inside `stream()`: leave the response out of the history (it was never consumed)."""
+        self._outcome = 'abandoned'
+
+    def interrupt(self) -> None:
+        """Inside `stream()`: record what arrived so far as an interrupted response."""
+        self._outcome = 'interrupted'
+
+    async def _prepare(self, state: RunState) -> tuple[ModelRequestContext, list[Any]]:
         request = self.request
         if not self.in_history:
             if request.instructions is None:
@@ -189,6 +235,7 @@ class ModelRequestNode:
         ctx = state.ctx
         state.limits.check_before_request(ctx.usage)
         ctx.run_step += 1
+        state.drain_asap()
         params = await state.request_parameters()
         request_context = ModelRequestContext(
             model=state.model,
@@ -198,21 +245,23 @@ class ModelRequestNode:
         )
         before = _history_shape(state)
         request_context = await state.before_model_request(request_context)
+        if state.drain_asap():  # content a hook enqueued reaches this request too
+            request_context.messages = list(state.history)
         _check_request_messages(request_context.messages)
         if _history_shape(state) != before:
             _stamp_last(state)
             state.recompute_new_message_index()
+        # Processors may leave adjacent requests; the model always gets the repaired shape.
+        prepared, skipped = render_history(repair_messages(request_context.messages), request_context.model.profile)
+        if skipped:
+            state.warn_skipped(skipped)
+        return request_context, prepared
+
+    async def _finish(
+        self, state: RunState, request_context: ModelRequestContext, response: ModelResponse
+    ) -> CallToolsNode:
+        ctx = state.ctx
         model = request_context.model
-        try:
-            # Processors may leave adjacent requests; the model always gets the repaired shape.
-            prepared, skipped = render_history(repair_messages(request_context.messages), model.profile)
-            if skipped:
-                state.warn_skipped(skipped)
-            response = await model.request(
-                prepared, request_context.model_settings, request_context.model_request_parameters
-            )
-        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
-            response = await state.on_model_request_error(request_context, error)
         response = await state.after_model_request(request_context, response)
         if response.model_name is None:
             response.model_name = model.model_name
@@ -357,9 +406,13 @@ class _ToolStep:
                     self.calls[index].tool_call_id,
                 )
         else:
+            for index, _ in tasks:
+                state.emit(FunctionToolCallEvent(self.calls[index]))
             results = await asyncio.gather(*(task for _, task in tasks))
             for (index, _), result in zip(tasks, results, strict=True):
                 slots[index] = result
+                if result is not None:
+                    state.emit(FunctionToolResultEvent(result))
         parts = [part for part in slots if part is not None]
         return await self._next(parts)
 

@@ -60,21 +60,49 @@ class AgentRun(Generic[OutputDataT]):
         """Run `node` and return the node after it."""
         if isinstance(node, End):
             return node
+        try:
+            result: NodeResult = await node.run(self._state)
+        except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
+            return await self._failed(error)
+        return await self.advance(node, result)
+
+    async def advance(self, node: AgentNode, result: NodeResult) -> NodeResult:
+        """Everything after a node ran: `after_node_run` hooks, queued content at the end of the
+        run, and the run's result once it reaches `End` (streaming runs nodes themselves)."""
         state = self._state
         try:
-            result: NodeResult = await node.run(state)
             for capability in reversed(state.capabilities):
                 changed = await capability.after_node_run(state.ctx, node=node, result=result)
                 result = changed if changed is not None else result
+            if isinstance(result, End):
+                redirect = state.drain_at_end()
+                if redirect is not None:
+                    result = _redirect(redirect)
         except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
-            self._result = await self._recover(error)
-            result = End(FinalResult(self._result.output))
-            self._next_node = result
-            return result
+            return await self._failed(error)
         self._next_node = result
         if isinstance(result, End):
             self._result = await self._finish(result)
         return result
+
+    async def _state_cancelled(self, error: Exception) -> None:
+        """Tell capabilities the run stopped early (a cancelled stream), so stores record it."""
+        for capability in reversed(self._state.capabilities):
+            try:
+                await capability.on_run_error(self._state.ctx, error=error)
+            except Exception:  # noqa: BLE001 - every capability hears it; none may stop the others
+                continue
+
+    async def _failed(self, error: Exception) -> NodeResult:
+        self._result = await self._recover(error)
+        result: NodeResult = End(FinalResult(self._result.output))
+        self._next_node = result
+        return result
+
+    def enqueue(self, *items: Any, priority: str = 'asap') -> str | None:
+        """Inject content into the run from outside (see `RunContext.enqueue`); returns the enqueue id.
+        Call it on the run's event loop (`loop.call_soon_threadsafe(run.enqueue, ...)` from a thread)."""
+        return self._state.queue.put(items, priority=priority, tool_call_id=None)
 
     def __aiter__(self) -> AgentRun[OutputDataT]:
         return self
@@ -114,3 +142,12 @@ class AgentRun(Generic[OutputDataT]):
             except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
                 error = raised
         raise error
+
+
+def _redirect(request: Any) -> NodeResult:
+    """The run would have ended, but queued content arrived: one more model request with it."""
+    from ..messages import ModelRequest
+    from ._graph import ModelRequestNode
+
+    assert isinstance(request, ModelRequest)
+    return ModelRequestNode(request)

@@ -13,6 +13,7 @@ from ..capabilities import AbstractCapability, ModelRequestContext
 from ..messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
 from ..models import Model, ModelRequestParameters, ModelSettings
 from ._context import RunContext
+from ._enqueue import EnqueueQueue
 from ._limits import UsageLimits
 from ._output import DeferredToolResults, OutputSpec
 from ._tools import Tool
@@ -54,6 +55,10 @@ class RunState:
     output_retries: int = 0
     warned_kinds: set[str] = field(default_factory=set)
     repair_events: list[RepairEvent] = field(default_factory=list)
+    queue: EnqueueQueue = field(default_factory=EnqueueQueue)
+    events: list[Any] | None = None
+    """Where nodes put stream events (tool calls and results, enqueued deliveries) when a caller
+    streams events; None otherwise, so plain runs build no event objects."""
 
     resumed_request: ModelRequest | None = None
 
@@ -118,6 +123,31 @@ class RunState:
 
     def append(self, message: ModelMessage) -> None:
         self.history.append(self.stamp(message))
+
+    def emit(self, event: Any) -> None:
+        if self.events is not None:
+            self.events.append(event)
+
+    # -- enqueued content ---------------------------------------------------------------------
+    def drain_asap(self) -> bool:
+        """Deliver queued 'asap' content before a model request; True if anything was delivered."""
+        if not self.queue.asap:
+            return False
+        self.queue.deliver(self.history, self.stamp, self.events, idle=False)
+        return True
+
+    def drain_at_end(self) -> ModelMessage | None:
+        """When the run would end: deliver everything queued; the last message delivered (a
+        request) is taken back out, to become the request of one more model request. With both
+        queues empty the queue closes and None is returned."""
+        if self.queue.empty():
+            self.queue.closed = True
+            return None
+        appended = self.queue.deliver(self.history, self.stamp, self.events, idle=True)
+        if not appended:
+            return None
+        last = self.history.pop()
+        return last
 
     # -- instructions and system prompts ----------------------------------------------------
     async def _render(self, source: InstructionSource) -> str | None:

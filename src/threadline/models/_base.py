@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -88,6 +89,20 @@ class Model(ABC):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         """Send `messages` (already prepared for this model) and return the response."""
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> AsyncIterator[Any]:
+        """Stream the response (a `StreamedResponse`). Models that cannot stream replay their
+        whole response as one event per part."""
+        from ._stream import CompleteResponseStream
+
+        response = await self.request(messages, model_settings, model_request_parameters)
+        yield CompleteResponseStream(response)
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}({self.model_name!r})'

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ..messages import ModelMessage, ModelResponse
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._estimate import estimate_usage
+from ._stream import StreamedResponse
 
 __all__ = ['AgentInfo', 'DeltaThinkingPart', 'DeltaToolCall', 'FunctionDef', 'FunctionModel', 'StreamFunctionDef']
 
@@ -89,7 +91,12 @@ class FunctionModel(Model):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         if self.function is None:
-            raise TypeError('FunctionModel must receive a `function` to support non-streamed requests')
+            # Only a stream function: a non-streamed request takes the whole streamed response.
+            async with self.request_stream(messages, model_settings, model_request_parameters) as stream:
+                async for _ in stream:
+                    pass
+                whole: ModelResponse = stream.get()
+                return whole
         info = _agent_info(model_settings, model_request_parameters)
         message_list = list(messages)
         if inspect.iscoroutinefunction(self.function):
@@ -104,6 +111,45 @@ class FunctionModel(Model):
         if not response.usage.has_values():
             response.usage = estimate_usage(messages, response)
         return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> AsyncIterator[Any]:
+        if self.stream_function is None:
+            async with super().request_stream(messages, model_settings, model_request_parameters) as stream:
+                yield stream
+            return
+        info = _agent_info(model_settings, model_request_parameters)
+        yield _FunctionStream(self, self.stream_function(list(messages), info), messages)
+
+
+class _FunctionStream(StreamedResponse):
+    """Events from a stream function: `str` text deltas, or `{index: DeltaToolCall | DeltaThinkingPart
+    | built-in part}` mappings; arguments of streamed calls stay the concatenated JSON text."""
+
+    def __init__(self, model: FunctionModel, source: AsyncIterator[Any], messages: Sequence[ModelMessage]) -> None:
+        super().__init__(model.model_name, None)
+        self._source = source
+        self._messages = messages
+
+    async def _events(self) -> AsyncIterator[Any]:
+        async for item in self._source:
+            if isinstance(item, str):
+                yield self.parts.text('text', item)
+                continue
+            for key, delta in item.items():
+                if isinstance(delta, DeltaToolCall):
+                    yield self.parts.tool_call(key, delta.name, delta.json_args, delta.tool_call_id)
+                elif isinstance(delta, DeltaThinkingPart):
+                    yield self.parts.thinking(key, delta.content, delta.signature)
+                else:
+                    yield self.parts.whole(key, delta)
+        if not self.usage.has_values():
+            self.usage = estimate_usage(self._messages, ModelResponse(parts=list(self.parts.parts)))
 
 
 def _agent_info(settings: ModelSettings | None, params: ModelRequestParameters) -> AgentInfo:

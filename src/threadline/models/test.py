@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import string
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import msgspec
@@ -24,6 +25,7 @@ from ..exceptions import UserError
 from ..messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from ._base import Model, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._estimate import estimate_usage
+from ._stream import StreamedResponse
 
 __all__ = ['TestModel']
 
@@ -67,6 +69,17 @@ class TestModel(Model):
         response = self._respond(messages, model_request_parameters)
         response.usage = estimate_usage(messages, response)
         return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> AsyncIterator[Any]:
+        """Streams text word by word (a single long word in two halves); calls arrive whole."""
+        response = await self.request(messages, model_settings, model_request_parameters)
+        yield _WordStream(response)
 
     def _respond(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
         tools = self._tools_to_call(params)
@@ -167,3 +180,25 @@ def _generate(schema: dict[str, Any], seed: int, defs: dict[str, Any]) -> Any:
     if kind == 'null':
         return None
     return string.ascii_lowercase[seed % 26]
+
+
+class _WordStream(StreamedResponse):
+    def __init__(self, response: ModelResponse) -> None:
+        super().__init__(response.model_name or 'test', response.provider_name)
+        self._response = response
+        self.usage = response.usage
+
+    async def _events(self) -> AsyncIterator[Any]:
+        for index, part in enumerate(self._response.parts):
+            if isinstance(part, TextPart):
+                for chunk in _chunks(part.content):
+                    yield self.parts.text(index, chunk)
+            else:
+                yield self.parts.whole(index, part)
+
+
+def _chunks(text: str) -> list[str]:
+    words = text.split(' ')
+    if len(words) == 1:
+        return [text[: len(text) // 2], text[len(text) // 2 :]] if len(text) > 2 else [text]
+    return [w + ' ' for w in words[:-1]] + [words[-1]]

@@ -1,0 +1,270 @@
+"""Streaming runs: `StreamedRunResult` (from `Agent.run_stream`) and the event stream of
+`Agent.run_stream_events`.
+
+Rules:
+- steps before the final response (tool calls and their results) are in `all_messages()` when
+  the stream is handed over; the final response joins the history only once the stream finished
+  through `stream_text()`, `stream_output()`, `stream_response()` or `get_output()`;
+- `stream_text(delta=True)` yields raw deltas; the documents say the final message is then not
+  added because the text is never assembled, but Threadline assembles it anyway and adds it (as
+  the reference does), so a streamed conversation always stores a complete history;
+- a stream is read once: a second read raises `UserError`;
+- `cancel()`, breaking out of a read, or an error mid-stream records what arrived as a response
+  with `state='interrupted'` (the next run repairs it); leaving without reading leaves it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Generic
+
+from ..exceptions import ThreadlineError, UserError
+from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage, TextPart
+from ..messages._events import PartDeltaEvent, PartStartEvent, TextPartDelta
+from ._graph import End, ModelRequestNode
+from ._result import AgentRunResult, OutputDataT
+from ._run import AgentRun
+
+__all__ = ['RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
+
+
+class RunCancelled(ThreadlineError):
+    """The caller cancelled a streamed run; what arrived was recorded as interrupted."""
+
+
+class StreamedRunResult(Generic[OutputDataT]):
+    """A run whose final response is being streamed (see the module docstring for the rules)."""
+
+    def __init__(
+        self,
+        agent_run: AgentRun[OutputDataT],
+        node: ModelRequestNode | None,
+        stream_cm: Any,
+        streamed: Any,
+        iterator: Any,
+        buffered: list[Any],
+    ) -> None:
+        self._run = agent_run
+        self._node = node
+        self._cm = stream_cm
+        self._streamed = streamed
+        self._iterator = iterator
+        self._buffered = buffered
+        self._consumed = False
+        self.is_complete = node is None
+
+    # -- history and ids ------------------------------------------------------------------------
+    def all_messages(self) -> list[ModelMessage]:
+        return self._run.all_messages()
+
+    def new_messages(self) -> list[ModelMessage]:
+        return self._run.new_messages()
+
+    def all_messages_json(self) -> bytes:
+        return ModelMessagesTypeAdapter.dump_json(self.all_messages())
+
+    def new_messages_json(self) -> bytes:
+        return ModelMessagesTypeAdapter.dump_json(self.new_messages())
+
+    @property
+    def usage(self) -> RunUsage:
+        return self._run.usage  # type: ignore[no-any-return]
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self._run.conversation_id
+
+    @property
+    def result(self) -> AgentRunResult[OutputDataT] | None:
+        """The run's result once the stream completed."""
+        return self._run.result
+
+    # -- reading ----------------------------------------------------------------------------------
+    async def _events(self) -> AsyncIterator[Any]:
+        if self._consumed:
+            raise UserError('this stream was already read; a StreamedRunResult can be read once')
+        self._consumed = True
+        if self._node is None:
+            return
+        for event in self._buffered:
+            yield event
+        while True:
+            try:
+                event = await self._iterator.__anext__()
+            except StopAsyncIteration:
+                break
+            yield event
+        await self._complete()
+
+    async def stream_text(self, *, delta: bool = False) -> AsyncIterator[str]:
+        """The text as it grows (`delta=False`), or each new piece (`delta=True`)."""
+        text = ''
+        async for event in self._events():
+            piece = _text_of(event)
+            if piece is None:
+                continue
+            text += piece
+            yield piece if delta else text
+
+    async def stream_output(self) -> AsyncIterator[Any]:
+        """The output as it grows (text output), then the validated final output."""
+        text = ''
+        async for event in self._events():
+            piece = _text_of(event)
+            if piece:
+                text += piece
+                yield text
+        result = self._run.result
+        if result is not None:
+            yield result.output
+
+    async def stream_response(self) -> AsyncIterator[ModelResponse]:
+        """Snapshots of the response (`state='incomplete'`), then the final one."""
+        async for _ in self._events():
+            yield self._streamed.get() if not self.is_complete else self._final_response()
+        yield self._final_response()
+
+    async def get_output(self) -> OutputDataT:
+        """Read the whole stream and return the validated output."""
+        async for _ in self._events():
+            pass
+        result = self._run.result
+        assert result is not None
+        return result.output
+
+    async def cancel(self) -> None:
+        """Stop here: record what arrived as an interrupted response."""
+        await self._close(interrupted=True)
+
+    def _final_response(self) -> ModelResponse:
+        for message in reversed(self.all_messages()):
+            if isinstance(message, ModelResponse):
+                return message
+        return self._streamed.get()  # type: ignore[no-any-return]
+
+    async def _complete(self) -> None:
+        """The model's stream ended: record the response and drive the run to its end."""
+        node = self._node
+        assert node is not None
+        self._node = None
+        await self._cm.__aexit__(None, None, None)
+        run = self._run
+        current = await run.advance(node, node.result)
+        while not isinstance(current, End):
+            current = await run.next(current)
+        self.is_complete = True
+
+    async def _close(self, *, interrupted: bool) -> None:
+        """Leave the stream: unread → left out of the history; partly read → interrupted."""
+        node = self._node
+        if node is None:
+            return
+        self._node = None
+        if self._consumed or interrupted:
+            node.interrupt()
+        else:
+            node.abandon()
+        await self._cm.__aexit__(None, None, None)
+        self.is_complete = True
+        if node._outcome == 'interrupted':
+            await self._run._state_cancelled(RunCancelled('the stream was cancelled'))
+
+
+def _text_of(event: Any) -> str | None:
+    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+        return event.part.content  # type: ignore[no-any-return]
+    if isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+        return event.delta.content_delta
+    return None
+
+
+async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
+    """Drive `agent_run` until the model starts streaming its final response, and hand that over."""
+    from ..messages import ToolCallPart
+
+    state = agent_run._state
+    node = agent_run.next_node
+    output_tools = {t.name for t in state.output.output_tools}
+    while True:
+        if isinstance(node, End):
+            return StreamedRunResult(agent_run, None, None, None, None, [])
+        if not isinstance(node, ModelRequestNode):
+            node = await agent_run.next(node)
+            continue
+        cm = node.stream(state)
+        try:
+            streamed = await cm.__aenter__()
+        except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
+            node = await agent_run._failed(error)
+            continue
+        iterator = streamed.__aiter__()
+        buffered: list[Any] = []
+        saw_call = False
+        while True:
+            try:
+                event = await iterator.__anext__()
+            except StopAsyncIteration:
+                break
+            buffered.append(event)
+            if isinstance(event, PartStartEvent):
+                part = event.part
+                if isinstance(part, TextPart) and state.output.allow_text and not saw_call:
+                    return StreamedRunResult(agent_run, node, cm, streamed, iterator, buffered)
+                if isinstance(part, ToolCallPart):
+                    if part.tool_name in output_tools:
+                        return StreamedRunResult(agent_run, node, cm, streamed, iterator, buffered)
+                    saw_call = True
+        await cm.__aexit__(None, None, None)
+        node = await agent_run.advance(node, node.result)
+
+
+async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[Any]:
+    """Every event of `agent_run`, node by node (see `Agent.run_stream_events`)."""
+    from ..messages import ToolCallPart
+    from ..messages._events import AgentRunResultEvent, FinalResultEvent
+
+    state = agent_run._state
+    pending: list[Any] = []
+    state.events = pending
+    output_tools = {t.name for t in state.output.output_tools}
+    node = agent_run.next_node
+    while not isinstance(node, End):
+        if not isinstance(node, ModelRequestNode):
+            node = await agent_run.next(node)
+            for event in pending:
+                yield event
+            pending.clear()
+            continue
+        finished = False
+        async with node.stream(state) as streamed:
+            try:
+                for event in pending:
+                    yield event
+                pending.clear()
+                final_sent = False
+                async for event in streamed:
+                    yield event
+                    if not final_sent and isinstance(event, PartStartEvent):
+                        part = event.part
+                        if isinstance(part, ToolCallPart) and part.tool_name in output_tools:
+                            final_sent = True
+                            yield FinalResultEvent(part.tool_name, part.tool_call_id)
+                        elif isinstance(part, TextPart) and state.output.allow_text:
+                            final_sent = True
+                            yield FinalResultEvent(None, None)
+                finished = True
+            finally:
+                if not finished:
+                    node.interrupt()
+        if not finished:
+            await agent_run._state_cancelled(RunCancelled('the event stream was closed'))
+            return
+        node = await agent_run.advance(node, node.result)
+        for event in pending:
+            yield event
+        pending.clear()
+    yield AgentRunResultEvent(agent_run.result)

@@ -1,0 +1,135 @@
+"""Events a streamed run emits: parts starting, growing and ending, tool calls and results, the
+final result, delivered enqueued messages, and the run's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    'AgentRunResultEvent',
+    'AgentStreamEvent',
+    'EnqueuedMessagesEvent',
+    'FinalResultEvent',
+    'FunctionToolCallEvent',
+    'FunctionToolResultEvent',
+    'PartDeltaEvent',
+    'PartEndEvent',
+    'PartStartEvent',
+    'TextPartDelta',
+    'ThinkingPartDelta',
+    'ToolCallPartDelta',
+]
+
+
+@dataclass(frozen=True)
+class TextPartDelta:
+    """More text for the text part being streamed."""
+
+    content_delta: str
+    part_delta_kind: Literal['text'] = 'text'
+
+
+@dataclass(frozen=True)
+class ThinkingPartDelta:
+    """More thinking (and/or its signature) for the thinking part being streamed."""
+
+    content_delta: str | None = None
+    signature_delta: str | None = None
+    part_delta_kind: Literal['thinking'] = 'thinking'
+
+
+@dataclass(frozen=True)
+class ToolCallPartDelta:
+    """More of a tool call being streamed: a name, a chunk of JSON arguments, an id."""
+
+    tool_name_delta: str | None = None
+    args_delta: str | None = None
+    tool_call_id: str | None = None
+    part_delta_kind: Literal['tool_call'] = 'tool_call'
+
+
+@dataclass(frozen=True)
+class PartStartEvent:
+    """A new part started at `index` of the response being streamed."""
+
+    index: int
+    part: Any
+    event_kind: Literal['part_start'] = 'part_start'
+
+
+@dataclass(frozen=True)
+class PartDeltaEvent:
+    """The part at `index` grew by `delta`."""
+
+    index: int
+    delta: TextPartDelta | ThinkingPartDelta | ToolCallPartDelta
+    event_kind: Literal['part_delta'] = 'part_delta'
+
+
+@dataclass(frozen=True)
+class PartEndEvent:
+    """The part at `index` is complete."""
+
+    index: int
+    part: Any
+    event_kind: Literal['part_end'] = 'part_end'
+
+
+@dataclass(frozen=True)
+class FinalResultEvent:
+    """The response being streamed is the run's final result (through `tool_name`, or text)."""
+
+    tool_name: str | None
+    tool_call_id: str | None
+    event_kind: Literal['final_result'] = 'final_result'
+
+
+@dataclass(frozen=True)
+class FunctionToolCallEvent:
+    """A tool is about to be called."""
+
+    part: Any
+    event_kind: Literal['function_tool_call'] = 'function_tool_call'
+
+
+@dataclass(frozen=True)
+class FunctionToolResultEvent:
+    """A tool call produced its result part."""
+
+    result: Any
+    event_kind: Literal['function_tool_result'] = 'function_tool_result'
+
+
+@dataclass(frozen=True)
+class EnqueuedMessagesEvent:
+    """Content enqueued with `enqueue_id` was delivered into the history.
+
+    `messages` are the delivered messages as they landed. Content spliced into an existing request
+    (tool-tied content) arrives as a request holding the delivered parts, and `parts` are those
+    parts as they sit in the history.
+    """
+
+    enqueue_id: str
+    messages: tuple[Any, ...]
+    parts: tuple[Any, ...] = ()
+    event_kind: Literal['enqueued_messages'] = 'enqueued_messages'
+
+
+@dataclass(frozen=True)
+class AgentRunResultEvent:
+    """The run finished; `result` is its `AgentRunResult`."""
+
+    result: Any
+    event_kind: Literal['agent_run_result'] = 'agent_run_result'
+
+
+AgentStreamEvent = (
+    PartStartEvent
+    | PartDeltaEvent
+    | PartEndEvent
+    | FinalResultEvent
+    | FunctionToolCallEvent
+    | FunctionToolResultEvent
+    | EnqueuedMessagesEvent
+)

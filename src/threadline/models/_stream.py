@@ -1,0 +1,140 @@
+"""Streaming a model response: assembling parts from deltas, and the stream a model hands back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Hashable
+from datetime import UTC, datetime
+from typing import Any
+
+from ..messages import ModelResponse, RequestUsage, TextPart, ThinkingPart, ToolCallPart
+from ..messages._events import (
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    TextPartDelta,
+    ThinkingPartDelta,
+    ToolCallPartDelta,
+)
+
+__all__ = ['PartsManager', 'StreamedResponse']
+
+
+class PartsManager:
+    """Builds a response's parts from a provider's deltas, keyed by the provider's part key.
+
+    Parts are assembled in place (they are not in any history yet); each call returns the event
+    to emit: a `PartStartEvent` for a new key, a `PartDeltaEvent` after.
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[Any] = []
+        self._index: dict[Hashable, int] = {}
+
+    def text(self, key: Hashable, content: str) -> PartStartEvent | PartDeltaEvent:
+        index = self._index.get(key)
+        if index is None:
+            self._index[key] = len(self.parts)
+            self.parts.append(TextPart(content))
+            return PartStartEvent(len(self.parts) - 1, self.parts[-1])
+        self.parts[index].content += content
+        return PartDeltaEvent(index, TextPartDelta(content))
+
+    def thinking(
+        self, key: Hashable, content: str | None, signature: str | None = None
+    ) -> PartStartEvent | PartDeltaEvent:
+        index = self._index.get(key)
+        if index is None:
+            self._index[key] = len(self.parts)
+            self.parts.append(ThinkingPart(content or '', signature=signature))
+            return PartStartEvent(len(self.parts) - 1, self.parts[-1])
+        part = self.parts[index]
+        if content:
+            part.content += content
+        if signature:
+            part.signature = (part.signature or '') + signature
+        return PartDeltaEvent(index, ThinkingPartDelta(content, signature))
+
+    def tool_call(
+        self, key: Hashable, name: str | None, args: str | None, tool_call_id: str | None
+    ) -> PartStartEvent | PartDeltaEvent:
+        index = self._index.get(key)
+        if index is None:
+            self._index[key] = len(self.parts)
+            part = (
+                ToolCallPart(name or '', args or '', tool_call_id)
+                if tool_call_id
+                else ToolCallPart(name or '', args or '')
+            )
+            self.parts.append(part)
+            return PartStartEvent(len(self.parts) - 1, part)
+        part = self.parts[index]
+        if name:
+            part.tool_name += name
+        if args:
+            part.args = (part.args or '') + args if isinstance(part.args, (str, type(None))) else part.args
+        if tool_call_id:
+            part.tool_call_id = tool_call_id
+        return PartDeltaEvent(index, ToolCallPartDelta(name, args, tool_call_id))
+
+    def whole(self, key: Hashable, part: Any) -> PartStartEvent:
+        """A part that arrives complete (a built-in tool call or return)."""
+        self._index[key] = len(self.parts)
+        self.parts.append(part)
+        return PartStartEvent(len(self.parts) - 1, part)
+
+    def end_events(self) -> list[PartEndEvent]:
+        return [PartEndEvent(i, p) for i, p in enumerate(self.parts)]
+
+
+class StreamedResponse:
+    """A response arriving as events. Iterate it for `PartStartEvent` / `PartDeltaEvent` /
+    `PartEndEvent`; `get()` is the response so far (`state='incomplete'` until the stream ends)."""
+
+    def __init__(self, model_name: str, provider_name: str | None) -> None:
+        self.model_name = model_name
+        self.provider_name = provider_name
+        self.parts = PartsManager()
+        self.usage = RequestUsage()
+        self.timestamp = datetime.now(tz=UTC)
+        self.finish_reason: Any = None
+        self.provider_response_id: str | None = None
+        self.complete = False
+
+    async def _events(self) -> AsyncIterator[Any]:  # pragma: no cover - provided by subclasses
+        raise NotImplementedError
+        yield
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        async for event in self._events():
+            yield event
+        self.complete = True
+        for event in self.parts.end_events():
+            yield event
+
+    def get(self) -> ModelResponse:
+        return ModelResponse(
+            parts=list(self.parts.parts),
+            usage=self.usage,
+            model_name=self.model_name,
+            timestamp=self.timestamp,
+            provider_name=self.provider_name,
+            provider_response_id=self.provider_response_id,
+            finish_reason=self.finish_reason,
+            state='complete' if self.complete else 'incomplete',
+        )
+
+
+class CompleteResponseStream(StreamedResponse):
+    """A whole response replayed as a stream (for models that do not stream)."""
+
+    def __init__(self, response: ModelResponse) -> None:
+        super().__init__(response.model_name or '', response.provider_name)
+        self._response = response
+        self.usage = response.usage
+        self.timestamp = response.timestamp
+        self.finish_reason = response.finish_reason
+        self.provider_response_id = response.provider_response_id
+
+    async def _events(self) -> AsyncIterator[Any]:
+        for index, part in enumerate(self._response.parts):
+            yield self.parts.whole(index, part)
