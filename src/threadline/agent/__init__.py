@@ -9,6 +9,7 @@ from ._limits import UsageLimits
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from ._result import AgentRunResult, RunResult
 from ._run import AgentRun
+from ._streamed import RunCancelled, StreamedRunResult
 from ._tools import Tool
 
 __all__ = [
@@ -23,7 +24,9 @@ __all__ = [
     'FinalResult',
     'ModelRequestNode',
     'RunContext',
+    'RunCancelled',
     'RunResult',
+    'StreamedRunResult',
     'Tool',
     'ToolApproved',
     'ToolDenied',

@@ -262,12 +262,11 @@ class ModelRequestNode:
     ) -> CallToolsNode:
         ctx = state.ctx
         model = request_context.model
+        # Hooks see the response as it will be stored (ids, model); a replacement gets the same.
+        _stamp_response(state, response, model)
         response = await state.after_model_request(request_context, response)
-        if response.model_name is None:
-            response.model_name = model.model_name
-        if response.provider_name is None:
-            response.provider_name = model.system
-        state.append(response)
+        _stamp_response(state, response, model)
+        state.history.append(response)
         for usage in (ctx.usage, state.run_usage):
             usage.requests += 1
             usage.incr(response.usage)
@@ -278,6 +277,14 @@ class ModelRequestNode:
                 response.state = 'interrupted'
                 raise
         return CallToolsNode(response)
+
+
+def _stamp_response(state: RunState, response: ModelResponse, model: Any) -> None:
+    if response.model_name is None:
+        response.model_name = model.model_name
+    if response.provider_name is None:
+        response.provider_name = model.system
+    state.stamp(response)
 
 
 def _history_shape(state: RunState) -> tuple[int, int, int]:

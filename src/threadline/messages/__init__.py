@@ -23,6 +23,20 @@ from ._content import (
     UserContent,
     VideoUrl,
 )
+from ._events import (
+    AgentRunResultEvent,
+    AgentStreamEvent,
+    EnqueuedMessagesEvent,
+    FinalResultEvent,
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    TextPartDelta,
+    ThinkingPartDelta,
+    ToolCallPartDelta,
+)
 from ._messages import (
     FinishReason,
     ModelMessage,
@@ -59,6 +73,18 @@ from ._sanitize import StrippedItem, sanitize_messages, sanitize_report
 from ._usage import RequestUsage, RunUsage
 
 __all__ = [
+    'ToolCallPartDelta',
+    'ThinkingPartDelta',
+    'TextPartDelta',
+    'PartStartEvent',
+    'PartEndEvent',
+    'PartDeltaEvent',
+    'FunctionToolResultEvent',
+    'FunctionToolCallEvent',
+    'FinalResultEvent',
+    'EnqueuedMessagesEvent',
+    'AgentStreamEvent',
+    'AgentRunResultEvent',
     'AudioUrl',
     'BinaryContent',
     'BuiltinToolCallPart',
