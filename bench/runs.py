@@ -8,7 +8,10 @@ neither side estimates tokens.
 
 (a) per model request in a 50-step tool loop;
 (b) a one-step run whose message_history is 1k and 10k messages of the shared workload;
-(c) `import threadline` vs `import pydantic_ai` in a fresh interpreter.
+(c) `import threadline` vs `import pydantic_ai` in a fresh interpreter;
+(d) streaming 1,000 text chunks from `FunctionModel(stream_function=...)`: time to the first delta
+    the caller sees, and framework time per chunk = (stream wall time - time inside the stream
+    function) / chunks.
 """
 
 from __future__ import annotations
@@ -125,6 +128,43 @@ def bench_long_history(side: Side, size: int, raw: list[dict[str, Any]]) -> floa
     return framework_time(run, inside, repeat=9 if size <= 1000 else 5)
 
 
+CHUNKS = 1000
+
+
+def bench_streaming(side: Side) -> tuple[float, float]:
+    """(time to first delta, framework time per chunk), medians over several runs."""
+    inside = [0.0]
+
+    async def stream_fn(messages: list[Any], info: Any) -> Any:
+        for index in range(CHUNKS):
+            start = time.perf_counter()
+            chunk = f'w{index} '
+            inside[0] += time.perf_counter() - start
+            yield chunk
+
+    agent = side.Agent(side.FunctionModel(stream_function=stream_fn))
+
+    async def once() -> tuple[float, float]:
+        inside[0] = 0.0
+        start = time.perf_counter()
+        first = None
+        count = 0
+        async with agent.run_stream('go') as result:
+            # pydantic-ai groups deltas every 0.1 s by default; both sides yield every delta here.
+            stream = result.stream_text(delta=True, debounce_by=None) if side.name != 'threadline' else result.stream_text(delta=True)
+            async for _ in stream:
+                if first is None:
+                    first = time.perf_counter() - start
+                count += 1
+        wall = time.perf_counter() - start
+        assert count >= CHUNKS * 0.9, count
+        return first or 0.0, (wall - inside[0]) / CHUNKS
+
+    asyncio.run(once())
+    samples = [asyncio.run(once()) for _ in range(7)]
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
 def import_time(module: str) -> float:
     code = f'import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)'
     samples = [float(subprocess.check_output([sys.executable, '-c', code], text=True)) for _ in range(5)]
@@ -147,6 +187,10 @@ def main() -> None:
             f'    {size:>6} msgs: threadline {b_ours * 1e3:8.2f} ms   pydantic-ai {b_theirs * 1e3:8.2f} ms'
             f'   ratio {b_theirs / b_ours:5.1f}x'
         )
+    print(f'(d) streaming {CHUNKS} chunks')
+    (f_ours, c_ours), (f_theirs, c_theirs) = bench_streaming(ours), bench_streaming(theirs)
+    print(f'    first delta: threadline {f_ours * 1e3:7.3f} ms   pydantic-ai {f_theirs * 1e3:7.3f} ms   ratio {f_theirs / f_ours:5.1f}x')
+    print(f'    per chunk:   threadline {c_ours * 1e6:7.2f} us   pydantic-ai {c_theirs * 1e6:7.2f} us   ratio {c_theirs / c_ours:5.1f}x')
     print('(c) import time in a fresh interpreter')
     c_ours, c_theirs = import_time('threadline'), import_time('pydantic_ai')
     print(

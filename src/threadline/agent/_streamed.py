@@ -15,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any, Generic
 
@@ -100,15 +101,22 @@ class StreamedRunResult(Generic[OutputDataT]):
             yield event
         await self._complete()
 
-    async def stream_text(self, *, delta: bool = False) -> AsyncIterator[str]:
-        """The text as it grows (`delta=False`), or each new piece (`delta=True`)."""
-        text = ''
+    async def stream_text(self, *, delta: bool = False, debounce_by: float | None = None) -> AsyncIterator[str]:
+        """The text as it grows (`delta=False`), or each new piece (`delta=True`). With
+        `debounce_by` (seconds), pieces arriving within that time are yielded together."""
+        text = pending = ''
+        last = time.monotonic()
         async for event in self._events():
             piece = _text_of(event)
             if piece is None:
                 continue
             text += piece
-            yield piece if delta else text
+            pending += piece
+            if debounce_by is None or time.monotonic() - last >= debounce_by:
+                yield pending if delta else text
+                pending, last = '', time.monotonic()
+        if pending:
+            yield pending if delta else text
 
     async def stream_output(self) -> AsyncIterator[Any]:
         """The output as it grows (text output), then the validated final output."""
