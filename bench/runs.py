@@ -27,6 +27,7 @@ from typing import Any
 from _common import workload
 
 STEPS = 50
+INSTRUMENT = '--instrument' in sys.argv
 
 
 class Side:
@@ -51,6 +52,18 @@ class Side:
         self.m = m
         self.FunctionModel = FunctionModel
 
+    def capabilities(self) -> list[Any]:
+        """With --instrument: tracing on both sides (the OpenTelemetry API's default, no-op provider)."""
+        if not INSTRUMENT:
+            return []
+        if self.name == 'threadline':
+            from threadline.capabilities import Instrumentation
+
+            return [Instrumentation()]
+        from pydantic_ai.capabilities import Instrumentation as RefInstrumentation  # type: ignore[attr-defined]
+
+        return [RefInstrumentation()]
+
     def usage(self) -> Any:
         return self.m.RequestUsage(input_tokens=100, output_tokens=10)
 
@@ -70,7 +83,7 @@ def tool_loop_agent(side: Side, inside: list[float]) -> Any:
         inside[0] += time.perf_counter() - start
         return response
 
-    agent = side.Agent(side.FunctionModel(respond))
+    agent = side.Agent(side.FunctionModel(respond), capabilities=side.capabilities())
 
     @agent.tool_plain
     async def step(n: int) -> int:
@@ -88,7 +101,7 @@ def one_step_agent(side: Side, inside: list[float]) -> Any:
         inside[0] += time.perf_counter() - start
         return response
 
-    return side.Agent(side.FunctionModel(respond))
+    return side.Agent(side.FunctionModel(respond), capabilities=side.capabilities())
 
 
 def framework_time(run: Callable[[], Any], inside: list[float], repeat: int) -> float:

@@ -150,3 +150,27 @@ async def test_streamed_runs_persist_like_plain_runs_and_cancel_leaves_store_con
     assert snapshots[-1].state == 'interrupted'
     third = await agent.run('and now?', **after.run_kwargs())  # the next run carries on from it
     assert third.output == JOKE
+
+
+@pytest.mark.parametrize('stop_after', [0, 1, 3, 7, 100])
+async def test_cancelling_at_any_point_leaves_a_loadable_repairable_history(stop_after: int) -> None:
+    from threadline import ModelMessagesTypeAdapter
+    from threadline.messages import pairing_report, repair_messages
+
+    agent = Agent(TestModel(custom_output_text=JOKE))
+
+    @agent.tool_plain
+    def ping() -> str:
+        return 'pong'
+
+    async with agent.run_stream('x') as result:
+        seen = 0
+        async for _ in result.stream_text(delta=True):
+            seen += 1
+            if seen > stop_after:
+                await result.cancel()
+                break
+    history = result.all_messages()
+    assert ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(history)) == history
+    assert not pairing_report(repair_messages(history)).open_calls
+    assert (await agent.run('again', message_history=history)).output == JOKE
