@@ -164,7 +164,11 @@ def bench_streaming(side: Side) -> tuple[float, float]:
         count = 0
         async with agent.run_stream('go') as result:
             # pydantic-ai groups deltas every 0.1 s by default; both sides yield every delta here.
-            stream = result.stream_text(delta=True, debounce_by=None) if side.name != 'threadline' else result.stream_text(delta=True)
+            stream = (
+                result.stream_text(delta=True, debounce_by=None)
+                if side.name != 'threadline'
+                else result.stream_text(delta=True)
+            )
             async for _ in stream:
                 if first is None:
                     first = time.perf_counter() - start
@@ -202,8 +206,12 @@ def main() -> None:
         )
     print(f'(d) streaming {CHUNKS} chunks')
     (f_ours, c_ours), (f_theirs, c_theirs) = bench_streaming(ours), bench_streaming(theirs)
-    print(f'    first delta: threadline {f_ours * 1e3:7.3f} ms   pydantic-ai {f_theirs * 1e3:7.3f} ms   ratio {f_theirs / f_ours:5.1f}x')
-    print(f'    per chunk:   threadline {c_ours * 1e6:7.2f} us   pydantic-ai {c_theirs * 1e6:7.2f} us   ratio {c_theirs / c_ours:5.1f}x')
+    print(
+        f'    first delta: threadline {f_ours * 1e3:7.3f} ms   pydantic-ai {f_theirs * 1e3:7.3f} ms   ratio {f_theirs / f_ours:5.1f}x'
+    )
+    print(
+        f'    per chunk:   threadline {c_ours * 1e6:7.2f} us   pydantic-ai {c_theirs * 1e6:7.2f} us   ratio {c_theirs / c_ours:5.1f}x'
+    )
     print('(c) import time in a fresh interpreter')
     c_ours, c_theirs = import_time('threadline'), import_time('pydantic_ai')
     print(

@@ -14,6 +14,7 @@ __all__ = [
     'ConversationNotFound',
     'CorruptRecordError',
     'MessageValidationError',
+    'ModelHTTPError',
     'ModelRetry',
     'StoreError',
     'ThreadlineError',
@@ -55,6 +56,16 @@ class ModelRetry(Exception):
 
 class AgentRunError(ThreadlineError, RuntimeError):
     """A run could not finish."""
+
+
+class ModelHTTPError(AgentRunError):
+    """The provider answered with an HTTP error; `status_code`, `model_name` and `body` say which."""
+
+    def __init__(self, status_code: int, model_name: str, body: object = None) -> None:
+        self.status_code = status_code
+        self.model_name = model_name
+        self.body = body
+        super().__init__(f'status_code: {status_code}, model_name: {model_name}, body: {body}')
 
 
 class UsageLimitExceeded(AgentRunError):

@@ -121,7 +121,7 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
         (('conversations', 'show', 'conv-c'), "error: conversation 'conv-c' not found in this scope"),
         (('conversations', 'prune', '--older-than', 'soon'), 'error: --older-than'),
         (('conversations', 'import', '/no/such/file.json'), 'error: cannot read /no/such/file.json'),
-        (('chat', '-m', 'openai:gpt-5.2'), 'error: Model'),
+        (('chat', '-m', 'nope:gpt-5.2'), "error: Unknown model 'nope:gpt-5.2'"),
     ],
 )
 def test_errors_are_one_line_and_exit_1(

@@ -126,7 +126,9 @@ def chat(model: str, cont: bool, cid: str | None, db: str | None, scope: str | N
         )
         agent = support_agent(store, state.scope, Payments(payments))
     else:
-        agent = Agent(infer_model(model), system_prompt='You are a helpful assistant.')
+        resolved = infer_model(model)
+        getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
+        agent = Agent(resolved, system_prompt='You are a helpful assistant.')
     if cont and cid is None:
         latest = store.sync.list(state.scope, limit=1)
         cid = latest[0].conversation_id if latest else None

@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
-from ..exceptions import UserError
+from ..exceptions import ModelHTTPError, UserError
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._render import render_history
 
 __all__ = [
     'Model',
+    'ModelHTTPError',
     'ModelProfile',
     'ModelRequestParameters',
     'ModelSettings',
@@ -19,8 +20,6 @@ __all__ = [
     'infer_model',
     'render_history',
 ]
-
-_PROVIDERS = {'openai': 'OPENAI_API_KEY', 'anthropic': 'ANTHROPIC_API_KEY'}
 
 
 def infer_model(model: Model | str) -> Model:
@@ -38,11 +37,14 @@ def infer_model(model: Model | str) -> Model:
 
         return DemoModel()
     provider, _, name = model.partition(':')
-    if provider in _PROVIDERS and name:
-        raise UserError(
-            f'Model {model!r}: the {provider} provider is not available in this version of Threadline yet. '
-            'Use a Model instance (TestModel, FunctionModel) meanwhile.'
-        )
+    if provider == 'openai' and name:
+        from .openai import OpenAIChatModel
+
+        return OpenAIChatModel(name)
+    if provider == 'anthropic' and name:
+        from .anthropic import AnthropicModel
+
+        return AnthropicModel(name)
     raise UserError(
         f'Unknown model {model!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>".'
     )

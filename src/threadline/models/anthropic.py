@@ -1,0 +1,420 @@
+"""`AnthropicModel`: Anthropic's Messages API through the official `anthropic` SDK (extra `anthropic`).
+
+Request mapping:
+- the standing system prompt and the running agent's instructions go in the top-level `system`;
+- a mid-conversation system prompt becomes a `system` message where the model accepts one (models
+  whose profile says so), moved forward past user turns to just before the next assistant turn,
+  with a minimal user turn before it when none precedes it; elsewhere it is rendered (by the
+  shared renderer) as a `<system>`-tagged text block in the same user message;
+- user content: text, images and PDFs (URL or bytes), plain-text documents, and Anthropic file
+  ids; audio and video are refused before sending; a `CachePoint` puts `cache_control` on the block
+  before it;
+- tool results go as `tool_result` blocks in the user turn (`failed` / `retried` with `is_error`),
+  calls as `tool_use` blocks whose cut-off arguments go as `{"INVALID_JSON": "<raw>"}`; thinking is
+  sent back with its signature (the API requires it), built-in tool parts are passed back untouched;
+- consecutive turns of one role are merged (the API wants them alternating).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..exceptions import UnexpectedModelBehavior, UserError
+from ..messages import (
+    BinaryContent,
+    CachePoint,
+    DocumentUrl,
+    FinishReason,
+    ImageUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RequestUsage,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UploadedFile,
+    UserPromptPart,
+)
+from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from ._provider import ModelHTTPError, binary_base64, env_key, require_extra, tool_result_text
+from ._render import standing_prompt_count
+from ._stream import StreamedResponse
+
+__all__ = ['AnthropicModel', 'AnthropicProvider', 'INLINE_SYSTEM_PROMPT_MODELS']
+
+INLINE_SYSTEM_PROMPT_MODELS = (
+    'claude-fable-5',
+    'claude-mythos-5',
+    'claude-opus-4-8',
+    'claude-opus-5',
+    'claude-sonnet-5-5',
+    'claude-haiku-5-5',
+)
+_STOP: dict[str, FinishReason] = {
+    'end_turn': 'stop',
+    'max_tokens': 'length',
+    'tool_use': 'tool_call',
+    'stop_sequence': 'stop',
+    'refusal': 'content_filter',
+    'pause_turn': 'stop',
+}
+
+
+class AnthropicProvider:
+    """Where to reach the Anthropic API: `base_url`, `api_key` (default `ANTHROPIC_API_KEY`), an
+    optional `httpx.AsyncClient`, and the SDK's retries."""
+
+    def __init__(
+        self, *, base_url: str | None = None, api_key: str | None = None, http_client: Any = None, max_retries: int = 2
+    ) -> None:
+        anthropic = require_extra('anthropic', 'anthropic')
+        self.client = anthropic.AsyncAnthropic(
+            api_key=env_key(api_key, 'ANTHROPIC_API_KEY', 'anthropic'),
+            base_url=base_url or os.environ.get('ANTHROPIC_BASE_URL'),
+            http_client=http_client,
+            max_retries=max_retries,
+        )
+
+
+class AnthropicModel(Model):
+    """A Messages API model (see the module docstring for how a history is mapped)."""
+
+    def __init__(
+        self, model_name: str, *, provider: AnthropicProvider | None = None, profile: ModelProfile | None = None
+    ) -> None:
+        self._model_name = model_name
+        self._provider = provider
+        inline = model_name.startswith(INLINE_SYSTEM_PROMPT_MODELS)
+        self._profile = profile or ModelProfile(supports_inline_system_prompts=inline)
+
+    @property
+    def provider(self) -> AnthropicProvider:
+        if self._provider is None:
+            self._provider = AnthropicProvider()
+        return self._provider
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def system(self) -> str:
+        return 'anthropic'
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._profile
+
+    # -- requests -------------------------------------------------------------------------------
+    def request_body(
+        self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
+    ) -> dict[str, Any]:
+        """The Messages API request body for a (rendered) history: what `request` sends."""
+        settings = settings or {}
+        system, turns = self.map_messages(messages, params)
+        body: dict[str, Any] = {
+            'model': self._model_name,
+            'max_tokens': settings.get('max_tokens', 4096),
+            'messages': turns,
+        }
+        if system:
+            body['system'] = system
+        tools = [*params.function_tools, *params.output_tools]
+        if tools:
+            body['tools'] = [
+                {'name': t.name, 'description': t.description or '', 'input_schema': t.parameters_json_schema}
+                for t in tools
+            ]
+            if not params.allow_text_output:
+                body['tool_choice'] = {'type': 'any'}
+        for key in ('temperature', 'top_p'):
+            if key in settings:
+                body[key] = settings[key]  # type: ignore[literal-required]
+        if 'stop_sequences' in settings:
+            body['stop_sequences'] = settings['stop_sequences']
+        return body
+
+    def map_messages(
+        self, messages: Sequence[ModelMessage], params: ModelRequestParameters
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        standing = standing_prompt_count(messages)
+        system: list[dict[str, Any]] = []
+        turns: list[dict[str, Any]] = []
+        first_request = True
+        for index, message in enumerate(messages):
+            if isinstance(message, ModelRequest):
+                blocks: list[dict[str, Any]] = []
+                for j, part in enumerate(message.parts):
+                    if isinstance(part, SystemPromptPart):
+                        if first_request and j < standing:
+                            system.append({'type': 'text', 'text': part.content})
+                        else:
+                            _add(turns, 'user', blocks)
+                            blocks = []
+                            turns.append({'role': 'system', 'content': [{'type': 'text', 'text': part.content}]})
+                    elif isinstance(part, UserPromptPart):
+                        blocks.extend(self._user_blocks(part, index, j))
+                    elif isinstance(part, ToolReturnPart):
+                        result: dict[str, Any] = {
+                            'type': 'tool_result',
+                            'tool_use_id': part.tool_call_id,
+                            'content': tool_result_text(part),
+                        }
+                        if part.outcome in ('failed', 'retried'):
+                            result['is_error'] = True
+                        blocks.insert(sum(b['type'] == 'tool_result' for b in blocks), result)
+                _add(turns, 'user', blocks)
+                first_request = False
+            else:
+                _add(turns, 'assistant', self._assistant_blocks(message))
+        if params.instructions:
+            system.append({'type': 'text', 'text': params.instructions})
+        return system, _place_system_turns(turns)
+
+    def _user_blocks(self, part: UserPromptPart, index: int, j: int) -> list[dict[str, Any]]:
+        if isinstance(part.content, str):
+            return [{'type': 'text', 'text': part.content}]
+        blocks: list[dict[str, Any]] = []
+        for item in part.content:
+            if isinstance(item, str):
+                blocks.append({'type': 'text', 'text': item})
+            elif isinstance(item, TextContent):
+                blocks.append({'type': 'text', 'text': item.content})
+            elif isinstance(item, CachePoint):
+                if not blocks:
+                    raise UserError(f'messages[{index}].parts[{j}]: a CachePoint needs content before it')
+                blocks[-1]['cache_control'] = {'type': 'ephemeral', 'ttl': item.ttl}
+            elif isinstance(item, ImageUrl):
+                blocks.append({'type': 'image', 'source': {'type': 'url', 'url': item.url}})
+            elif isinstance(item, DocumentUrl) and item.media_type == 'application/pdf':
+                blocks.append({'type': 'document', 'source': {'type': 'url', 'url': item.url}})
+            elif isinstance(item, BinaryContent) and item.is_image:
+                blocks.append(
+                    {
+                        'type': 'image',
+                        'source': {'type': 'base64', 'media_type': item.media_type, 'data': binary_base64(item)},
+                    }
+                )
+            elif isinstance(item, BinaryContent) and item.media_type == 'application/pdf':
+                blocks.append(
+                    {
+                        'type': 'document',
+                        'source': {'type': 'base64', 'media_type': 'application/pdf', 'data': binary_base64(item)},
+                    }
+                )
+            elif isinstance(item, BinaryContent) and item.media_type == 'text/plain':
+                blocks.append(
+                    {
+                        'type': 'document',
+                        'source': {'type': 'text', 'media_type': 'text/plain', 'data': item.data.decode()},
+                    }
+                )
+            elif isinstance(item, UploadedFile) and item.provider_name == 'anthropic':
+                kind = 'image' if (item.media_type or '').startswith('image/') else 'document'
+                blocks.append({'type': kind, 'source': {'type': 'file', 'file_id': item.file_id}})
+            else:
+                raise UserError(
+                    f'messages[{index}].parts[{j}]: the anthropic provider cannot take {type(item).__name__}'
+                    f'{" (" + str(getattr(item, "media_type", "")) + ")" if getattr(item, "media_type", None) else ""}; '
+                    'convert it, or use a provider that accepts it'
+                )
+        return blocks
+
+    def _assistant_blocks(self, message: ModelResponse) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        for part in message.parts:
+            if isinstance(part, TextPart) and part.content:
+                blocks.append({'type': 'text', 'text': part.content})
+            elif isinstance(part, ThinkingPart) and part.signature and message.provider_name in ('anthropic', None):
+                blocks.append({'type': 'thinking', 'thinking': part.content, 'signature': part.signature})
+            elif isinstance(part, ToolCallPart):
+                blocks.append(
+                    {'type': 'tool_use', 'id': part.tool_call_id, 'name': part.tool_name, 'input': part.args_as_dict()}
+                )
+            elif isinstance(part, NativeToolCallPart) and part.provider_name == 'anthropic':
+                blocks.append(
+                    {
+                        'type': 'server_tool_use',
+                        'id': part.tool_call_id,
+                        'name': part.tool_name,
+                        'input': part.args_as_dict(),
+                    }
+                )
+            elif (
+                isinstance(part, NativeToolReturnPart)
+                and part.provider_name == 'anthropic'
+                and isinstance(part.content, dict)
+            ):
+                blocks.append(dict(part.content))
+        return blocks
+
+    async def request(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        body = self.request_body(messages, model_settings, model_request_parameters)
+        return self._response(await self._call(body, model_settings))
+
+    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, **extra: Any) -> Any:
+        anthropic = require_extra('anthropic', 'anthropic')
+        timeout = (settings or {}).get('timeout')
+        options = {'timeout': timeout} if timeout else {}
+        messages = self.provider.client.messages
+        try:
+            if extra.get('stream'):
+                return await messages.create(**body, **extra, **options)
+            raw = await messages.with_raw_response.create(**body, **extra, **options)
+        except anthropic.APIStatusError as exc:
+            raise ModelHTTPError(exc.status_code, self._model_name, getattr(exc, 'body', None)) from exc
+        try:
+            return await raw.parse()
+        except (anthropic.APIResponseValidationError, ValueError, TypeError) as exc:
+            raise UnexpectedModelBehavior(
+                f'the provider answered with a response that cannot be parsed: {exc}', raw.http_response.text
+            ) from exc
+
+    def _response(self, message: Any) -> ModelResponse:
+        parts: list[Any] = []
+        for block in getattr(message, 'content', None) or []:
+            kind = block.type
+            if kind == 'text':
+                parts.append(TextPart(block.text))
+            elif kind == 'thinking':
+                parts.append(ThinkingPart(block.thinking, signature=block.signature, provider_name='anthropic'))
+            elif kind == 'tool_use':
+                parts.append(ToolCallPart(block.name, dict(block.input), block.id))
+            elif kind == 'server_tool_use':
+                parts.append(NativeToolCallPart(block.name, dict(block.input), block.id, provider_name='anthropic'))
+            elif kind.endswith('_tool_result'):
+                parts.append(
+                    NativeToolReturnPart(
+                        kind,
+                        block.model_dump(mode='json'),
+                        getattr(block, 'tool_use_id', ''),
+                        provider_name='anthropic',
+                    )
+                )
+        if not hasattr(message, 'content'):
+            raise UnexpectedModelBehavior('the provider answered without content', repr(message))
+        return ModelResponse(
+            parts=parts,
+            usage=_usage(message.usage),
+            model_name=message.model,
+            provider_name='anthropic',
+            provider_response_id=message.id,
+            finish_reason=_STOP.get(message.stop_reason or ''),
+        )
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> AsyncIterator[Any]:
+        body = self.request_body(messages, model_settings, model_request_parameters)
+        stream = await self._call(body, model_settings, stream=True)
+        try:
+            yield _AnthropicStream(self._model_name, stream)
+        finally:
+            await stream.close()
+
+
+class _AnthropicStream(StreamedResponse):
+    def __init__(self, model_name: str, stream: Any) -> None:
+        super().__init__(model_name, 'anthropic')
+        self._stream = stream
+
+    async def _events(self) -> AsyncIterator[Any]:
+        async for event in self._stream:
+            kind = event.type
+            if kind == 'message_start':
+                self.provider_response_id = event.message.id
+                self.model_name = event.message.model
+                self.usage = _usage(event.message.usage)
+            elif kind == 'content_block_start':
+                block = event.content_block
+                if block.type == 'text':
+                    yield self.parts.text(event.index, block.text)
+                elif block.type == 'thinking':
+                    yield self.parts.thinking(
+                        event.index, block.thinking, getattr(block, 'signature', None) or None, 'anthropic'
+                    )
+                elif block.type == 'tool_use':
+                    yield self.parts.tool_call(event.index, block.name, '', block.id)
+            elif kind == 'content_block_delta':
+                delta = event.delta
+                if delta.type == 'text_delta':
+                    yield self.parts.text(event.index, delta.text)
+                elif delta.type == 'input_json_delta':
+                    yield self.parts.tool_call(event.index, None, delta.partial_json, None)
+                elif delta.type == 'thinking_delta':
+                    yield self.parts.thinking(event.index, delta.thinking)
+                elif delta.type == 'signature_delta':
+                    yield self.parts.thinking(event.index, None, delta.signature)
+            elif kind == 'message_delta':
+                self.finish_reason = _STOP.get(event.delta.stop_reason or '')
+                usage = getattr(event, 'usage', None)
+                if usage is not None and getattr(usage, 'output_tokens', None) is not None:
+                    self.usage = RequestUsage(
+                        input_tokens=self.usage.input_tokens,
+                        output_tokens=usage.output_tokens,
+                        cache_read_tokens=self.usage.cache_read_tokens,
+                        cache_write_tokens=self.usage.cache_write_tokens,
+                    )
+
+
+def _usage(usage: Any) -> RequestUsage:
+    if usage is None:
+        return RequestUsage()
+    return RequestUsage(
+        input_tokens=getattr(usage, 'input_tokens', 0) or 0,
+        output_tokens=getattr(usage, 'output_tokens', 0) or 0,
+        cache_write_tokens=getattr(usage, 'cache_creation_input_tokens', 0) or 0,
+        cache_read_tokens=getattr(usage, 'cache_read_input_tokens', 0) or 0,
+    )
+
+
+def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    """Append a turn, merged into the previous one when it has the same role."""
+    if not blocks:
+        return
+    if turns and turns[-1]['role'] == role:
+        turns[-1]['content'].extend(blocks)
+    else:
+        turns.append({'role': role, 'content': list(blocks)})
+
+
+def _place_system_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """System messages slide forward past user turns to just before the next assistant turn; one
+    with no user turn before it gets a minimal user turn to anchor it."""
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for turn in turns:
+        if turn['role'] == 'system':
+            pending.append(turn)
+        elif turn['role'] == 'user':
+            _add(out, 'user', turn['content'])
+        else:
+            if pending:
+                if not out or out[-1]['role'] != 'user':
+                    out.append({'role': 'user', 'content': [{'type': 'text', 'text': '(continue)'}]})
+                out.extend(pending)
+                pending = []
+            out.append(turn)
+    if pending:
+        if not out or out[-1]['role'] != 'user':
+            out.append({'role': 'user', 'content': [{'type': 'text', 'text': '(continue)'}]})
+        out.extend(pending)
+    return out

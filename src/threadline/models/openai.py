@@ -1,0 +1,354 @@
+"""`OpenAIChatModel`: OpenAI Chat Completions (and any compatible server: vLLM, Ollama, LiteLLM)
+through the official `openai` SDK (extra `openai`).
+
+Request mapping:
+- the standing system prompt goes first as system messages (role `system_prompt_role`), the running
+  agent's instructions right after them; a mid-conversation system prompt becomes a system message
+  in place (Chat Completions accepts them anywhere);
+- user content: text, image URLs and image bytes (`image_url`), audio bytes (`input_audio`, wav/mp3),
+  PDF bytes and OpenAI file ids (`file`); document, audio and video URLs are refused before sending
+  (Chat Completions cannot fetch them); a `CachePoint` puts an explicit `prompt_cache_breakpoint` on
+  the content part before it (with the request's cache TTL: OpenAI's TTLs are not CachePoint's);
+- tool calls and results pair by id; `failed` / `retried` results go as `{"error": ...}`, arguments
+  cut off mid-stream as `{"INVALID_JSON": "<raw>"}`; thinking and built-in tool parts have no place
+  in Chat Completions and are left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from ..exceptions import UnexpectedModelBehavior, UserError
+from ..messages import (
+    AudioUrl,
+    BinaryContent,
+    CachePoint,
+    DocumentUrl,
+    FinishReason,
+    ImageUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RequestUsage,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UploadedFile,
+    UserPromptPart,
+    VideoUrl,
+)
+from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from ._provider import ModelHTTPError, binary_base64, env_key, require_extra, tool_result_text
+from ._render import standing_prompt_count
+from ._stream import StreamedResponse
+
+__all__ = ['OpenAIChatModel', 'OpenAIProvider']
+
+_FINISH: dict[str, FinishReason] = {
+    'stop': 'stop',
+    'length': 'length',
+    'tool_calls': 'tool_call',
+    'content_filter': 'content_filter',
+    'function_call': 'tool_call',
+}
+
+
+class OpenAIProvider:
+    """Where to reach an OpenAI-compatible API: `base_url` (default `OPENAI_BASE_URL` or OpenAI's),
+    `api_key` (default `OPENAI_API_KEY`), an optional `httpx.AsyncClient`, and the SDK's retries."""
+
+    def __init__(
+        self, *, base_url: str | None = None, api_key: str | None = None, http_client: Any = None, max_retries: int = 2
+    ) -> None:
+        openai = require_extra('openai', 'openai')
+        base_url = base_url or os.environ.get('OPENAI_BASE_URL')
+        self.client = openai.AsyncOpenAI(
+            api_key=env_key(api_key, 'OPENAI_API_KEY', 'openai'),
+            base_url=base_url,
+            http_client=http_client,
+            max_retries=max_retries,
+        )
+        self.base_url = str(self.client.base_url)
+
+
+class OpenAIChatModel(Model):
+    """A Chat Completions model (see the module docstring for how a history is mapped)."""
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        provider: OpenAIProvider | None = None,
+        profile: ModelProfile | None = None,
+        system_prompt_role: str = 'system',
+    ) -> None:
+        self._model_name = model_name
+        self._provider = provider
+        self._profile = profile or ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True)
+        self.system_prompt_role = system_prompt_role
+
+    @property
+    def provider(self) -> OpenAIProvider:
+        if self._provider is None:
+            self._provider = OpenAIProvider()
+        return self._provider
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def system(self) -> str:
+        return 'openai'
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._profile
+
+    # -- requests -------------------------------------------------------------------------------
+    def request_body(
+        self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
+    ) -> dict[str, Any]:
+        """The Chat Completions request body for a (rendered) history: what `request` sends."""
+        body: dict[str, Any] = {'model': self._model_name, 'messages': self.map_messages(messages, params)}
+        tools = [*params.function_tools, *params.output_tools]
+        if tools:
+            body['tools'] = [
+                {
+                    'type': 'function',
+                    'function': {
+                        'name': t.name,
+                        'description': t.description or '',
+                        'parameters': t.parameters_json_schema,
+                        **({'strict': t.strict} if t.strict is not None else {}),
+                    },
+                }
+                for t in tools
+            ]
+            if not params.allow_text_output:
+                body['tool_choice'] = 'required'
+        settings = settings or {}
+        if 'max_tokens' in settings:
+            body['max_completion_tokens'] = settings['max_tokens']
+        for key in ('temperature', 'top_p', 'seed', 'parallel_tool_calls'):
+            if key in settings:
+                body[key] = settings[key]  # type: ignore[literal-required]
+        if 'stop_sequences' in settings:
+            body['stop'] = settings['stop_sequences']
+        return body
+
+    def map_messages(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        standing = standing_prompt_count(messages)
+        first_request = True
+        for index, message in enumerate(messages):
+            if isinstance(message, ModelRequest):
+                for j, part in enumerate(message.parts):
+                    if isinstance(part, SystemPromptPart):
+                        out.append({'role': self.system_prompt_role, 'content': part.content})
+                        if first_request and j == standing - 1 and params.instructions:
+                            out.append({'role': self.system_prompt_role, 'content': params.instructions})
+                    elif isinstance(part, UserPromptPart):
+                        out.append({'role': 'user', 'content': self._user_content(part, index, j)})
+                    elif isinstance(part, ToolReturnPart):
+                        out.append(
+                            {'role': 'tool', 'tool_call_id': part.tool_call_id, 'content': tool_result_text(part)}
+                        )
+                if first_request and standing == 0 and params.instructions:
+                    out.insert(0, {'role': self.system_prompt_role, 'content': params.instructions})
+                first_request = False
+            else:
+                out.append(self._assistant(message))
+        if first_request and params.instructions:
+            out.insert(0, {'role': self.system_prompt_role, 'content': params.instructions})
+        return out
+
+    def _user_content(self, part: UserPromptPart, index: int, j: int) -> Any:
+        if isinstance(part.content, str):
+            return part.content
+        items: list[dict[str, Any]] = []
+        for item in part.content:
+            if isinstance(item, str):
+                items.append({'type': 'text', 'text': item})
+            elif isinstance(item, TextContent):
+                items.append({'type': 'text', 'text': item.content})
+            elif isinstance(item, ImageUrl):
+                items.append({'type': 'image_url', 'image_url': {'url': item.url}})
+            elif isinstance(item, BinaryContent) and item.is_image:
+                items.append({'type': 'image_url', 'image_url': {'url': item.data_uri}})
+            elif isinstance(item, BinaryContent) and item.media_type in ('audio/wav', 'audio/mpeg', 'audio/mp3'):
+                audio_format = 'wav' if item.media_type == 'audio/wav' else 'mp3'
+                items.append(
+                    {'type': 'input_audio', 'input_audio': {'data': binary_base64(item), 'format': audio_format}}
+                )
+            elif isinstance(item, BinaryContent) and item.media_type == 'application/pdf':
+                items.append(
+                    {'type': 'file', 'file': {'file_data': item.data_uri, 'filename': f'{item.identifier}.pdf'}}
+                )
+            elif isinstance(item, UploadedFile) and item.provider_name == 'openai':
+                items.append({'type': 'file', 'file': {'file_id': item.file_id}})
+            elif isinstance(item, CachePoint):
+                if not items:
+                    raise UserError(f'messages[{index}].parts[{j}]: a CachePoint needs content before it')
+                # OpenAI's TTLs (30m/12h) differ from CachePoint's (5m/1h): inherit the request's.
+                items[-1]['prompt_cache_breakpoint'] = {'mode': 'explicit'}
+            else:
+                raise UserError(
+                    f'messages[{index}].parts[{j}]: the openai provider (Chat Completions) cannot take '
+                    f'{_describe(item)}; send it as bytes (BinaryContent) or use a provider that accepts it'
+                )
+        return items
+
+    def _assistant(self, message: ModelResponse) -> dict[str, Any]:
+        texts = [p.content for p in message.parts if isinstance(p, TextPart)]
+        calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+        out: dict[str, Any] = {'role': 'assistant', 'content': '\n\n'.join(texts) if texts else None}
+        if calls:
+            out['tool_calls'] = [
+                {
+                    'id': c.tool_call_id,
+                    'type': 'function',
+                    'function': {'name': c.tool_name, 'arguments': c.args_as_json_str()},
+                }
+                for c in calls
+            ]
+        return out
+
+    async def request(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        body = self.request_body(messages, model_settings, model_request_parameters)
+        completion = await self._call(body, model_settings)
+        return self._response(completion)
+
+    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, **extra: Any) -> Any:
+        openai = require_extra('openai', 'openai')
+        timeout = (settings or {}).get('timeout')
+        options = {'timeout': timeout} if timeout else {}
+        completions = self.provider.client.chat.completions
+        try:
+            if extra.get('stream'):
+                return await completions.create(**body, **extra, **options)
+            raw = await completions.with_raw_response.create(**body, **extra, **options)
+        except openai.APIStatusError as exc:
+            raise ModelHTTPError(exc.status_code, self._model_name, _body(exc)) from exc
+        try:
+            return raw.parse()
+        except (openai.APIResponseValidationError, ValueError, TypeError) as exc:  # a body that is not a completion
+            raise UnexpectedModelBehavior(
+                f'the provider answered with a response that cannot be parsed: {exc}', raw.http_response.text
+            ) from exc
+
+    def _response(self, completion: Any) -> ModelResponse:
+        try:
+            choice = completion.choices[0]
+            message = choice.message
+        except (AttributeError, IndexError, TypeError):
+            raise UnexpectedModelBehavior('the provider answered without a choice', repr(completion)) from None
+        parts: list[Any] = []
+        reasoning = getattr(message, 'reasoning_content', None) or (getattr(message, 'model_extra', None) or {}).get(
+            'reasoning_content'
+        )
+        if reasoning:
+            parts.append(ThinkingPart(reasoning))
+        if message.content:
+            parts.append(TextPart(message.content))
+        for call in message.tool_calls or []:
+            parts.append(ToolCallPart(call.function.name, call.function.arguments, call.id))
+        return ModelResponse(
+            parts=parts,
+            usage=_usage(completion.usage),
+            model_name=completion.model,
+            provider_name='openai',
+            provider_response_id=completion.id,
+            finish_reason=_FINISH.get(choice.finish_reason or ''),
+            provider_details={'timestamp': datetime.fromtimestamp(completion.created, tz=UTC).isoformat()}
+            if getattr(completion, 'created', None)
+            else None,
+        )
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> AsyncIterator[Any]:
+        body = self.request_body(messages, model_settings, model_request_parameters)
+        stream = await self._call(body, model_settings, stream=True, stream_options={'include_usage': True})
+        try:
+            yield _OpenAIStream(self._model_name, stream)
+        finally:
+            await stream.close()
+
+
+class _OpenAIStream(StreamedResponse):
+    def __init__(self, model_name: str, stream: Any) -> None:
+        super().__init__(model_name, 'openai')
+        self._stream = stream
+
+    async def _events(self) -> AsyncIterator[Any]:
+        async for chunk in self._stream:
+            self.provider_response_id = chunk.id or self.provider_response_id
+            self.model_name = chunk.model or self.model_name
+            if chunk.usage is not None:
+                self.usage = _usage(chunk.usage)
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if choice.finish_reason:
+                    self.finish_reason = _FINISH.get(choice.finish_reason)
+                if delta is None:
+                    continue
+                if delta.content:
+                    yield self.parts.text('content', delta.content)
+                for call in delta.tool_calls or []:
+                    function = call.function
+                    yield self.parts.tool_call(
+                        ('tool', call.index),
+                        function.name if function else None,
+                        function.arguments if function else None,
+                        call.id,
+                    )
+
+
+def _usage(usage: Any) -> RequestUsage:
+    if usage is None:
+        return RequestUsage()
+    prompt_details = getattr(usage, 'prompt_tokens_details', None)
+    completion_details = getattr(usage, 'completion_tokens_details', None)
+    return RequestUsage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=getattr(prompt_details, 'cached_tokens', 0) or 0,
+        output_reasoning_tokens=getattr(completion_details, 'reasoning_tokens', 0) or 0,
+        input_audio_tokens=getattr(prompt_details, 'audio_tokens', 0) or 0,
+        output_audio_tokens=getattr(completion_details, 'audio_tokens', 0) or 0,
+    )
+
+
+def _body(exc: Any) -> Any:
+    body = getattr(exc, 'body', None)
+    if body is not None:
+        return body
+    response = getattr(exc, 'response', None)
+    return getattr(response, 'text', None)
+
+
+def _describe(item: Any) -> str:
+    if isinstance(item, (DocumentUrl, AudioUrl, VideoUrl)):
+        return f'a {type(item).__name__} ({item.media_type or "unknown type"})'
+    if isinstance(item, BinaryContent):
+        return f'BinaryContent of type {item.media_type}'
+    if isinstance(item, UploadedFile):
+        return f'a file uploaded to {item.provider_name}'
+    return type(item).__name__

@@ -1,0 +1,75 @@
+"""`threadline chat -m openai:<model>` against the local server, as a user would run it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import assert_valid_openai
+from .server import ProviderServer, fixture
+
+
+def _chat(tmp_path: Path, env: dict[str, str], stdin: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable,
+        '-m',
+        'threadline.cli',
+        'chat',
+        '-m',
+        'openai:gpt-5.2',
+        '--db',
+        str(tmp_path / 'chat.db'),
+        '--cid',
+        'chat-openai',
+    ]
+    return subprocess.run(
+        command, input=stdin, capture_output=True, text=True, timeout=60, env={**os.environ, 'COLUMNS': '200', **env}
+    )
+
+
+def test_chat_with_an_openai_compatible_server(server: ProviderServer, tmp_path: Path) -> None:
+    server.queue(fixture('openai_text.json'), fixture('openai_text.json'))
+    done = _chat(
+        tmp_path, {'OPENAI_BASE_URL': server.url + '/v1', 'OPENAI_API_KEY': 'k'}, 'Weather?\nAnd tomorrow?\n/quit\n'
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count('assistant> It is sunny in Paris.') == 2
+    second = server.bodies()[1]
+    assert_valid_openai(second)
+    assert [m['role'] for m in second['messages']] == ['system', 'user', 'assistant', 'user']
+    assert second['messages'][-1] == {'role': 'user', 'content': 'And tomorrow?'}
+
+    shown = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'threadline.cli',
+            'conversations',
+            'show',
+            'chat-openai',
+            '--db',
+            str(tmp_path / 'chat.db'),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert 'And tomorrow?' in shown.stdout
+
+
+def test_chat_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != 'OPENAI_API_KEY'}
+    done = subprocess.run(
+        [sys.executable, '-m', 'threadline.cli', 'chat', '-m', 'openai:gpt-5.2', '--db', str(tmp_path / 'chat.db')],
+        input='hi\n',
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        'error: the openai provider needs an API key: set OPENAI_API_KEY, or pass api_key= to the provider'
+    ]
