@@ -11,7 +11,8 @@ Request mapping:
   before it;
 - tool results go as `tool_result` blocks in the user turn (`failed` / `retried` with `is_error`),
   calls as `tool_use` blocks whose cut-off arguments go as `{"INVALID_JSON": "<raw>"}`; thinking is
-  sent back with its signature (the API requires it), built-in tool parts are passed back untouched;
+  sent back with its signature (the API requires it), built-in tool parts are passed back untouched
+  (a server tool call whose result is missing, as after a cut-off stream, is left out);
 - consecutive turns of one role are merged (the API wants them alternating).
 """
 
@@ -230,6 +231,8 @@ class AnthropicModel(Model):
         return blocks
 
     def _assistant_blocks(self, message: ModelResponse) -> list[dict[str, Any]]:
+        # A server tool call goes back only with its result: one cut off without it would be rejected.
+        answered = {p.tool_call_id for p in message.parts if isinstance(p, NativeToolReturnPart)}
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
             if isinstance(part, TextPart) and part.content:
@@ -240,7 +243,11 @@ class AnthropicModel(Model):
                 blocks.append(
                     {'type': 'tool_use', 'id': part.tool_call_id, 'name': part.tool_name, 'input': part.args_as_dict()}
                 )
-            elif isinstance(part, NativeToolCallPart) and part.provider_name == 'anthropic':
+            elif (
+                isinstance(part, NativeToolCallPart)
+                and part.provider_name == 'anthropic'
+                and part.tool_call_id in answered
+            ):
                 blocks.append(
                     {
                         'type': 'server_tool_use',

@@ -271,7 +271,14 @@ async def test_native_tool_parts_go_back_untouched_and_foreign_thinking_is_dropp
             provider_name='anthropic',
         ),
         ModelRequest(parts=[UserPromptPart('q2')]),
-        ModelResponse(parts=[ThinkingPart('openai reasoning'), TextPart('a2')], provider_name='openai'),
+        ModelResponse(
+            parts=[
+                ThinkingPart('openai reasoning'),
+                NativeToolCallPart('web_search', {'query': 'cut'}, 'srvtoolu_2', provider_name='anthropic'),
+                TextPart('a2'),
+            ],
+            provider_name='openai',
+        ),
         ModelRequest(parts=[UserPromptPart('q3')]),
     ]
     server.queue(fixture('anthropic_text.json'))
