@@ -209,7 +209,9 @@ class OpenAIChatModel(Model):
     def _assistant(self, message: ModelResponse) -> dict[str, Any]:
         texts = [p.content for p in message.parts if isinstance(p, TextPart)]
         calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-        out: dict[str, Any] = {'role': 'assistant', 'content': '\n\n'.join(texts) if texts else None}
+        # The API wants content or tool calls: a turn that only thought sends empty text.
+        content = '\n\n'.join(texts) if texts or not calls else None
+        out: dict[str, Any] = {'role': 'assistant', 'content': content}
         if calls:
             out['tool_calls'] = [
                 {
@@ -256,9 +258,7 @@ class OpenAIChatModel(Model):
         except (AttributeError, IndexError, TypeError):
             raise UnexpectedModelBehavior('the provider answered without a choice', repr(completion)) from None
         parts: list[Any] = []
-        reasoning = getattr(message, 'reasoning_content', None) or (getattr(message, 'model_extra', None) or {}).get(
-            'reasoning_content'
-        )
+        reasoning = _reasoning(message)
         if reasoning:
             parts.append(ThinkingPart(reasoning))
         if message.content:
@@ -309,6 +309,9 @@ class _OpenAIStream(StreamedResponse):
                     self.finish_reason = _FINISH.get(choice.finish_reason)
                 if delta is None:
                     continue
+                reasoning = _reasoning(delta)
+                if reasoning:
+                    yield self.parts.thinking('reasoning', reasoning)
                 if delta.content:
                     yield self.parts.text('content', delta.content)
                 for call in delta.tool_calls or []:
@@ -319,6 +322,14 @@ class _OpenAIStream(StreamedResponse):
                         function.arguments if function else None,
                         call.id,
                     )
+
+
+def _reasoning(message: Any) -> str | None:
+    """Reasoning text that compatible servers (vLLM, DeepSeek, Ollama) add as `reasoning_content`."""
+    value = getattr(message, 'reasoning_content', None) or (getattr(message, 'model_extra', None) or {}).get(
+        'reasoning_content'
+    )
+    return value if isinstance(value, str) else None
 
 
 def _usage(usage: Any) -> RequestUsage:

@@ -340,3 +340,33 @@ async def test_a_provider_with_its_own_httpx_client(server: ProviderServer) -> N
         await Agent(OpenAIChatModel('llama-3.3', provider=provider)).run('hi')
     assert server.requests[0]['headers']['x-team'] == 'support'
     assert server.bodies()[0]['model'] == 'llama-3.3'
+
+
+async def test_reasoning_content_from_compatible_servers_becomes_thinking(server: ProviderServer) -> None:
+    # vLLM and DeepSeek add `reasoning_content` beside `content` (vLLM docs, "Reasoning Outputs").
+    reply = fixture('openai_text.json')
+    reply['body']['choices'][0]['message']['reasoning_content'] = 'Paris is in France.'
+    stream = fixture('openai_stream.json')
+    first = stream['sse'][1].replace('"content":"Hello"', '"reasoning_content":"Think.","content":"Hello"')
+    stream['sse'][1] = first
+    server.queue(reply, stream)
+    result = await Agent(openai_model(server)).run('hi')
+    assert result.all_messages()[-1].parts == [ThinkingPart('Paris is in France.'), TextPart('It is sunny in Paris.')]
+    async with Agent(openai_model(server)).run_stream('hi', message_history=result.all_messages()) as streamed:
+        await streamed.get_output()
+    assert streamed.all_messages()[-1].parts == [ThinkingPart('Think.'), TextPart('Hello there')]
+    # Thinking is not sent back to Chat Completions; the text is.
+    assert server.bodies()[1]['messages'][1] == {'role': 'assistant', 'content': 'It is sunny in Paris.'}
+
+
+async def test_a_turn_that_only_thought_sends_empty_text(server: ProviderServer) -> None:
+    history = [
+        ModelRequest(parts=[UserPromptPart('q')]),
+        ModelResponse(parts=[ThinkingPart('hmm')]),
+        ModelRequest(parts=[UserPromptPart('q2')]),
+    ]
+    server.queue(fixture('openai_text.json'))
+    await Agent(openai_model(server)).run(message_history=history)
+    body = server.bodies()[0]
+    assert_valid_openai(body)
+    assert body['messages'][1] == {'role': 'assistant', 'content': ''}
