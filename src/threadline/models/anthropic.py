@@ -46,7 +46,7 @@ from ..messages import (
     UserPromptPart,
 )
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
-from ._provider import ModelHTTPError, binary_base64, env_key, require_extra, tool_result_text
+from ._provider import binary_base64, env_key, post_json, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
 
@@ -273,23 +273,20 @@ class AnthropicModel(Model):
         body = self.request_body(messages, model_settings, model_request_parameters)
         return self._response(await self._call(body, model_settings))
 
-    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, **extra: Any) -> Any:
+    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, *, stream: bool = False) -> Any:
         anthropic = require_extra('anthropic', 'anthropic')
-        timeout = (settings or {}).get('timeout')
-        options = {'timeout': timeout} if timeout else {}
-        messages = self.provider.client.messages
-        try:
-            if extra.get('stream'):
-                return await messages.create(**body, **extra, **options)
-            raw = await messages.with_raw_response.create(**body, **extra, **options)
-        except anthropic.APIStatusError as exc:
-            raise ModelHTTPError(exc.status_code, self._model_name, getattr(exc, 'body', None)) from exc
-        try:
-            return await raw.parse()
-        except (anthropic.APIResponseValidationError, ValueError, TypeError) as exc:
-            raise UnexpectedModelBehavior(
-                f'the provider answered with a response that cannot be parsed: {exc}', raw.http_response.text
-            ) from exc
+        from anthropic.types import Message, RawMessageStreamEvent
+
+        return await post_json(
+            anthropic,
+            self.provider.client,
+            '/v1/messages',
+            body,
+            model_name=self._model_name,
+            response_type=Message,
+            timeout=(settings or {}).get('timeout'),
+            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent] if stream else None,
+        )
 
     def _response(self, message: Any) -> ModelResponse:
         parts: list[Any] = []
@@ -331,7 +328,7 @@ class AnthropicModel(Model):
         model_request_parameters: ModelRequestParameters,
     ) -> AsyncIterator[Any]:
         body = self.request_body(messages, model_settings, model_request_parameters)
-        stream = await self._call(body, model_settings, stream=True)
+        stream = await self._call({**body, 'stream': True}, model_settings, stream=True)
         try:
             yield _AnthropicStream(self._model_name, stream)
         finally:

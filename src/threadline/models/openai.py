@@ -45,7 +45,7 @@ from ..messages import (
     VideoUrl,
 )
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
-from ._provider import ModelHTTPError, binary_base64, env_key, require_extra, tool_result_text
+from ._provider import binary_base64, env_key, post_json, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
 
@@ -233,23 +233,20 @@ class OpenAIChatModel(Model):
         completion = await self._call(body, model_settings)
         return self._response(completion)
 
-    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, **extra: Any) -> Any:
+    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, *, stream: bool = False) -> Any:
         openai = require_extra('openai', 'openai')
-        timeout = (settings or {}).get('timeout')
-        options = {'timeout': timeout} if timeout else {}
-        completions = self.provider.client.chat.completions
-        try:
-            if extra.get('stream'):
-                return await completions.create(**body, **extra, **options)
-            raw = await completions.with_raw_response.create(**body, **extra, **options)
-        except openai.APIStatusError as exc:
-            raise ModelHTTPError(exc.status_code, self._model_name, _body(exc)) from exc
-        try:
-            return raw.parse()
-        except (openai.APIResponseValidationError, ValueError, TypeError) as exc:  # a body that is not a completion
-            raise UnexpectedModelBehavior(
-                f'the provider answered with a response that cannot be parsed: {exc}', raw.http_response.text
-            ) from exc
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        return await post_json(
+            openai,
+            self.provider.client,
+            '/chat/completions',
+            body,
+            model_name=self._model_name,
+            response_type=ChatCompletion,
+            timeout=(settings or {}).get('timeout'),
+            stream_cls=openai.AsyncStream[ChatCompletionChunk] if stream else None,
+        )
 
     def _response(self, completion: Any) -> ModelResponse:
         try:
@@ -285,7 +282,8 @@ class OpenAIChatModel(Model):
         model_request_parameters: ModelRequestParameters,
     ) -> AsyncIterator[Any]:
         body = self.request_body(messages, model_settings, model_request_parameters)
-        stream = await self._call(body, model_settings, stream=True, stream_options={'include_usage': True})
+        body = {**body, 'stream': True, 'stream_options': {'include_usage': True}}
+        stream = await self._call(body, model_settings, stream=True)
         try:
             yield _OpenAIStream(self._model_name, stream)
         finally:
@@ -345,14 +343,6 @@ def _usage(usage: Any) -> RequestUsage:
         input_audio_tokens=getattr(prompt_details, 'audio_tokens', 0) or 0,
         output_audio_tokens=getattr(completion_details, 'audio_tokens', 0) or 0,
     )
-
-
-def _body(exc: Any) -> Any:
-    body = getattr(exc, 'body', None)
-    if body is not None:
-        return body
-    response = getattr(exc, 'response', None)
-    return getattr(response, 'text', None)
 
 
 def _describe(item: Any) -> str:
