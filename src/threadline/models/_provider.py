@@ -4,12 +4,56 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..exceptions import ModelHTTPError, UnexpectedModelBehavior, UserError
 from ..messages import BinaryContent
+from ._base import Model, ModelProfile
 
-__all__ = ['ModelHTTPError', 'binary_base64', 'env_key', 'post_json', 'require_extra', 'tool_result_text']
+ProviderT = TypeVar('ProviderT')
+
+__all__ = [
+    'ModelHTTPError',
+    'ProviderModel',
+    'binary_base64',
+    'env_key',
+    'post_json',
+    'require_extra',
+    'tool_result_text',
+]
+
+
+class ProviderModel(Model, Generic[ProviderT]):
+    """What a provider model shares: its name, profile, and a provider built on first use, so a
+    missing key or extra is reported when the model is used rather than when it is named."""
+
+    provider_name: ClassVar[str]
+
+    def __init__(self, model_name: str, provider: ProviderT | None, profile: ModelProfile) -> None:
+        self._model_name = model_name
+        self._provider = provider
+        self._profile = profile
+
+    def _default_provider(self) -> ProviderT:
+        raise NotImplementedError
+
+    @property
+    def provider(self) -> ProviderT:
+        if self._provider is None:
+            self._provider = self._default_provider()
+        return self._provider
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def system(self) -> str:
+        return self.provider_name
+
+    @property
+    def profile(self) -> ModelProfile:
+        return self._profile
 
 
 def require_extra(module: str, extra: str) -> Any:

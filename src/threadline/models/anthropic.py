@@ -45,8 +45,8 @@ from ..messages import (
     UploadedFile,
     UserPromptPart,
 )
-from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
-from ._provider import binary_base64, env_key, post_json, require_extra, tool_result_text
+from ._base import ModelProfile, ModelRequestParameters, ModelSettings
+from ._provider import ProviderModel, binary_base64, env_key, post_json, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
 
@@ -86,34 +86,19 @@ class AnthropicProvider:
         )
 
 
-class AnthropicModel(Model):
+class AnthropicModel(ProviderModel[AnthropicProvider]):
     """A Messages API model (see the module docstring for how a history is mapped)."""
+
+    provider_name = 'anthropic'
 
     def __init__(
         self, model_name: str, *, provider: AnthropicProvider | None = None, profile: ModelProfile | None = None
     ) -> None:
-        self._model_name = model_name
-        self._provider = provider
         inline = model_name.startswith(INLINE_SYSTEM_PROMPT_MODELS)
-        self._profile = profile or ModelProfile(supports_inline_system_prompts=inline)
+        super().__init__(model_name, provider, profile or ModelProfile(supports_inline_system_prompts=inline))
 
-    @property
-    def provider(self) -> AnthropicProvider:
-        if self._provider is None:
-            self._provider = AnthropicProvider()
-        return self._provider
-
-    @property
-    def model_name(self) -> str:
-        return self._model_name
-
-    @property
-    def system(self) -> str:
-        return 'anthropic'
-
-    @property
-    def profile(self) -> ModelProfile:
-        return self._profile
+    def _default_provider(self) -> AnthropicProvider:
+        return AnthropicProvider()
 
     # -- requests -------------------------------------------------------------------------------
     def request_body(

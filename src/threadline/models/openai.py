@@ -44,8 +44,8 @@ from ..messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
-from ._provider import binary_base64, env_key, post_json, require_extra, tool_result_text
+from ._base import ModelProfile, ModelRequestParameters, ModelSettings
+from ._provider import ProviderModel, binary_base64, env_key, post_json, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
 
@@ -78,8 +78,10 @@ class OpenAIProvider:
         self.base_url = str(self.client.base_url)
 
 
-class OpenAIChatModel(Model):
+class OpenAIChatModel(ProviderModel[OpenAIProvider]):
     """A Chat Completions model (see the module docstring for how a history is mapped)."""
+
+    provider_name = 'openai'
 
     def __init__(
         self,
@@ -89,28 +91,12 @@ class OpenAIChatModel(Model):
         profile: ModelProfile | None = None,
         system_prompt_role: str = 'system',
     ) -> None:
-        self._model_name = model_name
-        self._provider = provider
-        self._profile = profile or ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True)
+        default = ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True)
+        super().__init__(model_name, provider, profile or default)
         self.system_prompt_role = system_prompt_role
 
-    @property
-    def provider(self) -> OpenAIProvider:
-        if self._provider is None:
-            self._provider = OpenAIProvider()
-        return self._provider
-
-    @property
-    def model_name(self) -> str:
-        return self._model_name
-
-    @property
-    def system(self) -> str:
-        return 'openai'
-
-    @property
-    def profile(self) -> ModelProfile:
-        return self._profile
+    def _default_provider(self) -> OpenAIProvider:
+        return OpenAIProvider()
 
     # -- requests -------------------------------------------------------------------------------
     def request_body(

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ConfigDict, TypeAdapter
 
+from threadline import Agent
+from threadline.models import Model
 from threadline.models.anthropic import AnthropicModel, AnthropicProvider
 from threadline.models.openai import OpenAIChatModel, OpenAIProvider
 
@@ -63,3 +65,15 @@ def assert_valid_anthropic(body: dict[str, Any]) -> None:
 
     kind = params.MessageCreateParamsStreaming if body.get('stream') else params.MessageCreateParamsNonStreaming
     assert _materialize(_validator(kind).validate_python([body]))[0] == body
+
+
+def weather_agent(model: Model) -> Agent[None, str]:
+    """The agent most provider tests run: a standing system prompt, instructions and one tool."""
+    agent = Agent(model, system_prompt='You are a weather bot.', instructions='Be brief.')
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        return f'sunny in {city}'
+
+    return agent

@@ -31,7 +31,7 @@ from threadline.messages import (
 from threadline.models import ModelHTTPError
 from threadline.models.anthropic import AnthropicModel
 
-from .conftest import anthropic_model, assert_valid_anthropic
+from .conftest import anthropic_model, assert_valid_anthropic, weather_agent
 from .server import ProviderServer, fixture
 
 HISTORY = [
@@ -41,20 +41,9 @@ HISTORY = [
 ]
 
 
-def weather_agent(server: ProviderServer, **kwargs: object) -> Agent[None, str]:
-    agent = Agent(anthropic_model(server, **kwargs), system_prompt='You are a weather bot.', instructions='Be brief.')
-
-    @agent.tool_plain
-    def get_weather(city: str) -> str:
-        """The current weather in a city."""
-        return f'sunny in {city}'
-
-    return agent
-
-
 async def test_a_tool_run_round_trips_through_the_sdk(server: ProviderServer) -> None:
     server.queue(fixture('anthropic_tool_use.json'), fixture('anthropic_text.json'))
-    result = await weather_agent(server).run('Weather in Paris?')
+    result = await weather_agent(anthropic_model(server)).run('Weather in Paris?')
 
     assert result.output == 'It is sunny in Paris.'
     first, second = server.bodies()
@@ -110,7 +99,7 @@ async def test_a_tool_run_round_trips_through_the_sdk(server: ProviderServer) ->
 
 async def test_response_mapping(server: ProviderServer) -> None:
     server.queue(fixture('anthropic_tool_use.json'), fixture('anthropic_text.json'))
-    result = await weather_agent(server).run('Weather in Paris?')
+    result = await weather_agent(anthropic_model(server)).run('Weather in Paris?')
     call, text = result.all_messages()[1], result.all_messages()[3]
     assert isinstance(call, ModelResponse) and isinstance(text, ModelResponse)
     assert call.parts == [
@@ -310,7 +299,7 @@ async def test_streaming_text_with_usage_at_the_end(server: ProviderServer) -> N
 
 async def test_streaming_thinking_with_signature_and_tool_use(server: ProviderServer) -> None:
     server.queue(fixture('anthropic_stream_tool_use.json'), fixture('anthropic_stream.json'))
-    events = [event async for event in weather_agent(server).run_stream_events('Weather in Paris?')]
+    events = [event async for event in weather_agent(anthropic_model(server)).run_stream_events('Weather in Paris?')]
     result = events[-1].result  # type: ignore[attr-defined]
     call = result.all_messages()[1]
     assert call.parts == [

@@ -30,7 +30,7 @@ from threadline.messages import (
 from threadline.models import ModelHTTPError
 from threadline.models.openai import OpenAIChatModel
 
-from .conftest import assert_valid_openai, openai_model
+from .conftest import assert_valid_openai, openai_model, weather_agent
 from .server import ProviderServer, fixture
 
 HISTORY = [
@@ -40,20 +40,9 @@ HISTORY = [
 ]
 
 
-def weather_agent(server: ProviderServer, **kwargs: object) -> Agent[None, str]:
-    agent = Agent(openai_model(server, **kwargs), system_prompt='You are a weather bot.', instructions='Be brief.')
-
-    @agent.tool_plain
-    def get_weather(city: str) -> str:
-        """The current weather in a city."""
-        return f'sunny in {city}'
-
-    return agent
-
-
 async def test_a_tool_run_round_trips_through_the_sdk(server: ProviderServer) -> None:
     server.queue(fixture('openai_tool_call.json'), fixture('openai_text.json'))
-    result = await weather_agent(server).run('Weather in Paris?')
+    result = await weather_agent(openai_model(server)).run('Weather in Paris?')
 
     assert result.output == 'It is sunny in Paris.'
     first, second = server.bodies()
@@ -99,7 +88,7 @@ async def test_a_tool_run_round_trips_through_the_sdk(server: ProviderServer) ->
 
 async def test_response_mapping(server: ProviderServer) -> None:
     server.queue(fixture('openai_tool_call.json'), fixture('openai_text.json'))
-    result = await weather_agent(server).run('Weather in Paris?')
+    result = await weather_agent(openai_model(server)).run('Weather in Paris?')
     call, text = result.all_messages()[1], result.all_messages()[3]
 
     assert isinstance(call, ModelResponse) and isinstance(text, ModelResponse)
@@ -255,7 +244,7 @@ async def test_streaming_text_with_usage_at_the_end(server: ProviderServer) -> N
 
 async def test_streaming_tool_call_arguments(server: ProviderServer) -> None:
     server.queue(fixture('openai_stream_tool_call.json'), fixture('openai_stream.json'))
-    agent = weather_agent(server)
+    agent = weather_agent(openai_model(server))
     events = [event async for event in agent.run_stream_events('Weather in Paris?')]
     deltas = [e for e in events if isinstance(e, PartDeltaEvent)]
     assert len(deltas) >= 2
