@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..exceptions import ModelHTTPError, UnexpectedModelBehavior, UserError
-from ..messages import BinaryContent
-from ._base import Model, ModelProfile
+from ..messages import BinaryContent, ModelMessage, ModelResponse
+from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from ._stream import StreamedResponse
 
-ProviderT = TypeVar('ProviderT')
+
+class _Provider(Protocol):
+    client: Any
+
+
+ProviderT = TypeVar('ProviderT', bound=_Provider)
 
 __all__ = [
     'ModelHTTPError',
@@ -54,6 +62,61 @@ class ProviderModel(Model, Generic[ProviderT]):
     @property
     def profile(self) -> ModelProfile:
         return self._profile
+
+    # -- what each provider supplies ---------------------------------------------------------------
+    stream_fields: ClassVar[dict[str, Any]] = {'stream': True}
+
+    def request_body(
+        self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _endpoint(self) -> tuple[Any, str, Any, Any]:
+        """The SDK module, the path, the response model and the stream event model."""
+        raise NotImplementedError
+
+    def _response(self, raw: Any) -> ModelResponse:
+        raise NotImplementedError
+
+    def _streamed(self, stream: Any) -> StreamedResponse:
+        raise NotImplementedError
+
+    # -- shared request plumbing -----------------------------------------------------------------
+    async def _post(self, body: dict[str, Any], settings: ModelSettings | None, *, stream: bool = False) -> Any:
+        sdk, path, response_type, event_type = self._endpoint()
+        return await post_json(
+            sdk,
+            self.provider.client,
+            path,
+            body,
+            model_name=self._model_name,
+            response_type=response_type,
+            timeout=(settings or {}).get('timeout'),
+            stream_cls=sdk.AsyncStream[event_type] if stream else None,
+        )
+
+    async def request(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        body = self.request_body(messages, model_settings, model_request_parameters)
+        return self._response(await self._post(body, model_settings))
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> AsyncIterator[StreamedResponse]:
+        body = {**self.request_body(messages, model_settings, model_request_parameters), **self.stream_fields}
+        stream = await self._post(body, model_settings, stream=True)
+        try:
+            yield self._streamed(stream)
+        finally:
+            await stream.close()
 
 
 def require_extra(module: str, extra: str) -> Any:

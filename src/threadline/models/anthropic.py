@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from typing import Any
 
 from ..exceptions import UnexpectedModelBehavior, UserError
@@ -46,7 +45,7 @@ from ..messages import (
     UserPromptPart,
 )
 from ._base import ModelProfile, ModelRequestParameters, ModelSettings
-from ._provider import ProviderModel, binary_base64, env_key, post_json, require_extra, tool_result_text
+from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
 
@@ -249,29 +248,14 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
                 blocks.append(dict(part.content))
         return blocks
 
-    async def request(
-        self,
-        messages: Sequence[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        body = self.request_body(messages, model_settings, model_request_parameters)
-        return self._response(await self._call(body, model_settings))
-
-    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, *, stream: bool = False) -> Any:
+    def _endpoint(self) -> tuple[Any, str, Any, Any]:
         anthropic = require_extra('anthropic', 'anthropic')
         from anthropic.types import Message, RawMessageStreamEvent
 
-        return await post_json(
-            anthropic,
-            self.provider.client,
-            '/v1/messages',
-            body,
-            model_name=self._model_name,
-            response_type=Message,
-            timeout=(settings or {}).get('timeout'),
-            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent] if stream else None,
-        )
+        return anthropic, '/v1/messages', Message, RawMessageStreamEvent
+
+    def _streamed(self, stream: Any) -> StreamedResponse:
+        return _AnthropicStream(self._model_name, stream)
 
     def _response(self, message: Any) -> ModelResponse:
         parts: list[Any] = []
@@ -304,20 +288,6 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
             provider_response_id=message.id,
             finish_reason=_STOP.get(message.stop_reason or ''),
         )
-
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: Sequence[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> AsyncIterator[Any]:
-        body = self.request_body(messages, model_settings, model_request_parameters)
-        stream = await self._call({**body, 'stream': True}, model_settings, stream=True)
-        try:
-            yield _AnthropicStream(self._model_name, stream)
-        finally:
-            await stream.close()
 
 
 class _AnthropicStream(StreamedResponse):

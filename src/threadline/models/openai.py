@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from ..exceptions import UnexpectedModelBehavior, UserError
 from ..messages import (
@@ -45,7 +44,7 @@ from ..messages import (
     VideoUrl,
 )
 from ._base import ModelProfile, ModelRequestParameters, ModelSettings
-from ._provider import ProviderModel, binary_base64, env_key, post_json, require_extra, tool_result_text
+from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
 
@@ -209,30 +208,16 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             ]
         return out
 
-    async def request(
-        self,
-        messages: Sequence[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        body = self.request_body(messages, model_settings, model_request_parameters)
-        completion = await self._call(body, model_settings)
-        return self._response(completion)
+    stream_fields: ClassVar[dict[str, Any]] = {'stream': True, 'stream_options': {'include_usage': True}}
 
-    async def _call(self, body: dict[str, Any], settings: ModelSettings | None, *, stream: bool = False) -> Any:
+    def _endpoint(self) -> tuple[Any, str, Any, Any]:
         openai = require_extra('openai', 'openai')
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-        return await post_json(
-            openai,
-            self.provider.client,
-            '/chat/completions',
-            body,
-            model_name=self._model_name,
-            response_type=ChatCompletion,
-            timeout=(settings or {}).get('timeout'),
-            stream_cls=openai.AsyncStream[ChatCompletionChunk] if stream else None,
-        )
+        return openai, '/chat/completions', ChatCompletion, ChatCompletionChunk
+
+    def _streamed(self, stream: Any) -> StreamedResponse:
+        return _OpenAIStream(self._model_name, stream)
 
     def _response(self, completion: Any) -> ModelResponse:
         try:
@@ -259,21 +244,6 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             if getattr(completion, 'created', None)
             else None,
         )
-
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: Sequence[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> AsyncIterator[Any]:
-        body = self.request_body(messages, model_settings, model_request_parameters)
-        body = {**body, 'stream': True, 'stream_options': {'include_usage': True}}
-        stream = await self._call(body, model_settings, stream=True)
-        try:
-            yield _OpenAIStream(self._model_name, stream)
-        finally:
-            await stream.close()
 
 
 class _OpenAIStream(StreamedResponse):

@@ -399,9 +399,7 @@ class SQLCore:
         run_id: str | None = None,
     ) -> int:
         """Append `messages` after the stored tip; returns the new revision."""
-        _check_messages(messages, 'messages')
-        if provenance not in ('server', 'client'):
-            raise UserError(f"provenance must be 'server' or 'client', not {provenance!r}")
+        _check_append(messages, provenance)
         with self._write() as conn:
             conversation = self._open_for_write(conn, conversation_id, scope, expected_revision, create=True)
             return self._append_locked(conn, conversation, list(messages), provenance, run_id)
@@ -801,6 +799,12 @@ def _output_hook(value: Any) -> Any:
     from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(value)
+
+
+def _check_append(messages: Any, provenance: str) -> None:
+    _check_messages(messages, 'messages')
+    if provenance not in ('server', 'client'):
+        raise UserError(f"provenance must be 'server' or 'client', not {provenance!r}")
 
 
 def _check_messages(messages: Any, name: str) -> None:

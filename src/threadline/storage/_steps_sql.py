@@ -60,22 +60,26 @@ class SQLSteps(SQLCore):
 
     def append_event_sync(self, event: StepEvent, *, conversation_id: str | None) -> None:
         with self._write() as conn:
-            self._exec(
-                conn,
-                'INSERT INTO events (run_id, conversation_id, kind, step_index, tool_call_id, tool_name, error, '
-                'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-                (
-                    event.run_id,
-                    conversation_id,
-                    event.kind,
-                    event.step_index,
-                    event.tool_call_id,
-                    event.tool_name,
-                    event.error,
-                    event.idempotency_key,
-                    event.timestamp.isoformat(),
-                ),
-            )
+            self._insert_event(conn, event, conversation_id)
+
+    def _insert_event(self, conn: Any, event: StepEvent, conversation_id: str | None) -> None:
+        """Record one event; a replayed event (same idempotency key) is ignored."""
+        self._exec(
+            conn,
+            'INSERT INTO events (run_id, conversation_id, kind, step_index, tool_call_id, tool_name, error, '
+            'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+            (
+                event.run_id,
+                conversation_id,
+                event.kind,
+                event.step_index,
+                event.tool_call_id,
+                event.tool_name,
+                event.error,
+                event.idempotency_key,
+                event.timestamp.isoformat(),
+            ),
+        )
 
     def list_events_sync(self, run_id: str) -> list[StepEvent]:
         with self._read() as conn:
@@ -236,22 +240,7 @@ class SQLStepWrites(SQLSteps):
             elif messages:
                 revision = self._append_locked(conn, conversation, list(messages), provenance, run_id)  # type: ignore[arg-type]
             for event in events:
-                self._exec(
-                    conn,
-                    'INSERT INTO events (run_id, conversation_id, kind, step_index, tool_call_id, tool_name, error, '
-                    'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-                    (
-                        event.run_id,
-                        conversation_id,
-                        event.kind,
-                        event.step_index,
-                        event.tool_call_id,
-                        event.tool_name,
-                        event.error,
-                        event.idempotency_key,
-                        event.timestamp.isoformat(),
-                    ),
-                )
+                self._insert_event(conn, event, conversation_id)
             if snapshot is not None:
                 state, step_index, key = snapshot
                 current = self._conversation(conn, conversation_id, scope)

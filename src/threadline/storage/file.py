@@ -55,7 +55,7 @@ from ._records import (
     ToolEffect,
     WaitRecord,
 )
-from ._sql import _check_messages, _safe_start, _terms, now_text, parse_time, to_python_output
+from ._sql import _check_append, _check_messages, _safe_start, _terms, now_text, parse_time, to_python_output
 from ._text import message_text, title_of
 
 __all__ = ['FileStore']
@@ -300,9 +300,7 @@ class FileStore(AsyncStoreMixin):
         provenance: Provenance = 'server',
         run_id: str | None = None,
     ) -> int:
-        _check_messages(messages, 'messages')
-        if provenance not in ('server', 'client'):
-            raise UserError(f"provenance must be 'server' or 'client', not {provenance!r}")
+        _check_append(messages, provenance)
         with self._locked(conversation_id) as path:
             state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
             if messages:
