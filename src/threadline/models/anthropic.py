@@ -358,6 +358,8 @@ def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -
 def _place_system_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """System messages slide forward past user turns to just before the next assistant turn; one
     with no user turn before it gets a minimal user turn to anchor it."""
+    if all(turn['role'] != 'system' for turn in turns):
+        return turns  # the usual case: nothing to move, and no copy of a long history
     out: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
     for turn in turns:
