@@ -322,3 +322,12 @@ def test_sanitizing_a_loaded_history_records_content_free_events(store: Any) -> 
     events = store.sync.audit_events('z1', scope=SCOPE)
     assert [(e.kind, e.position) for e in events] == [('sanitize:system_prompt', 0)]
     assert SYSTEM_PROMPT not in repr(events)
+
+
+def test_an_unknown_receipt_strength_is_refused_and_nothing_is_stored(store: Any) -> None:
+    from threadline.exceptions import UserError
+
+    store.sync.append('s1', _turn('s1', 'r1'), scope=SCOPE)
+    with pytest.raises(UserError, match=r"strength must be one of \('outcome', 'transport', 'activity'\), not 'vibes'"):
+        store.sync.record_outcome('s1', scope=SCOPE, run_id='r1', expected_effect='x', strength='vibes')
+    assert store.sync.outcomes('s1', scope=SCOPE) == []

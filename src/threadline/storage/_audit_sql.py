@@ -9,14 +9,11 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from ..exceptions import UserError
-from ._records import AuditEvent, OutcomeReceipt, ReceiptStrength, WaitRecord
+from ._records import AuditEvent, OutcomeReceipt, ReceiptStrength, WaitRecord, check_strength
 from ._sql import now_text, parse_time
 from ._steps_sql import SQLStepWrites
 
 __all__ = ['SQLAuditRecords']
-
-_STRENGTHS = ('outcome', 'transport', 'activity')
 
 
 class SQLAuditRecords(SQLStepWrites):
@@ -57,8 +54,7 @@ class SQLAuditRecords(SQLStepWrites):
         observed_at: datetime | None = None,
     ) -> OutcomeReceipt:
         """Store a receipt for the outcome of a run (see `OutcomeReceipt` for the strengths)."""
-        if strength not in _STRENGTHS:
-            raise UserError(f'strength must be one of {_STRENGTHS}, not {strength!r}')
+        check_strength(strength)
         stamp = observed_at.isoformat() if observed_at else now_text()
         with self._write() as conn:
             self._conversation(conn, conversation_id, scope)

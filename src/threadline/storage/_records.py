@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+from ..exceptions import UserError
 from ..messages import ModelMessage, RunUsage
 
 __all__ = [
+    'RECEIPT_STRENGTHS',
+    'check_strength',
     'AuditEvent',
     'BatchInfo',
     'ChainCheck',
@@ -201,6 +204,13 @@ class RecoveryInspection:
 
 
 ReceiptStrength = Literal['outcome', 'transport', 'activity']
+RECEIPT_STRENGTHS: tuple[str, ...] = get_args(ReceiptStrength)
+
+
+def check_strength(strength: str) -> None:
+    """Refuse a receipt strength other than the three an audit knows how to weigh."""
+    if strength not in RECEIPT_STRENGTHS:
+        raise UserError(f'strength must be one of {RECEIPT_STRENGTHS}, not {strength!r}')
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from ._records import (
     StoredConversation,
     ToolEffect,
     WaitRecord,
+    check_strength,
 )
 from ._sql import _check_append, _check_messages, _safe_start, _terms, now_text, parse_time, to_python_output
 from ._text import message_text, title_of
@@ -775,8 +776,7 @@ class FileStore(AsyncStoreMixin):
         strength: str = 'outcome',
         observed_at: datetime | None = None,
     ) -> OutcomeReceipt:
-        if strength not in ('outcome', 'transport', 'activity'):
-            raise UserError(f"strength must be one of ('outcome', 'transport', 'activity'), not {strength!r}")
+        check_strength(strength)
         stamp = observed_at.isoformat() if observed_at else now_text()
         record = {
             't': 'outcome',
