@@ -1,17 +1,14 @@
-"""Shared fixtures: where the reference vectors and the shared benchmark workload live."""
+"""Shared fixtures: the reference vectors and the test histories, all under `tests/data/`."""
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-from pathlib import Path
 from typing import Any
 
-import pytest
+from tests import _hypothesis  # noqa: F401  (loads the selected profile)
+from tests.data import VECTORS
 
-SHARED = Path(os.environ.get('THREADLINE_SHARED', Path(__file__).resolve().parents[2] / 'shared'))
-VECTORS = SHARED / 'vectors'
+__all__ = ['VECTORS', 'load_vector', 'vector_names']
 
 
 def load_vector(kind: str, name: str) -> Any:
@@ -19,14 +16,6 @@ def load_vector(kind: str, name: str) -> Any:
 
 
 def vector_names(kind: str) -> list[str]:
-    return sorted(p.name for p in (VECTORS / kind).glob('*.json'))
-
-
-@pytest.fixture(scope='session')
-def workload() -> Any:
-    sys.path.insert(0, str(SHARED / 'bench'))
-    try:
-        import workload as module
-    finally:
-        sys.path.pop(0)
-    return module
+    names = sorted(p.name for p in (VECTORS / kind).glob('*.json'))
+    assert names, f'no {kind} vectors under {VECTORS}'  # an empty parametrization would skip silently
+    return names

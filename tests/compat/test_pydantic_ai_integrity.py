@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pydantic_ai import ModelMessagesTypeAdapter as ReferenceTA
 from pydantic_ai import messages as ref
 
+from tests._hypothesis import examples
 from tests.messages.test_repair_properties import histories
 from threadline import ModelMessagesTypeAdapter as OurTA
 from threadline.messages import (
@@ -35,7 +36,7 @@ def both(history: list[Any]) -> tuple[list[Any], list[Any]]:
     return OurTA.validate_json(raw), ReferenceTA.validate_json(raw)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories, st.booleans())
 def test_repair_matches_reference(history: list[Any], repair_last: bool) -> None:
     ours, theirs = both(history)
@@ -96,7 +97,7 @@ options = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(sanitize_requests | sanitize_responses, max_size=6), options)
 def test_sanitize_matches_reference(history: list[Any], kwargs: dict[str, Any]) -> None:
     ours, theirs = both(history)

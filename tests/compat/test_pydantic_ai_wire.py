@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from pydantic_ai import ModelMessagesTypeAdapter as ReferenceTA
 from pydantic_ai import messages as ref
 
+from tests._hypothesis import examples
 from tests.conftest import VECTORS, vector_names
+from tests.data import histories
 from threadline import ModelMessagesTypeAdapter as OurTA
 
 # The reference rewrites a loaded `retry-prompt` into its newer parts (vectors/README.md).
@@ -35,8 +37,8 @@ def test_our_dump_of_each_vector_loads_in_the_reference(name: str) -> None:
 
 
 @pytest.mark.parametrize('size', [40, 1000])
-def test_workload_histories_cross_both_ways(workload: Any, size: int) -> None:
-    raw = json.dumps(workload.history(size, seed=size)).encode()
+def test_realistic_histories_cross_both_ways(size: int) -> None:
+    raw = json.dumps(histories.history(size, seed=size)).encode()
     reference_messages = ReferenceTA.validate_json(raw)
     ours = OurTA.validate_json(ReferenceTA.dump_json(reference_messages))
     assert as_json(OurTA.dump_json(ours)) == as_json(ReferenceTA.dump_json(reference_messages))
@@ -138,7 +140,9 @@ responses = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(st.lists(requests | responses, max_size=6))
 def test_random_reference_histories_round_trip_through_threadline(history: list[Any]) -> None:
     written = ReferenceTA.dump_json(history)

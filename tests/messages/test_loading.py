@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests._hypothesis import examples
 from threadline import MessageValidationError, ModelMessagesTypeAdapter
 from threadline.messages import (
     BinaryContent,
@@ -254,7 +255,7 @@ shaped = st.recursive(
 )
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(shaped, max_size=4) | shaped)
 def test_fuzz_loader_only_loads_or_raises_our_error(document: Any) -> None:
     raw = json.dumps(document)
@@ -265,7 +266,7 @@ def test_fuzz_loader_only_loads_or_raises_our_error(document: Any) -> None:
     assert ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(loaded)) == loaded
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.binary(max_size=64))
 def test_fuzz_loader_on_arbitrary_bytes(raw: bytes) -> None:
     with contextlib.suppress(MessageValidationError):

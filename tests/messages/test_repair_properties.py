@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests._hypothesis import examples
 from threadline.messages import (
     ImageUrl,
     ModelRequest,
@@ -70,7 +71,7 @@ def texts(messages: list[Any]) -> list[Any]:
     return out
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories, st.booleans())
 def test_repair_invariants(history: list[Any], repair_last: bool) -> None:
     repaired = repair_messages(history, repair_last_response=repair_last)
