@@ -51,7 +51,8 @@ def test_disk_full_rolls_back_and_keeps_data(tmp_path: Path) -> None:
     store = SQLiteStore(path)
     store.sync.append('c1', turn(0, conversation_id='c1'), scope='s')
     before = store.sync.load('c1', scope='s')
-    store._conn.execute('PRAGMA max_page_count = ' + str(store._conn.execute('PRAGMA page_count').fetchone()[0]))
+    conn = store.dialect.connection
+    conn.execute('PRAGMA max_page_count = ' + str(conn.execute('PRAGMA page_count').fetchone()[0]))
     big = [ModelRequest(parts=[UserPromptPart('x' * 200_000)])]
     with pytest.raises(BackendError, match='disk is full'):
         store.sync.append('c1', big, scope='s')

@@ -10,10 +10,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import BackendError, ConflictError, ConversationNotFound, CorruptRecordError, StoreError
-from ._protocols import ConversationStore, StepStore
+from ._contract import AuditStore, ConversationStore, FinishedRun, StepStore, SyncStore
+from ._face import AsyncStore
 from ._records import (
     AuditEvent,
     BatchInfo,
@@ -21,21 +22,31 @@ from ._records import (
     ConversationSummary,
     OutcomeReceipt,
     RecoveryInspection,
+    RunFinish,
     RunRecord,
     SearchHit,
     Snapshot,
+    SnapshotMark,
+    SnapshotRequest,
     StepEvent,
+    StepWrite,
     StoredConversation,
     ToolEffect,
     WaitRecord,
 )
+from ._sql_store import SQLStore
 from ._step import StepPersistence, annotate_tool_effect, continue_run, fork_run, inspect_recovery
-from .file import FileStore
+from .file import FileBackend, FileStore
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
+
 __all__ = [
+    'AsyncStore',
     'AuditEvent',
+    'AuditStore',
     'BackendError',
     'BatchInfo',
     'ChainCheck',
@@ -44,20 +55,28 @@ __all__ = [
     'ConversationStore',
     'ConversationSummary',
     'CorruptRecordError',
+    'FileBackend',
     'FileStore',
+    'FinishedRun',
     'MemoryStore',
     'OutcomeReceipt',
     'PostgresStore',
     'RecoveryInspection',
+    'RunFinish',
     'RunRecord',
+    'SQLStore',
     'SQLiteStore',
     'SearchHit',
     'Snapshot',
+    'SnapshotMark',
+    'SnapshotRequest',
     'StepEvent',
     'StepPersistence',
     'StepStore',
+    'StepWrite',
     'StoreError',
     'StoredConversation',
+    'SyncStore',
     'ToolEffect',
     'WaitRecord',
     'annotate_tool_effect',
@@ -76,7 +95,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def open_store(target: str) -> Any:
+def open_store(target: str) -> AsyncStore[SQLStore] | AsyncStore[FileBackend]:
     """A store for `target`: a `postgresql://` URL, `file:<directory>` (JSON lines), `':memory:'`,
     or a SQLite file path."""
     if target.startswith('file:'):

@@ -6,23 +6,21 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ._neutral import now_text, parse_time
 from ._records import AuditEvent, OutcomeReceipt, ReceiptStrength, WaitRecord, check_strength
-from ._sql import now_text, parse_time
-from ._steps_sql import SQLStepWrites
+from ._sql_base import SQLBase
 
-__all__ = ['SQLAuditRecords']
+__all__ = ['AuditOps']
 
 
-class SQLAuditRecords(SQLStepWrites):
-    """Audit records, erased with their conversation like everything else."""
+class AuditOps(SQLBase):
+    """The audit half of the contract; its rows are erased with their conversation like everything else."""
 
-    def _erase_tables(self) -> list[str]:
-        return [*super()._erase_tables(), 'outcome_receipts', 'wait_records', 'audit_events']
-
-    def audit_key_sync(self) -> bytes:
+    def audit_key(self) -> bytes:
         """The key for the audit's keyed hashes: `THREADLINE_AUDIT_KEY`, else one generated once
         for this store and kept in it."""
         configured = os.environ.get('THREADLINE_AUDIT_KEY')
@@ -39,7 +37,7 @@ class SQLAuditRecords(SQLStepWrites):
             row = self._one(conn, "SELECT value FROM threadline_meta WHERE key = 'audit_key'")
             return bytes.fromhex(row[0])
 
-    def record_outcome_sync(
+    def record_outcome(
         self,
         conversation_id: str,
         *,
@@ -86,7 +84,7 @@ class SQLAuditRecords(SQLStepWrites):
             parse_time(stamp),
         )
 
-    def outcomes_sync(self, conversation_id: str, *, scope: str) -> list[OutcomeReceipt]:
+    def outcomes(self, conversation_id: str, *, scope: str) -> list[OutcomeReceipt]:
         with self._read() as conn:
             self._conversation(conn, conversation_id, scope)
             rows = self._all(
@@ -98,7 +96,7 @@ class SQLAuditRecords(SQLStepWrites):
             )
         return [OutcomeReceipt(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], parse_time(r[8])) for r in rows]
 
-    def record_wait_sync(
+    def record_wait(
         self,
         conversation_id: str,
         *,
@@ -121,7 +119,7 @@ class SQLAuditRecords(SQLStepWrites):
             )
         return WaitRecord(conversation_id, run_id, owner, decision, deadline, resume_token, parse_time(stamp))
 
-    def resolve_wait_sync(self, conversation_id: str, *, scope: str, resume_token: str) -> None:
+    def resolve_wait(self, conversation_id: str, *, scope: str, resume_token: str) -> None:
         with self._write() as conn:
             self._conversation(conn, conversation_id, scope)
             self._exec(
@@ -130,7 +128,7 @@ class SQLAuditRecords(SQLStepWrites):
                 (now_text(), conversation_id, resume_token),
             )
 
-    def waits_sync(self, conversation_id: str, *, scope: str) -> list[WaitRecord]:
+    def waits(self, conversation_id: str, *, scope: str) -> list[WaitRecord]:
         with self._read() as conn:
             self._conversation(conn, conversation_id, scope)
             rows = self._all(
@@ -146,7 +144,7 @@ class SQLAuditRecords(SQLStepWrites):
             for r in rows
         ]
 
-    def record_audit_events_sync(self, conversation_id: str, events: list[AuditEvent], *, scope: str) -> None:
+    def record_audit_events(self, conversation_id: str, events: Sequence[AuditEvent], *, scope: str) -> None:
         """Store content-free audit events (a keyed hash of the tool call id, never arguments or results)."""
         if not events:
             return
@@ -160,7 +158,7 @@ class SQLAuditRecords(SQLStepWrites):
                     (conversation_id, event.kind, event.tool_call_hash, event.position, event.observed_at.isoformat()),
                 )
 
-    def audit_events_sync(self, conversation_id: str, *, scope: str) -> list[AuditEvent]:
+    def audit_events(self, conversation_id: str, *, scope: str) -> list[AuditEvent]:
         with self._read() as conn:
             self._conversation(conn, conversation_id, scope)
             rows = self._all(
@@ -171,7 +169,7 @@ class SQLAuditRecords(SQLStepWrites):
             )
         return [AuditEvent(r[0], r[1], r[2], r[3], parse_time(r[4])) for r in rows]
 
-    def quarantine_sync(self, conversation_id: str, *, scope: str, report: dict[str, Any] | None) -> None:
+    def quarantine(self, conversation_id: str, *, scope: str, report: dict[str, Any] | None) -> None:
         """Mark the conversation quarantined with a (content-free) audit report; `None` lifts it."""
         with self._write() as conn:
             self._conversation(conn, conversation_id, scope)

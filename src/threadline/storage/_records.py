@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
@@ -21,10 +22,14 @@ __all__ = [
     'Provenance',
     'ReceiptStrength',
     'RecoveryInspection',
+    'RunFinish',
     'RunRecord',
     'SearchHit',
     'Snapshot',
+    'SnapshotMark',
+    'SnapshotRequest',
     'StepEvent',
+    'StepWrite',
     'StoredConversation',
     'ToolEffect',
     'WaitRecord',
@@ -256,3 +261,58 @@ class AuditEvent:
     tool_call_hash: str | None
     position: int | None
     observed_at: datetime
+
+
+RunStatus = Literal['running', 'completed', 'failed']
+
+
+@dataclass(frozen=True)
+class RunFinish:
+    """How a run ended: `status`, its output as JSON, and its own usage (added to the
+    conversation's total when the run completed)."""
+
+    run_id: str
+    status: RunStatus
+    output_json: str | None = None
+    usage: RunUsage | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotMark:
+    """Mark the conversation's tip as a settled boundary of a run (see `Snapshot`)."""
+
+    state: Literal['complete', 'interrupted']
+    step_index: int
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotRequest:
+    """`save_snapshot`'s input: which run, which conversation, and the boundary to record."""
+
+    run_id: str
+    conversation_id: str
+    scope: str
+    mark: SnapshotMark
+
+
+@dataclass(frozen=True)
+class StepWrite:
+    """Everything StepPersistence writes at one boundary, applied in one transaction.
+
+    `messages` are appended; `history`, when given, replaces the stored history as a new branch
+    instead (a processor rewrote it). `register` creates the run record; `finish` closes it.
+    """
+
+    conversation_id: str
+    scope: str
+    run_id: str
+    expected_revision: int | None
+    messages: Sequence[ModelMessage] = ()
+    history: Sequence[ModelMessage] | None = None
+    provenance: Provenance = 'server'
+    events: Sequence[StepEvent] = ()
+    snapshot: SnapshotMark | None = None
+    effect: ToolEffect | None = None
+    register: bool = False
+    finish: RunFinish | None = None

@@ -1,186 +1,20 @@
-"""Numbered schema migrations, one list per dialect; each store runs the missing ones on open and
-records them in `threadline_migrations`."""
+"""Numbered schema migrations, one folder per dialect (`migrations/<dialect>/NNNN_name.sql`).
+
+Each store runs the missing ones on open and records them in `threadline_migrations`. A new
+column is one new file per dialect; the files are written out in each dialect's own SQL, never
+derived from another dialect's text.
+"""
 
 from __future__ import annotations
 
-__all__ = ['POSTGRES_MIGRATIONS', 'SQLITE_MIGRATIONS']
+from importlib import resources
+from typing import Literal
 
-_COMMON_SQLITE = """
-CREATE TABLE conversations (
-    id TEXT PRIMARY KEY,
-    scope TEXT NOT NULL,
-    head_branch INTEGER NOT NULL,
-    revision INTEGER NOT NULL,
-    title TEXT,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    message_count INTEGER NOT NULL DEFAULT 0,
-    run_count INTEGER NOT NULL DEFAULT 0,
-    usage TEXT NOT NULL,
-    forked_from TEXT,
-    forked_at INTEGER,
-    chain_head TEXT NOT NULL,
-    quarantine TEXT
-);
-CREATE INDEX conversations_scope_updated ON conversations (scope, updated_at DESC);
-CREATE TABLE branches (
-    id INTEGER PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    parent_branch INTEGER,
-    fork_position INTEGER NOT NULL,
-    length INTEGER NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX branches_conversation ON branches (conversation_id);
-CREATE INDEX branches_parent ON branches (parent_branch);
-CREATE TABLE messages (
-    id INTEGER PRIMARY KEY,
-    branch_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    conversation_id TEXT NOT NULL,
-    run_id TEXT,
-    body TEXT NOT NULL,
-    UNIQUE (branch_id, position)
-);
-CREATE INDEX messages_conversation ON messages (conversation_id);
-CREATE TABLE batches (
-    id INTEGER PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    branch_id INTEGER NOT NULL,
-    start INTEGER NOT NULL,
-    end_ INTEGER NOT NULL,
-    provenance TEXT NOT NULL,
-    run_id TEXT,
-    prev_link TEXT NOT NULL,
-    link TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX batches_branch ON batches (branch_id, start);
-CREATE INDEX batches_run ON batches (run_id);
-CREATE INDEX batches_conversation ON batches (conversation_id);
-CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    model_name TEXT,
-    output TEXT,
-    usage TEXT,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    finished_at TEXT
-);
-CREATE INDEX runs_conversation ON runs (conversation_id);
-CREATE TABLE events (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    conversation_id TEXT,
-    kind TEXT NOT NULL,
-    step_index INTEGER NOT NULL,
-    tool_call_id TEXT,
-    tool_name TEXT,
-    error TEXT,
-    idempotency_key TEXT,
-    timestamp TEXT NOT NULL
-);
-CREATE INDEX events_run ON events (run_id, id);
-CREATE INDEX events_conversation ON events (conversation_id);
-CREATE UNIQUE INDEX events_key ON events (run_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE TABLE snapshots (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    conversation_id TEXT NOT NULL,
-    branch_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    step_index INTEGER NOT NULL,
-    idempotency_key TEXT,
-    timestamp TEXT NOT NULL
-);
-CREATE INDEX snapshots_run ON snapshots (run_id, id);
-CREATE INDEX snapshots_conversation ON snapshots (conversation_id);
-CREATE UNIQUE INDEX snapshots_key ON snapshots (run_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE TABLE tool_effects (
-    run_id TEXT NOT NULL,
-    tool_call_id TEXT NOT NULL,
-    conversation_id TEXT,
-    tool_name TEXT NOT NULL,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    idempotency_key TEXT,
-    summary TEXT,
-    PRIMARY KEY (run_id, tool_call_id)
-);
-CREATE INDEX tool_effects_conversation ON tool_effects (conversation_id);
-CREATE TABLE threadline_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+__all__ = ['migrations']
 
-_AUDIT_SQLITE = """
-CREATE TABLE outcome_receipts (
-    id INTEGER PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    run_id TEXT,
-    expected_effect TEXT NOT NULL,
-    destination TEXT,
-    idempotency_key TEXT,
-    observed_revision TEXT,
-    evidence_ref TEXT,
-    strength TEXT NOT NULL,
-    observed_at TEXT NOT NULL
-);
-CREATE INDEX outcome_receipts_conversation ON outcome_receipts (conversation_id);
-CREATE TABLE wait_records (
-    id INTEGER PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    run_id TEXT,
-    owner TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    deadline TEXT NOT NULL,
-    resume_token TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    resolved_at TEXT
-);
-CREATE INDEX wait_records_conversation ON wait_records (conversation_id);
-CREATE TABLE audit_events (
-    id INTEGER PRIMARY KEY,
-    conversation_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    tool_call_hash TEXT,
-    position INTEGER,
-    observed_at TEXT NOT NULL
-);
-CREATE INDEX audit_events_conversation ON audit_events (conversation_id);
-"""
 
-SQLITE_MIGRATIONS: list[tuple[int, str]] = [
-    (1, _COMMON_SQLITE),
-    (
-        2,
-        """
-CREATE VIRTUAL TABLE message_fts USING fts5(body, ctok, stok, tokenize='unicode61');
-""",
-    ),
-    (3, _AUDIT_SQLITE),
-]
-
-# PostgreSQL: the same tables; identity keys, and a tsvector column with a GIN index for search.
-_COMMON_POSTGRES = (
-    _COMMON_SQLITE.replace('INTEGER PRIMARY KEY', 'BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY')
-    .replace('head_branch INTEGER', 'head_branch BIGINT')
-    .replace('parent_branch INTEGER', 'parent_branch BIGINT')
-    .replace('branch_id INTEGER', 'branch_id BIGINT')
-)
-
-POSTGRES_MIGRATIONS: list[tuple[int, str]] = [
-    (1, _COMMON_POSTGRES),
-    (
-        2,
-        """
-ALTER TABLE messages ADD COLUMN scope TEXT;
-ALTER TABLE messages ADD COLUMN search_text TEXT;
-ALTER TABLE messages ADD COLUMN tsv tsvector;
-CREATE INDEX messages_tsv ON messages USING GIN (tsv);
-CREATE INDEX messages_scope ON messages (scope);
-""",
-    ),
-    (3, _AUDIT_SQLITE.replace('INTEGER PRIMARY KEY', 'BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY')),
-]
+def migrations(dialect: Literal['sqlite', 'postgres']) -> list[tuple[int, str]]:
+    """(version, script) of every migration of `dialect`, in order."""
+    folder = resources.files('threadline.storage.migrations').joinpath(dialect)
+    scripts = sorted((entry.name, entry.read_text()) for entry in folder.iterdir() if entry.name.endswith('.sql'))
+    return [(int(name.split('_', 1)[0]), script) for name, script in scripts]

@@ -24,7 +24,16 @@ from ..capabilities import AbstractCapability, ModelRequestContext
 from ..exceptions import UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ._audit_events import record_repair_events
-from ._records import RecoveryInspection, StepEvent, StoredConversation, ToolEffect
+from ._face import AsyncStore
+from ._records import (
+    RecoveryInspection,
+    RunFinish,
+    SnapshotMark,
+    StepEvent,
+    StepWrite,
+    StoredConversation,
+    ToolEffect,
+)
 
 __all__ = ['StepPersistence', 'annotate_tool_effect', 'continue_run', 'fork_run', 'inspect_recovery']
 
@@ -67,7 +76,7 @@ class StepPersistence(AbstractCapability):
     Put it first among capabilities so it records the history other capabilities hand on.
     """
 
-    def __init__(self, store: Any, *, scope: str | Callable[[Any], str]) -> None:
+    def __init__(self, store: AsyncStore[Any], *, scope: str | Callable[[Any], str]) -> None:
         self.store = store
         self._scope = scope
         self._runs: dict[str, _RunState] = {}
@@ -88,39 +97,43 @@ class StepPersistence(AbstractCapability):
         ctx: Any,
         state: _RunState,
         *,
-        snapshot: str | None = None,
+        snapshot: Literal['complete', 'interrupted'] | None = None,
         effect: ToolEffect | None = None,
         register: bool = False,
         messages: bool = True,
-        finish: tuple[str, str | None, Any] | None = None,
+        finish: RunFinish | None = None,
     ) -> None:
         """One transaction: new messages (or a rewritten history), pending events, a snapshot, a ledger row."""
         history = ctx.messages
-        kwargs: dict[str, Any] = {}
+        new: list[ModelMessage] = []
+        rewritten: list[ModelMessage] | None = None
         if messages:
             unchanged = len(history) >= state.stored and (
                 state.stored == 0 or (history[0] is state.first and history[state.stored - 1] is state.last)
             )
             if unchanged:
-                kwargs['messages'] = history[state.stored :]
+                new = history[state.stored :]
             else:
-                kwargs['history'] = list(history)
+                rewritten = list(history)
         events, state.events = state.events, []
-        snap = None
+        mark = None
         if snapshot is not None:
-            snap = (snapshot, ctx.run_step, f'{state.snapshot_index}:{ctx.run_step}:{snapshot}')
+            mark = SnapshotMark(snapshot, ctx.run_step, f'{state.snapshot_index}:{ctx.run_step}:{snapshot}')
             state.snapshot_index += 1
         state.revision = await self.store.step_write(
-            state.conversation_id,
-            scope=state.scope,
-            run_id=ctx.run_id,
-            expected_revision=state.revision,
-            events=events,
-            snapshot=snap,
-            effect=effect,
-            register=register,
-            finish=finish,
-            **kwargs,
+            StepWrite(
+                state.conversation_id,
+                state.scope,
+                ctx.run_id,
+                state.revision,
+                messages=new,
+                history=rewritten,
+                events=events,
+                snapshot=mark,
+                effect=effect,
+                register=register,
+                finish=finish,
+            )
         )
         if messages and history:
             state.stored, state.first, state.last = len(history), history[0], history[-1]
@@ -238,7 +251,7 @@ class StepPersistence(AbstractCapability):
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
         import json
 
-        from ._sql import to_python_output
+        from ._neutral import to_python_output
 
         state = self._runs.pop(ctx.run_id, None)
         if state is None:
@@ -252,7 +265,7 @@ class StepPersistence(AbstractCapability):
             ctx,
             state,
             snapshot='complete' if _settled(ctx.messages) else 'interrupted',
-            finish=('completed', output, result.run_usage),
+            finish=RunFinish(ctx.run_id, 'completed', output, result.run_usage),
         )
         return result
 
@@ -261,7 +274,7 @@ class StepPersistence(AbstractCapability):
         if state is not None:
             self._event(ctx, state, 'run_failed', error=repr(error))
             with contextlib.suppress(Exception):  # the run's own error is the one to report
-                await self._flush(ctx, state, snapshot='interrupted', finish=('failed', None, None))
+                await self._flush(ctx, state, snapshot='interrupted', finish=RunFinish(ctx.run_id, 'failed'))
         raise error
 
 
@@ -292,7 +305,7 @@ def annotate_tool_effect(ctx: Any = None, *, idempotency_key: str | None = None,
     scope.persistence.store.sync.record_tool_effect(effect, conversation_id=scope.state.conversation_id)
 
 
-async def inspect_recovery(store: Any, run_id: str) -> RecoveryInspection:
+async def inspect_recovery(store: AsyncStore[Any], run_id: str) -> RecoveryInspection:
     """What the store knows about `run_id`: latest snapshot, latest settled one, and its tool
     effects, with calls still `started` reported as unknown (read-only; not permission to replay)."""
     run = await store.get_run(run_id)
@@ -312,23 +325,27 @@ async def inspect_recovery(store: Any, run_id: str) -> RecoveryInspection:
     )
 
 
-async def continue_run(store: Any, run_id: str, *, scope: str, include_interrupted: bool = False) -> StoredConversation:
+async def continue_run(
+    store: AsyncStore[Any], run_id: str, *, scope: str, include_interrupted: bool = False
+) -> StoredConversation:
     """The conversation as of the run's latest (settled, unless `include_interrupted`) snapshot."""
     snapshots = [s for s in await store.list_snapshots(run_id) if include_interrupted or s.state == 'complete']
     if not snapshots:
         raise LookupError(f'run {run_id!r} has no {"" if include_interrupted else "settled "}snapshot')
     snap = snapshots[-1]
-    stored: StoredConversation = await store.load(snap.conversation_id, scope=scope)
+    stored = await store.load(snap.conversation_id, scope=scope)
     messages = await store.load_at(snap.conversation_id, scope=scope, branch_id=snap.branch_id, position=snap.position)
     stored.messages, stored.offset, stored.length = messages, 0, snap.position
     return stored
 
 
-async def fork_run(store: Any, run_id: str, *, scope: str, include_interrupted: bool = False) -> StoredConversation:
+async def fork_run(
+    store: AsyncStore[Any], run_id: str, *, scope: str, include_interrupted: bool = False
+) -> StoredConversation:
     """A new conversation sharing the history up to the run's latest snapshot (no copy)."""
     snapshots = [s for s in await store.list_snapshots(run_id) if include_interrupted or s.state == 'complete']
     if not snapshots:
         raise LookupError(f'run {run_id!r} has no {"" if include_interrupted else "settled "}snapshot')
     snap = snapshots[-1]
     fork_id = await store.fork(snap.conversation_id, scope=scope, at=snap.position)
-    return await store.load(fork_id, scope=scope)  # type: ignore[no-any-return]
+    return await store.load(fork_id, scope=scope)

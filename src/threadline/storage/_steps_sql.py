@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
+from ..exceptions import ConversationNotFound
 from ..messages import ModelMessage, RunUsage
-from ._records import RunRecord, Snapshot, StepEvent, ToolEffect
-from ._sql import SQLCore, now_text, parse_time
+from ._neutral import now_text, parse_time
+from ._records import RunFinish, RunRecord, Snapshot, SnapshotMark, SnapshotRequest, StepEvent, StepWrite, ToolEffect
+from ._sql_base import SQLBase
 
-__all__ = ['SQLStepWrites', 'SQLSteps']
+__all__ = ['StepOps']
 
 
-class SQLSteps(SQLCore):
-    """Step-store operations (synchronous; the stores wrap them for async). Every write is idempotent
-    under retry: a repeated `(run_id, idempotency_key)` is dropped."""
+class StepOps(SQLBase):
+    """The step half of the contract. Every write is idempotent under retry: a repeated
+    `(run_id, idempotency_key)` is dropped. A boundary's messages, events, snapshot and ledger row
+    go in one transaction (`step_write`): one commit, and all or nothing on a crash."""
 
-    def register_run_sync(self, run_id: str, *, conversation_id: str, model_name: str | None = None) -> None:
+    def register_run(self, run_id: str, *, conversation_id: str, model_name: str | None = None) -> None:
         with self._write() as conn:
             self._exec(
                 conn,
@@ -27,18 +29,20 @@ class SQLSteps(SQLCore):
                 (run_id, conversation_id, model_name, now_text()),
             )
 
-    def finish_run_sync(
-        self, run_id: str, *, status: str, output_json: str | None = None, usage: RunUsage | None = None
-    ) -> None:
+    def finish_run(self, finish: RunFinish) -> None:
         with self._write() as conn:
-            self._exec(
-                conn,
-                'UPDATE runs SET status = ?, finished_at = ?, output = COALESCE(?, output), usage = COALESCE(?, usage) '
-                'WHERE run_id = ?',
-                (status, now_text(), output_json, msgspec.json.encode(usage).decode() if usage else None, run_id),
-            )
+            self._close_run(conn, finish)
 
-    def get_run_sync(self, run_id: str) -> RunRecord | None:
+    def _close_run(self, conn: Any, finish: RunFinish) -> None:
+        usage = msgspec.json.encode(finish.usage).decode() if finish.usage else None
+        self._exec(
+            conn,
+            'UPDATE runs SET status = ?, finished_at = ?, output = COALESCE(?, output), usage = COALESCE(?, usage) '
+            'WHERE run_id = ?',
+            (finish.status, now_text(), finish.output_json, usage, finish.run_id),
+        )
+
+    def get_run(self, run_id: str) -> RunRecord | None:
         with self._read() as conn:
             row = self._one(
                 conn,
@@ -48,7 +52,7 @@ class SQLSteps(SQLCore):
             )
         return _run(row) if row else None
 
-    def list_runs_sync(self, conversation_id: str) -> list[RunRecord]:
+    def list_runs(self, conversation_id: str) -> list[RunRecord]:
         with self._read() as conn:
             rows = self._all(
                 conn,
@@ -58,7 +62,7 @@ class SQLSteps(SQLCore):
             )
         return [_run(r) for r in rows]
 
-    def append_event_sync(self, event: StepEvent, *, conversation_id: str | None) -> None:
+    def append_event(self, event: StepEvent, *, conversation_id: str | None) -> None:
         with self._write() as conn:
             self._insert_event(conn, event, conversation_id)
 
@@ -81,7 +85,7 @@ class SQLSteps(SQLCore):
             ),
         )
 
-    def list_events_sync(self, run_id: str) -> list[StepEvent]:
+    def list_events(self, run_id: str) -> list[StepEvent]:
         with self._read() as conn:
             rows = self._all(
                 conn,
@@ -91,46 +95,39 @@ class SQLSteps(SQLCore):
             )
         return [StepEvent(r[0], r[1], r[2], parse_time(r[3]), r[4], r[5], r[6], r[7]) for r in rows]
 
-    def save_snapshot_sync(
-        self,
-        *,
-        run_id: str,
-        conversation_id: str,
-        scope: str,
-        state: str,
-        step_index: int,
-        idempotency_key: str | None,
-    ) -> Snapshot:
-        """Record the conversation's current tip as a snapshot of `run_id` (a pointer, not a copy)."""
+    def save_snapshot(self, request: SnapshotRequest) -> Snapshot:
         with self._write() as conn:
-            conversation = self._conversation(conn, conversation_id, scope)
-            stamp = now_text()
-            self._exec(
-                conn,
-                'INSERT INTO snapshots (run_id, conversation_id, branch_id, position, state, step_index, '
-                'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-                (
-                    run_id,
-                    conversation_id,
-                    conversation.head_branch,
-                    conversation.length,
-                    state,
-                    step_index,
-                    idempotency_key,
-                    stamp,
-                ),
-            )
+            return self._snapshot(conn, request.run_id, request.conversation_id, request.scope, request.mark)
+
+    def _snapshot(self, conn: Any, run_id: str, conversation_id: str, scope: str, mark: SnapshotMark) -> Snapshot:
+        conversation = self._conversation(conn, conversation_id, scope)
+        stamp = now_text()
+        self._exec(
+            conn,
+            'INSERT INTO snapshots (run_id, conversation_id, branch_id, position, state, step_index, '
+            'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+            (
+                run_id,
+                conversation_id,
+                conversation.head_branch,
+                conversation.length,
+                mark.state,
+                mark.step_index,
+                mark.idempotency_key,
+                stamp,
+            ),
+        )
         return Snapshot(
             run_id,
             conversation_id,
             conversation.length,
             conversation.head_branch,
-            state,  # type: ignore[arg-type]
-            step_index,
+            mark.state,
+            mark.step_index,
             parse_time(stamp),
         )
 
-    def list_snapshots_sync(self, run_id: str) -> list[Snapshot]:
+    def list_snapshots(self, run_id: str) -> list[Snapshot]:
         with self._read() as conn:
             rows = self._all(
                 conn,
@@ -140,7 +137,7 @@ class SQLSteps(SQLCore):
             )
         return [Snapshot(r[0], r[1], r[2], r[3], r[4], r[5], parse_time(r[6])) for r in rows]
 
-    def record_tool_effect_sync(self, effect: ToolEffect, *, conversation_id: str | None) -> None:
+    def record_tool_effect(self, effect: ToolEffect, *, conversation_id: str | None) -> None:
         """Upsert the ledger row of `(run_id, tool_call_id)`; a later status wins, and an
         idempotency key or summary already recorded is kept unless a new one is given."""
         with self._write() as conn:
@@ -167,7 +164,7 @@ class SQLSteps(SQLCore):
             ),
         )
 
-    def tool_effects_sync(self, run_id: str) -> list[ToolEffect]:
+    def tool_effects(self, run_id: str) -> list[ToolEffect]:
         with self._read() as conn:
             rows = self._all(
                 conn,
@@ -180,7 +177,7 @@ class SQLSteps(SQLCore):
             for r in rows
         ]
 
-    def tool_effects_for_conversation_sync(self, conversation_id: str) -> list[ToolEffect]:
+    def tool_effects_for_conversation(self, conversation_id: str) -> list[ToolEffect]:
         with self._read() as conn:
             rows = self._all(
                 conn,
@@ -193,87 +190,40 @@ class SQLSteps(SQLCore):
             for r in rows
         ]
 
-
-def _run(row: tuple) -> RunRecord:  # type: ignore[type-arg]
-    usage = msgspec.json.decode(row[6], type=RunUsage) if row[6] else None
-    return RunRecord(
-        row[0], row[1], parse_time(row[2]), parse_time(row[3]) if row[3] else None, row[4], row[5], usage, row[7]
-    )
-
-
-class SQLStepWrites(SQLSteps):
-    """The combined write StepPersistence makes at a boundary: messages, events, snapshot and
-    ledger row in one transaction (one commit, and all or nothing on a crash)."""
-
-    def step_write_sync(
-        self,
-        conversation_id: str,
-        *,
-        scope: str,
-        run_id: str,
-        expected_revision: int | None,
-        messages: Sequence[ModelMessage] = (),
-        history: Sequence[ModelMessage] | None = None,
-        provenance: str = 'server',
-        events: Sequence[StepEvent] = (),
-        snapshot: tuple[str, int, str] | None = None,
-        effect: ToolEffect | None = None,
-        register: bool = False,
-        finish: tuple[str, str | None, RunUsage | None] | None = None,
-    ) -> int:
-        """Apply one boundary. `messages` are appended; `history`, when given, replaces the stored
-        history as a new branch instead (a processor rewrote it). `snapshot` is (state, step, key).
-        `finish` is (status, output JSON, run usage): the run record is closed and, for a completed
-        run, its usage is added to the conversation's total. Returns the revision after the write."""
+    def step_write(self, write: StepWrite) -> int:
+        """Apply one boundary (see `StepWrite`); returns the revision after the write. A completed
+        run's usage is added to the conversation's total."""
         with self._write() as conn:
-            conversation = self._open_for_write(conn, conversation_id, scope, expected_revision, create=True)
+            conversation = self._open_for_write(
+                conn, write.conversation_id, write.scope, write.expected_revision, create=True
+            )
             revision = conversation.revision
-            if register:
+            if write.register:
                 self._exec(
                     conn,
                     "INSERT INTO runs (run_id, conversation_id, status, started_at) VALUES (?, ?, 'running', ?) "
                     'ON CONFLICT (run_id) DO NOTHING',
-                    (run_id, conversation_id, now_text()),
+                    (write.run_id, write.conversation_id, now_text()),
                 )
-            if history is not None:
-                revision = self._replace_locked(conn, conversation, list(history), provenance, run_id)  # type: ignore[arg-type]
-            elif messages:
-                revision = self._append_locked(conn, conversation, list(messages), provenance, run_id)  # type: ignore[arg-type]
-            for event in events:
-                self._insert_event(conn, event, conversation_id)
-            if snapshot is not None:
-                state, step_index, key = snapshot
-                current = self._conversation(conn, conversation_id, scope)
-                self._exec(
-                    conn,
-                    'INSERT INTO snapshots (run_id, conversation_id, branch_id, position, state, step_index, '
-                    'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-                    (run_id, conversation_id, current.head_branch, current.length, state, step_index, key, now_text()),
-                )
-            if effect is not None:
-                self._upsert_effect(conn, effect, conversation_id)
-            if finish is not None:
-                revision = self._finish_run_locked(conn, conversation_id, scope, run_id, *finish)
+            if write.history is not None:
+                revision = self._replace_locked(conn, conversation, list(write.history), write.provenance, write.run_id)
+            elif write.messages:
+                revision = self._append_locked(conn, conversation, list(write.messages), write.provenance, write.run_id)
+            for event in write.events:
+                self._insert_event(conn, event, write.conversation_id)
+            if write.snapshot is not None:
+                self._snapshot(conn, write.run_id, write.conversation_id, write.scope, write.snapshot)
+            if write.effect is not None:
+                self._upsert_effect(conn, write.effect, write.conversation_id)
+            if write.finish is not None:
+                revision = self._finish_run_locked(conn, write.conversation_id, write.scope, write.finish)
             return revision
 
-    def _finish_run_locked(
-        self,
-        conn: Any,
-        conversation_id: str,
-        scope: str,
-        run_id: str,
-        status: str,
-        output_json: str | None,
-        usage: RunUsage | None,
-    ) -> int:
-        self._exec(
-            conn,
-            'UPDATE runs SET status = ?, finished_at = ?, output = COALESCE(?, output), usage = COALESCE(?, usage) '
-            'WHERE run_id = ?',
-            (status, now_text(), output_json, msgspec.json.encode(usage).decode() if usage else None, run_id),
-        )
+    def _finish_run_locked(self, conn: Any, conversation_id: str, scope: str, finish: RunFinish) -> int:
+        self._close_run(conn, finish)
         conversation = self._conversation(conn, conversation_id, scope)
-        if status != 'completed' or usage is None:
+        usage = finish.usage
+        if finish.status != 'completed' or usage is None:
             return conversation.revision
         total = (
             msgspec.json.decode(conversation.usage, type=RunUsage)
@@ -291,10 +241,8 @@ class SQLStepWrites(SQLSteps):
             runs=1,
         )
 
-    def conversation_state_sync(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
+    def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
         """(revision, length) of a conversation, or None if it does not exist in this scope."""
-        from ..exceptions import ConversationNotFound
-
         with self._read() as conn:
             try:
                 conversation = self._conversation(conn, conversation_id, scope)
@@ -302,10 +250,17 @@ class SQLStepWrites(SQLSteps):
                 return None
             return conversation.revision, conversation.length
 
-    def load_at_sync(self, conversation_id: str, *, scope: str, branch_id: int, position: int) -> list[ModelMessage]:
+    def load_at(self, conversation_id: str, *, scope: str, branch_id: int, position: int) -> list[ModelMessage]:
         """The history of `branch_id`'s lineage up to `position` (what a snapshot points at)."""
         with self._read() as conn:
             self._conversation(conn, conversation_id, scope)
             segments = self._lineage(conn, branch_id)
             rows = self._raw_messages(conn, segments, 0, position)
         return self._decode(rows, conversation_id)
+
+
+def _run(row: tuple[Any, ...]) -> RunRecord:
+    usage = msgspec.json.decode(row[6], type=RunUsage) if row[6] else None
+    return RunRecord(
+        row[0], row[1], parse_time(row[2]), parse_time(row[3]) if row[3] else None, row[4], row[5], usage, row[7]
+    )

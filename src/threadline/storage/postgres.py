@@ -14,12 +14,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..exceptions import BackendError, UserError
-from ._audit_sql import SQLAuditRecords
-from ._facade import AsyncStoreMixin
-from ._schema import POSTGRES_MIGRATIONS
-from ._sql import now_text
+from ._dialect import SearchRow
+from ._face import AsyncStore
+from ._neutral import now_text
+from ._schema import migrations
+from ._sql_store import SQLStore
 
-__all__ = ['PostgresStore']
+__all__ = ['PostgresDialect', 'PostgresStore']
 
 _PLACEHOLDER = re.compile(r'\?')
 
@@ -35,12 +36,40 @@ def _driver() -> Any:
     return psycopg, psycopg_pool
 
 
-class PostgresStore(AsyncStoreMixin, SQLAuditRecords):
+class PostgresStore(AsyncStore[SQLStore]):
     """A conversation and step store on PostgreSQL.
 
     Pass `url` (a `postgresql://` URL; the store owns a pool and closes it in `close()`), or a
     caller-owned `psycopg_pool.ConnectionPool` as `pool` (the store never closes it).
+    `store.sync` is the same store, synchronous.
     """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool: Any = None,
+        min_size: int = 1,
+        max_size: int = 8,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.dialect = PostgresDialect(
+            url, pool=pool, min_size=min_size, max_size=max_size, connect_timeout=connect_timeout
+        )
+        super().__init__(SQLStore(self.dialect))
+
+    def __repr__(self) -> str:
+        return 'PostgresStore()'
+
+    def migrations(self) -> list[int]:
+        """The migration versions applied to this database."""
+        return self.dialect.migrations()
+
+
+class PostgresDialect:
+    """PostgreSQL through a psycopg pool: advisory locks, `tsvector` search."""
+
+    name = 'postgres'
 
     def __init__(
         self,
@@ -69,30 +98,30 @@ class PostgresStore(AsyncStoreMixin, SQLAuditRecords):
                         f'cannot reach PostgreSQL within {connect_timeout:g}s; check the URL and that the server is up'
                     ) from None
             self._pool = pool
-            self._migrate()
+            self.migrate()
         except psycopg.Error as exc:
             raise BackendError(
                 f'cannot reach PostgreSQL ({_describe(exc)}); check the URL and that the server is up'
             ) from None
 
-    def __repr__(self) -> str:
-        return 'PostgresStore()'
+    def describe(self) -> str:
+        return 'PostgreSQL'
 
     def close(self) -> None:
         if self._owns_pool:
             self._pool.close()
 
-    def _q(self, sql: str) -> str:
+    def q(self, sql: str) -> str:
         return _PLACEHOLDER.sub('%s', sql)
 
-    def _migrate(self) -> None:
-        with self._write() as conn:
+    def migrate(self) -> None:
+        with self.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('threadline_schema'))")
             conn.execute(
                 'CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)'
             )
             done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations').fetchall()}
-            for version, script in POSTGRES_MIGRATIONS:
+            for version, script in migrations('postgres'):
                 if version not in done:
                     conn.execute(script)
                     conn.execute(
@@ -100,11 +129,12 @@ class PostgresStore(AsyncStoreMixin, SQLAuditRecords):
                     )
 
     def migrations(self) -> list[int]:
-        with self._read() as conn:
+        """The migration versions applied to this database."""
+        with self.read() as conn:
             return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version').fetchall()]
 
     @contextmanager
-    def _write(self) -> Iterator[Any]:
+    def write(self) -> Iterator[Any]:
         psycopg = self._psycopg
         try:
             with self._pool.connection() as conn, conn.transaction():
@@ -113,7 +143,7 @@ class PostgresStore(AsyncStoreMixin, SQLAuditRecords):
             raise BackendError(f'the write was rolled back: {_describe(exc)}') from None
 
     @contextmanager
-    def _read(self) -> Iterator[Any]:
+    def read(self) -> Iterator[Any]:
         psycopg = self._psycopg
         try:
             with self._pool.connection() as conn, conn.transaction():
@@ -122,10 +152,10 @@ class PostgresStore(AsyncStoreMixin, SQLAuditRecords):
         except psycopg.Error as exc:
             raise BackendError(f'the read failed: {_describe(exc)}') from None
 
-    def _lock_conversation(self, conn: Any, conversation_id: str) -> None:
+    def lock_conversation(self, conn: Any, conversation_id: str) -> None:
         conn.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (conversation_id,))
 
-    def _index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
+    def index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
         if rows:
             with conn.cursor() as cursor:
                 cursor.executemany(
@@ -133,12 +163,12 @@ class PostgresStore(AsyncStoreMixin, SQLAuditRecords):
                     [(scope, text, text, rowid) for rowid, text, _, scope in rows],
                 )
 
-    def _unindex(self, conn: Any, conversation_id: str) -> None:
+    def unindex(self, conn: Any, conversation_id: str) -> None:
         """Index entries live on the message rows, so deleting the rows removes them."""
 
-    def _search(
+    def search(
         self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
-    ) -> list[tuple[int, int, int, str | None, float, str]]:
+    ) -> list[SearchRow]:
         sql = (
             'SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, q) AS score, '
             "ts_headline('simple', m.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "

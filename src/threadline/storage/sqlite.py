@@ -16,20 +16,43 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import BackendError, CorruptRecordError, StoreError
-from ._audit_sql import SQLAuditRecords
-from ._facade import AsyncStoreMixin
-from ._schema import SQLITE_MIGRATIONS
-from ._sql import now_text, token
+from ._dialect import SearchRow
+from ._face import AsyncStore
+from ._neutral import now_text
+from ._schema import migrations
+from ._sql_base import token
+from ._sql_store import SQLStore
 
-__all__ = ['SQLiteStore']
+__all__ = ['SQLiteDialect', 'SQLiteStore']
 
 
-class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
+class SQLiteStore(AsyncStore[SQLStore]):
     """A conversation and step store in one SQLite file (`':memory:'` for a throwaway one).
 
     `synchronous='FULL'` (the default) makes each committed write survive power loss, not only a
-    crash of the process; `'NORMAL'` trades that for speed.
+    crash of the process; `'NORMAL'` trades that for speed. `store.sync` is the same store,
+    synchronous.
     """
+
+    def __init__(
+        self, path: str | os.PathLike[str] = ':memory:', *, synchronous: str = 'FULL', busy_timeout: float = 30.0
+    ) -> None:
+        self.dialect = SQLiteDialect(path, synchronous=synchronous, busy_timeout=busy_timeout)
+        self.path = self.dialect.path
+        super().__init__(SQLStore(self.dialect))
+
+    def __repr__(self) -> str:
+        return f'SQLiteStore({self.path!r})'
+
+    def migrations(self) -> list[int]:
+        """The migration versions applied to this database."""
+        return self.dialect.migrations()
+
+
+class SQLiteDialect:
+    """One SQLite file: WAL, `BEGIN IMMEDIATE` writes, FTS5 search."""
+
+    name = 'sqlite'
 
     def __init__(
         self, path: str | os.PathLike[str] = ':memory:', *, synchronous: str = 'FULL', busy_timeout: float = 30.0
@@ -39,28 +62,30 @@ class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout)
-            self._conn.execute('PRAGMA journal_mode=WAL')
-            self._conn.execute(f'PRAGMA synchronous={synchronous}')
-            self._conn.execute(f'PRAGMA busy_timeout={int(busy_timeout * 1000)}')
-            self._migrate()
+            self.connection = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
+            )
+            self.connection.execute('PRAGMA journal_mode=WAL')
+            self.connection.execute(f'PRAGMA synchronous={synchronous}')
+            self.connection.execute(f'PRAGMA busy_timeout={int(busy_timeout * 1000)}')
+            self.migrate()
         except sqlite3.DatabaseError as exc:
             raise _backend_error(exc, f'cannot open the SQLite database at {self.path}') from None
 
-    def __repr__(self) -> str:
-        return f'SQLiteStore({self.path!r})'
+    def describe(self) -> str:
+        return self.path
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self.connection.close()
 
-    def _migrate(self) -> None:
-        with self._write() as conn:
+    def migrate(self) -> None:
+        with self.write() as conn:
             conn.execute(
                 'CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)'
             )
             done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations')}
-            for version, script in SQLITE_MIGRATIONS:
+            for version, script in migrations('sqlite'):
                 if version in done:
                     continue
                 for statement in script.split(';'):
@@ -70,61 +95,67 @@ class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
                     'INSERT INTO threadline_migrations (version, applied_at) VALUES (?, ?)', (version, now_text())
                 )
 
+    def q(self, sql: str) -> str:
+        return sql
+
+    def lock_conversation(self, conn: Any, conversation_id: str) -> None:
+        """`BEGIN IMMEDIATE` already holds the database's write lock."""
+
     def migrations(self) -> list[int]:
         """The migration versions applied to this database."""
-        with self._read() as conn:
+        with self.read() as conn:
             return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version')]
 
     @contextmanager
-    def _write(self) -> Iterator[Any]:
+    def write(self) -> Iterator[Any]:
         with self._lock:
             try:
-                self._conn.execute('BEGIN IMMEDIATE')
+                self.connection.execute('BEGIN IMMEDIATE')
             except sqlite3.Error as exc:
                 raise _backend_error(exc, 'cannot start a write') from None
             try:
-                yield self._conn
+                yield self.connection
             except BaseException as exc:
-                self._conn.execute('ROLLBACK')
+                self.connection.execute('ROLLBACK')
                 if isinstance(exc, sqlite3.Error):
                     raise _backend_error(exc, 'the write was rolled back') from None
                 raise
             else:
                 try:
-                    self._conn.execute('COMMIT')
+                    self.connection.execute('COMMIT')
                 except sqlite3.Error as exc:
-                    self._conn.execute('ROLLBACK')
+                    self.connection.execute('ROLLBACK')
                     raise _backend_error(exc, 'the commit failed; nothing was written') from None
 
     @contextmanager
-    def _read(self) -> Iterator[Any]:
+    def read(self) -> Iterator[Any]:
         with self._lock:
             try:
-                self._conn.execute('BEGIN')
+                self.connection.execute('BEGIN')
             except sqlite3.Error as exc:
                 raise _backend_error(exc, 'cannot read') from None
             try:
-                yield self._conn
+                yield self.connection
             except sqlite3.Error as exc:
                 raise _backend_error(exc, 'the read failed') from None
             finally:
-                self._conn.execute('COMMIT')
+                self.connection.execute('COMMIT')
 
-    def _index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
+    def index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
         conn.executemany(
             'INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)',
             [(rowid, text, token('c', conversation), token('s', scope)) for rowid, text, conversation, scope in rows],
         )
 
-    def _unindex(self, conn: Any, conversation_id: str) -> None:
+    def unindex(self, conn: Any, conversation_id: str) -> None:
         conn.execute(
             'DELETE FROM message_fts WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)',
             (conversation_id,),
         )
 
-    def _search(
+    def search(
         self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
-    ) -> list[tuple[int, int, int, str | None, float, str]]:
+    ) -> list[SearchRow]:
         terms_match = ' AND '.join(f'body : "{t}"' for t in terms)
         if conversations:
             # A conversation's token has a short posting list: intersecting with it is cheap.
@@ -141,9 +172,7 @@ class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
             fetch *= 4
         return self._ranked(conn, f'{terms_match} AND stok : "{token("s", scope or "")}"', limit, scope=None)
 
-    def _ranked_with_count(
-        self, conn: Any, match: str, fetch: int, scope: str | None
-    ) -> tuple[list[tuple[int, int, int, str | None, float, str]], bool]:
+    def _ranked_with_count(self, conn: Any, match: str, fetch: int, scope: str | None) -> tuple[list[SearchRow], bool]:
         hits = conn.execute(
             "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
             'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?',
@@ -151,9 +180,7 @@ class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
         ).fetchall()
         return self._attach(conn, hits, scope), len(hits) < fetch
 
-    def _ranked(
-        self, conn: Any, match: str, limit: int, scope: str | None
-    ) -> list[tuple[int, int, int, str | None, float, str]]:
+    def _ranked(self, conn: Any, match: str, limit: int, scope: str | None) -> list[SearchRow]:
         hits = conn.execute(
             "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
             'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?',
@@ -161,9 +188,7 @@ class SQLiteStore(AsyncStoreMixin, SQLAuditRecords):
         ).fetchall()
         return self._attach(conn, hits, scope)
 
-    def _attach(
-        self, conn: Any, hits: list[Any], scope: str | None
-    ) -> list[tuple[int, int, int, str | None, float, str]]:
+    def _attach(self, conn: Any, hits: list[Any], scope: str | None) -> list[SearchRow]:
         """Join FTS hits (in rank order) with their message rows, keeping those in `scope`."""
         if not hits:
             return []

@@ -1,0 +1,254 @@
+"""The storage contract, written once: every operation a store offers, typed records in and out.
+
+A backend implements these Protocols synchronously (SQL, JSON lines, or your own database);
+`AsyncStore` derives the async face from the same definitions, so there is one signature per
+operation. `threadline.storage.testing` checks a backend against the rules below.
+
+Rules every implementation keeps:
+- a non-empty `scope` is required on every call that touches a conversation, and another scope's
+  conversation is reported exactly as a missing one (`ConversationNotFound`);
+- a stale `expected_revision` raises `ConflictError` and writes nothing;
+- each write is one transaction: all of it is stored, or none of it;
+- concurrent writers to one conversation serialize; they never interleave.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from ..messages import ModelMessage, RunUsage
+from ._records import (
+    AuditEvent,
+    ChainCheck,
+    ConversationSummary,
+    OutcomeReceipt,
+    Provenance,
+    ReceiptStrength,
+    RunFinish,
+    RunRecord,
+    SearchHit,
+    Snapshot,
+    SnapshotRequest,
+    StepEvent,
+    StepWrite,
+    StoredConversation,
+    ToolEffect,
+    WaitRecord,
+)
+
+__all__ = ['AuditStore', 'ConversationStore', 'FinishedRun', 'StepStore', 'SyncStore']
+
+
+class FinishedRun(Protocol):
+    """What `save` reads from a run result (`AgentRunResult`, `StreamedRunResult`, or your own)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    @property
+    def output(self) -> object: ...
+
+    @property
+    def run_usage(self) -> RunUsage: ...
+
+    def new_messages(self) -> list[ModelMessage]: ...
+
+
+@runtime_checkable
+class ConversationStore(Protocol):
+    """An append-only conversation log with revisions, forks, scopes, retention and search."""
+
+    def save(
+        self,
+        result: FinishedRun,
+        *,
+        scope: str,
+        conversation_id: str | None = None,
+        expected_revision: int | None = None,
+    ) -> int:
+        """Append a run's new messages (those not stored yet) and its run record; returns the revision."""
+        ...
+
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[ModelMessage],
+        *,
+        scope: str,
+        expected_revision: int | None = None,
+        provenance: Provenance = 'server',
+    ) -> int:
+        """Append a batch after the stored tip (creating the conversation); returns the new revision."""
+        ...
+
+    def replace(
+        self,
+        conversation_id: str,
+        messages: Sequence[ModelMessage],
+        *,
+        scope: str,
+        expected_revision: int,
+        provenance: Provenance = 'server',
+    ) -> int:
+        """Store a rewritten history as a new branch (the old tip stays reachable); returns the revision."""
+        ...
+
+    def load(self, conversation_id: str, *, scope: str, last: int | None = None) -> StoredConversation:
+        """The stored history (its `last` messages, cut where no tool pair is split), usage and revision."""
+        ...
+
+    def list(
+        self, scope: str, *, limit: int = 50, offset: int = 0, query: str | None = None
+    ) -> builtins.list[ConversationSummary]:
+        """The scope's conversations, most recently updated first; `query` filters by title."""
+        ...
+
+    def fork(self, conversation_id: str, *, scope: str, at: int | None = None, new_id: str | None = None) -> str:
+        """A new conversation sharing the first `at` messages (all by default); returns its id."""
+        ...
+
+    def delete(self, conversation_id: str, *, scope: str) -> None:
+        """Erase the conversation and everything derived from it (forks keep their own copy)."""
+        ...
+
+    def prune(
+        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | None = None
+    ) -> builtins.list[str]:
+        """Delete conversations not updated since `older_than`, or beyond the `keep_last` newest."""
+        ...
+
+    def search(
+        self, query: str, *, scope: str, conversation_id: str | None = None, limit: int = 10
+    ) -> builtins.list[SearchHit]:
+        """Ranked full-text matches within the scope (or one conversation's lineage)."""
+        ...
+
+    def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:
+        """Re-hash the stored history against its chain."""
+        ...
+
+    def raw_history(self, conversation_id: str, *, scope: str) -> bytes:
+        """The stored wire JSON of the whole history, byte for byte as stored."""
+        ...
+
+    def lineage(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[str, int, int]]:
+        """(conversation id, start, end) of each segment the history is made of, oldest first."""
+        ...
+
+    def branches(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[int, int]]:
+        """(branch id, length) of each branch of the conversation, oldest first."""
+        ...
+
+    def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
+        """(revision, length), or None when the conversation does not exist in this scope."""
+        ...
+
+    def load_at(
+        self, conversation_id: str, *, scope: str, branch_id: int, position: int
+    ) -> builtins.list[ModelMessage]:
+        """The history of `branch_id`'s lineage up to `position` (what a snapshot points at)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files."""
+        ...
+
+
+@runtime_checkable
+class StepStore(Protocol):
+    """Run records, the event log, snapshots (positions in the log) and the tool-effect ledger."""
+
+    def step_write(self, write: StepWrite) -> int:
+        """One StepPersistence boundary in one transaction; returns the revision after it."""
+        ...
+
+    def register_run(self, run_id: str, *, conversation_id: str, model_name: str | None = None) -> None: ...
+
+    def finish_run(self, finish: RunFinish) -> None:
+        """Close a run record with its status, output (JSON) and usage."""
+        ...
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def list_runs(self, conversation_id: str) -> builtins.list[RunRecord]: ...
+
+    def append_event(self, event: StepEvent, *, conversation_id: str | None) -> None: ...
+
+    def list_events(self, run_id: str) -> builtins.list[StepEvent]: ...
+
+    def save_snapshot(self, request: SnapshotRequest) -> Snapshot:
+        """Record the conversation's current tip as a snapshot of the run (a pointer, not a copy)."""
+        ...
+
+    def list_snapshots(self, run_id: str) -> builtins.list[Snapshot]: ...
+
+    def record_tool_effect(self, effect: ToolEffect, *, conversation_id: str | None) -> None: ...
+
+    def tool_effects(self, run_id: str) -> builtins.list[ToolEffect]: ...
+
+    def tool_effects_for_conversation(self, conversation_id: str) -> builtins.list[ToolEffect]: ...
+
+
+@runtime_checkable
+class AuditStore(Protocol):
+    """What the replay audit reads and writes: its key, receipts, waits, events and quarantine."""
+
+    def audit_key(self) -> bytes:
+        """The key for the audit's keyed hashes (`THREADLINE_AUDIT_KEY`, else one kept by the store)."""
+        ...
+
+    def record_outcome(
+        self,
+        conversation_id: str,
+        *,
+        scope: str,
+        run_id: str | None,
+        expected_effect: str,
+        destination: str | None = None,
+        idempotency_key: str | None = None,
+        observed_revision: str | None = None,
+        evidence_ref: str | None = None,
+        strength: ReceiptStrength = 'outcome',
+        observed_at: datetime | None = None,
+    ) -> OutcomeReceipt:
+        """Store a receipt for the outcome of a run (see `OutcomeReceipt` for the strengths)."""
+        ...
+
+    def outcomes(self, conversation_id: str, *, scope: str) -> builtins.list[OutcomeReceipt]: ...
+
+    def record_wait(
+        self,
+        conversation_id: str,
+        *,
+        scope: str,
+        run_id: str | None,
+        owner: str,
+        decision: str,
+        deadline: datetime,
+        resume_token: str,
+    ) -> WaitRecord:
+        """Record that a run waits on `owner` for `decision` until `deadline`."""
+        ...
+
+    def resolve_wait(self, conversation_id: str, *, scope: str, resume_token: str) -> None: ...
+
+    def waits(self, conversation_id: str, *, scope: str) -> builtins.list[WaitRecord]: ...
+
+    def record_audit_events(self, conversation_id: str, events: Sequence[AuditEvent], *, scope: str) -> None: ...
+
+    def audit_events(self, conversation_id: str, *, scope: str) -> builtins.list[AuditEvent]: ...
+
+    def quarantine(self, conversation_id: str, *, scope: str, report: dict[str, Any] | None) -> None:
+        """Mark the conversation quarantined with a content-free report; `None` lifts it."""
+        ...
+
+
+@runtime_checkable
+class SyncStore(ConversationStore, StepStore, AuditStore, Protocol):
+    """The whole contract: what a backend implements to serve every Threadline feature."""

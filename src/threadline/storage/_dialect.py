@@ -1,0 +1,66 @@
+"""What differs between SQL databases, behind one small interface the SQL store holds.
+
+The store's statements use `?` placeholders and portable SQL; a dialect owns the connection
+(transactions for reads and writes), adapts placeholders, locks a conversation for a write, keeps
+the full-text index and runs its own numbered migrations.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+__all__ = ['Dialect', 'SearchRow']
+
+SearchRow = tuple[int, int, int, str | None, float, str]
+"""(message row id, branch id, position, run id, score, snippet) of one full-text hit."""
+
+
+class Dialect(Protocol):
+    """A SQL database as the SQL store sees it."""
+
+    name: str
+
+    def write(self) -> AbstractContextManager[Any]:
+        """A connection inside a write transaction: committed on success, rolled back on error."""
+        ...
+
+    def read(self) -> AbstractContextManager[Any]:
+        """A connection inside a read-only transaction with a consistent view."""
+        ...
+
+    def q(self, sql: str) -> str:
+        """`sql` with its `?` placeholders in the driver's style."""
+        ...
+
+    def lock_conversation(self, conn: Any, conversation_id: str) -> None:
+        """Serialize writers to one conversation (a no-op where the write lock is database-wide)."""
+        ...
+
+    def index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
+        """Add (message row id, text, conversation id, scope) rows to the full-text index."""
+        ...
+
+    def unindex(self, conn: Any, conversation_id: str) -> None:
+        """Remove a conversation's messages from the full-text index (before its rows go)."""
+        ...
+
+    def search(
+        self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
+    ) -> list[SearchRow]:
+        """The best `limit` hits for all `terms`, within `conversations` or else `scope`."""
+        ...
+
+    def migrate(self) -> None:
+        """Apply the migrations this database has not seen."""
+        ...
+
+    def migrations(self) -> list[int]:
+        """The migration versions applied to this database."""
+        ...
+
+    def close(self) -> None: ...
+
+    def describe(self) -> str:
+        """What the store's repr shows (a path or 'PostgreSQL'), never a password."""
+        ...

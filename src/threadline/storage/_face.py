@@ -1,0 +1,123 @@
+"""The async face of a store, derived from the contract so each operation is declared once.
+
+`AsyncStore(backend)` wraps any object that implements `SyncStore`: every operation of the
+contract becomes a coroutine with the same, precisely typed signature, running the backend's
+call in a worker thread so a slow disk or database never blocks the event loop. `store.sync` is
+the backend itself, for scripts and the CLI. This is httpx's `Client` / `AsyncClient` pairing,
+but with one definition instead of two copies kept in step by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from ._contract import SyncStore
+
+__all__ = ['AsyncStore']
+
+P = ParamSpec('P')
+R = TypeVar('R')
+B = TypeVar('B', bound=SyncStore)
+
+
+class _AsyncOp(Generic[P, R]):
+    """A contract operation seen from the async face: the backend's method, run in a thread."""
+
+    def __init__(self, operation: Callable[Concatenate[Any, P], R]) -> None:
+        self._name = operation.__name__
+        self.__doc__ = operation.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self._name:
+            raise TypeError(f'{owner.__name__}.{name} must wrap the operation of the same name, not {self._name}')
+
+    @overload
+    def __get__(self, store: None, owner: type) -> _AsyncOp[P, R]: ...
+
+    @overload
+    def __get__(self, store: AsyncStore[Any], owner: type) -> Callable[P, Coroutine[Any, Any, R]]: ...
+
+    def __get__(
+        self, store: AsyncStore[Any] | None, owner: type
+    ) -> _AsyncOp[P, R] | Callable[P, Coroutine[Any, Any, R]]:
+        if store is None:
+            return self
+        method: Callable[P, R] = getattr(store.sync, self._name)
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        call.__name__ = call.__qualname__ = self._name
+        call.__doc__ = self.__doc__
+        return call
+
+
+class AsyncStore(Generic[B]):
+    """Every store operation as a coroutine: `await store.load(conversation_id, scope=...)`.
+
+    `store.sync` is the synchronous backend with the same operations. Wrap your own backend with
+    `AsyncStore(MyBackend(...))` to use it wherever Threadline takes a store.
+    """
+
+    def __init__(self, backend: B) -> None:
+        self._backend = backend
+
+    @property
+    def sync(self) -> B:
+        """The same operations, synchronous (the backend itself)."""
+        return self._backend
+
+    def __repr__(self) -> str:
+        return repr(self._backend)
+
+    def close(self) -> None:
+        """Release the backend's connections and files."""
+        self._backend.close()
+
+    # the conversation log
+    save = _AsyncOp(SyncStore.save)
+    append = _AsyncOp(SyncStore.append)
+    replace = _AsyncOp(SyncStore.replace)
+    load = _AsyncOp(SyncStore.load)
+    list = _AsyncOp(SyncStore.list)
+    fork = _AsyncOp(SyncStore.fork)
+    delete = _AsyncOp(SyncStore.delete)
+    prune = _AsyncOp(SyncStore.prune)
+    search = _AsyncOp(SyncStore.search)
+    verify = _AsyncOp(SyncStore.verify)
+    raw_history = _AsyncOp(SyncStore.raw_history)
+    lineage = _AsyncOp(SyncStore.lineage)
+    branches = _AsyncOp(SyncStore.branches)
+    conversation_state = _AsyncOp(SyncStore.conversation_state)
+    load_at = _AsyncOp(SyncStore.load_at)
+    # steps
+    step_write = _AsyncOp(SyncStore.step_write)
+    register_run = _AsyncOp(SyncStore.register_run)
+    finish_run = _AsyncOp(SyncStore.finish_run)
+    get_run = _AsyncOp(SyncStore.get_run)
+    list_runs = _AsyncOp(SyncStore.list_runs)
+    append_event = _AsyncOp(SyncStore.append_event)
+    list_events = _AsyncOp(SyncStore.list_events)
+    save_snapshot = _AsyncOp(SyncStore.save_snapshot)
+    list_snapshots = _AsyncOp(SyncStore.list_snapshots)
+    record_tool_effect = _AsyncOp(SyncStore.record_tool_effect)
+    tool_effects = _AsyncOp(SyncStore.tool_effects)
+    tool_effects_for_conversation = _AsyncOp(SyncStore.tool_effects_for_conversation)
+    # audit records
+    audit_key = _AsyncOp(SyncStore.audit_key)
+    record_outcome = _AsyncOp(SyncStore.record_outcome)
+    outcomes = _AsyncOp(SyncStore.outcomes)
+    record_wait = _AsyncOp(SyncStore.record_wait)
+    resolve_wait = _AsyncOp(SyncStore.resolve_wait)
+    waits = _AsyncOp(SyncStore.waits)
+    record_audit_events = _AsyncOp(SyncStore.record_audit_events)
+    audit_events = _AsyncOp(SyncStore.audit_events)
+    quarantine = _AsyncOp(SyncStore.quarantine)
+
+
+def contract_operations() -> builtins.list[str]:
+    """The names of every contract operation (the conformance suite checks the face covers them)."""
+    return sorted(name for name, value in vars(AsyncStore).items() if isinstance(value, _AsyncOp))

@@ -1,0 +1,240 @@
+"""The FileStore's file handling: one JSON-lines file per conversation, `flock` for writers,
+`fsync` before a write returns, and the state each file replays into."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..exceptions import (
+    BackendError,
+    ConflictError,
+    ConversationNotFound,
+    CorruptRecordError,
+    MessageValidationError,
+    UserError,
+)
+from ..messages import ModelMessage, ModelMessagesTypeAdapter
+from ..messages._codec import encoder
+from ._chain import extend_chain
+from ._file_records import (
+    Branch,
+    ConvState,
+    file_key,
+    replay,
+)
+from ._neutral import now_text
+from ._text import title_of
+
+__all__ = ['FileBase']
+
+
+class FileBase:
+    """A directory of conversation files: locking, appending lines, reading them back (a torn last
+    line is ignored, and cut off by the next writer), and the lineage and write steps built on them."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.root = Path(directory)
+        try:
+            (self.root / 'conversations').mkdir(parents=True, exist_ok=True)
+            (self.root / 'runs').mkdir(exist_ok=True)
+        except OSError as exc:
+            raise BackendError(f'cannot use {self.root} as a FileStore directory: {exc}') from None
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f'FileBackend({str(self.root)!r})'
+
+    def close(self) -> None:
+        """Nothing to release: every call opens and closes its files."""
+
+    # -- files ------------------------------------------------------------------------------
+    def _path(self, conversation_id: str) -> Path:
+        return self.root / 'conversations' / f'{file_key(conversation_id)}.jsonl'
+
+    @contextmanager
+    def _locked(self, conversation_id: str) -> Iterator[Path]:
+        path = self._path(conversation_id)
+        with self._lock, open(path.with_suffix('.lock'), 'a') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield path
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _append_lines(self, path: Path, records: list[dict[str, Any]]) -> None:
+        data = b''.join(msgspec.json.encode(r) + b'\n' for r in records)
+        try:
+            with open(path, 'ab') as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise BackendError(f'cannot write {path.name}: {exc}') from None
+
+    def _read_lines(self, path: Path, conversation_id: str) -> list[dict[str, Any]]:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise BackendError(f'cannot read {path.name}: {exc}') from None
+        lines = raw.split(b'\n')
+        if lines and lines[-1] != b'':
+            lines = lines[:-1]  # a torn last line from a crash: never acknowledged, so ignored
+        records = []
+        for number, line in enumerate(lines):
+            if not line:
+                continue
+            try:
+                records.append(msgspec.json.decode(line))
+            except msgspec.DecodeError:
+                raise CorruptRecordError(
+                    f'conversation {conversation_id!r}: line {number + 1} of its file is damaged',
+                    conversation_id=conversation_id,
+                ) from None
+        return records
+
+    def _cut_torn_tail(self, path: Path) -> None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return
+        if raw and not raw.endswith(b'\n'):
+            with open(path, 'r+b') as handle:
+                handle.truncate(raw.rfind(b'\n') + 1)
+                os.fsync(handle.fileno())
+
+    def _state(self, conversation_id: str) -> ConvState | None:
+        records = self._read_lines(self._path(conversation_id), conversation_id)
+        if not records or records[0].get('t') != 'create':
+            return None
+        return replay(records)
+
+    def _get(self, conversation_id: str, scope: str | None) -> ConvState:
+        state = self._state(conversation_id)
+        if state is None or (scope is not None and state.scope != scope):
+            raise ConversationNotFound(
+                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
+            )
+        return state
+
+    # -- lineage ----------------------------------------------------------------------------
+    def _segments(self, state: ConvState, branch_id: int | None = None) -> list[tuple[Branch, int, int]]:
+        out: list[tuple[Branch, int, int]] = []
+        branch: Branch | None = state.branches[state.head if branch_id is None else branch_id]
+        owner_state = state
+        end: int | None = None
+        while branch is not None:
+            stop = branch.length if end is None else min(end, branch.length)
+            if stop > branch.fork_position:
+                out.append((branch, branch.fork_position, stop))
+            end = branch.fork_position
+            if branch.parent is not None:
+                branch = owner_state.branches[branch.parent]
+            elif owner_state.parent_branch is not None and end > 0:
+                parent_id, parent_branch = owner_state.parent_branch
+                parent = self._state(parent_id)
+                if parent is None:
+                    raise CorruptRecordError(f'conversation {state.id!r}: its fork parent {parent_id!r} is missing')
+                owner_state, branch = parent, parent.branches[parent_branch]
+            else:
+                branch = None
+        out.reverse()
+        return out
+
+    def _bodies(
+        self, state: ConvState, start: int = 0, end: int | None = None, branch_id: int | None = None
+    ) -> list[tuple[int, str]]:
+        out = []
+        for branch, lo, hi in self._segments(state, branch_id):
+            for position in range(max(lo, start), min(hi, end if end is not None else hi)):
+                out.append((position, branch.messages[position]))
+        return out
+
+    def _length(self, state: ConvState) -> int:
+        return state.branches[state.head].length
+
+    def _decode(self, rows: list[tuple[int, str]], conversation_id: str) -> list[ModelMessage]:
+        if not rows:
+            return []
+        try:
+            return ModelMessagesTypeAdapter.validate_json(('[' + ','.join(b for _, b in rows) + ']').encode())
+        except MessageValidationError as exc:
+            raise CorruptRecordError(
+                f'conversation {conversation_id!r}: a stored message cannot be loaded ({exc.reason})',
+                conversation_id=conversation_id,
+            ) from None
+
+    # -- writes -----------------------------------------------------------------------------
+    def _open(
+        self, path: Path, conversation_id: str, scope: str, expected: int | None, create: bool
+    ) -> tuple[ConvState, list[dict[str, Any]]]:
+        self._cut_torn_tail(path)
+        state = self._state(conversation_id)
+        if state is not None and state.scope != scope:
+            raise ConversationNotFound(
+                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
+            )
+        if state is None:
+            if not create or expected not in (None, 0):
+                raise ConversationNotFound(
+                    f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
+                )
+            if not isinstance(scope, str) or not scope:
+                raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
+            record = {'t': 'create', 'id': conversation_id, 'scope': scope, 'at': now_text(), 'head': 1}
+            return replay([record]), [record]
+        if expected is not None and expected != state.revision:
+            raise ConflictError(
+                f'conversation {conversation_id!r} is at revision {state.revision}, not {expected}: it changed since you '
+                'read it. Reload it and apply your change again.',
+                conversation_id=conversation_id,
+                expected=expected,
+                actual=state.revision,
+            )
+        return state, []
+
+    def _batch(
+        self,
+        state: ConvState,
+        branch: int,
+        start: int,
+        messages: Sequence[ModelMessage],
+        provenance: str,
+        run_id: str | None,
+        prev_link: str,
+    ) -> dict[str, Any]:
+        bodies = [encoder.encode(m) for m in messages]
+        return {
+            't': 'batch',
+            'branch': branch,
+            'start': start,
+            'bodies': [b.decode() for b in bodies],
+            'provenance': provenance,
+            'run_id': run_id,
+            'prev_link': prev_link,
+            'link': extend_chain(prev_link, bodies),
+            'at': now_text(),
+            'title': None if state.title else title_of(list(messages)),
+        }
+
+    def _run_owner(self, run_id: str) -> str | None:
+        try:
+            return (self.root / 'runs' / file_key(run_id)).read_text()
+        except FileNotFoundError:
+            return None
+
+    def _index_run(self, run_id: str, conversation_id: str) -> None:
+        target = self.root / 'runs' / file_key(run_id)
+        if not target.exists():
+            tmp = target.with_suffix('.tmp')
+            tmp.write_text(conversation_id)
+            os.replace(tmp, target)

@@ -1,0 +1,352 @@
+"""The conversation log's operations on JSON-lines files (see `file.py`)."""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from .._uuid import uuid7
+from ..exceptions import (
+    UserError,
+)
+from ..messages import ModelMessage
+from ..messages._codec import encoder
+from ._chain import GENESIS, canonical_json, extend_chain
+from ._file_io import FileBase
+from ._file_records import (
+    REV,
+    ConvState,
+    file_key,
+    replay,
+    run_record,
+)
+from ._neutral import check_append, check_messages, now_text, parse_time, safe_start, search_terms
+from ._records import (
+    BatchInfo,
+    ChainCheck,
+    ConversationSummary,
+    Provenance,
+    SearchHit,
+    StoredConversation,
+    ToolEffect,
+)
+from ._text import message_text
+
+__all__ = ['FileLogOps']
+
+
+class FileLogOps(FileBase):
+    """The conversation-log half of the contract."""
+
+    def append(
+        self,
+        conversation_id: str,
+        messages: Sequence[ModelMessage],
+        *,
+        scope: str,
+        expected_revision: int | None = None,
+        provenance: Provenance = 'server',
+        run_id: str | None = None,
+    ) -> int:
+        check_append(messages, provenance)
+        with self._locked(conversation_id) as path:
+            state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
+            if messages:
+                records.append(
+                    self._batch(state, state.head, self._length(state), messages, provenance, run_id, state.chain_head)
+                )
+            self._append_lines(path, [*records, REV])
+            return state.revision + 1
+
+    def save(
+        self, result: Any, *, scope: str, conversation_id: str | None = None, expected_revision: int | None = None
+    ) -> int:
+        conversation_id = conversation_id or result.conversation_id
+        new = list(result.new_messages())
+        check_messages(new, 'result.new_messages()')
+        with self._locked(conversation_id) as path:
+            state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
+            stored = sum(
+                b['end'] - b['start']
+                for b in state.batches
+                if b['run_id'] == result.run_id and b['branch'] in state.branches
+            )
+            counted = state.runs.get(result.run_id, {}).get('status') == 'completed'
+            fresh = new[stored:]
+            if not fresh and counted:
+                return state.revision
+            if fresh:
+                records.append(
+                    self._batch(
+                        state, state.head, self._length(state), fresh, 'server', result.run_id, state.chain_head
+                    )
+                )
+            records.append(run_record(result, conversation_id, add_usage=not counted))
+            self._index_run(result.run_id, conversation_id)
+            self._append_lines(path, [*records, REV])
+            return state.revision + 1
+
+    def replace(
+        self,
+        conversation_id: str,
+        messages: Sequence[ModelMessage],
+        *,
+        scope: str,
+        expected_revision: int,
+        provenance: Provenance = 'server',
+        run_id: str | None = None,
+    ) -> int:
+        check_messages(messages, 'messages')
+        if expected_revision is None:
+            raise UserError('replace() needs expected_revision: a rewrite must say which revision it rewrites')
+        with self._locked(conversation_id) as path:
+            state, records = self._open(path, conversation_id, scope, expected_revision, create=False)
+            records += self._replace_records(state, list(messages), provenance, run_id)
+            if not records:
+                return state.revision
+            self._append_lines(path, [*records, REV])
+            return state.revision + 1
+
+    def _replace_records(
+        self, state: ConvState, messages: builtins.list[ModelMessage], provenance: str, run_id: str | None
+    ) -> builtins.list[dict[str, Any]]:
+        old = self._bodies(state, 0, self._length(state))
+        bodies = [encoder.encode(m) for m in messages]
+        shared = 0
+        for (_, old_body), new_body in zip(old, bodies, strict=False):
+            if canonical_json(old_body.encode()) != canonical_json(new_body):
+                break
+            shared += 1
+        if shared == len(old) == len(messages):
+            return []
+        branch = max(state.branches) + 1
+        prev = extend_chain(GENESIS, [b.encode() for _, b in old[:shared]])
+        records: builtins.list[dict[str, Any]] = [
+            {'t': 'branch', 'id': branch, 'parent': state.head, 'fork_position': shared}
+        ]
+        if len(messages) > shared:
+            records.append(self._batch(state, branch, shared, messages[shared:], provenance, run_id, prev))
+        else:
+            records.append({'t': 'head', 'link': prev})
+        return records
+
+    def load(self, conversation_id: str, *, scope: str, last: int | None = None) -> StoredConversation:
+        with self._lock:
+            state = self._get(conversation_id, scope)
+            rows = self._bodies(state)
+        messages = self._decode(rows, conversation_id)
+        raw = ('[' + ','.join(b for _, b in rows) + ']').encode()
+        cut = 0 if last is None else (safe_start(messages, len(messages) - min(last, len(messages))) or 0)
+        batches = [
+            BatchInfo(b['start'], b['end'], b['provenance'], b['run_id'], b['link'], parse_time(b['at']), b['full'])
+            for b in self._lineage_batches(state)
+        ]
+        return StoredConversation(
+            conversation_id=state.id,
+            scope=state.scope,
+            messages=messages[cut:],
+            usage=copy.copy(state.usage),
+            revision=state.revision,
+            offset=cut,
+            length=len(messages),
+            batches=batches,
+            forked_from=state.forked_from,
+            shared_prefix=state.forked_at or 0,
+            chain_head=state.chain_head,
+            title=state.title,
+            quarantined=state.quarantine,
+            raw=raw if cut == 0 else None,
+        )
+
+    def _lineage_batches(self, state: ConvState) -> builtins.list[dict[str, Any]]:
+        out = []
+        own = {(b['branch'], b['start']): b for b in state.batches}
+        for branch, lo, hi in self._segments(state):
+            source = (
+                own
+                if branch.owner == state.id
+                else {(b['branch'], b['start']): b for b in self._get(branch.owner, None).batches}
+            )
+            for (branch_id, _), batch in sorted(source.items(), key=lambda kv: kv[0][1]):
+                if branch_id == branch.id and batch['start'] < hi and batch['end'] > lo:
+                    full = batch['start'] >= lo and batch['end'] <= hi
+                    out.append({**batch, 'start': max(batch['start'], lo), 'end': min(batch['end'], hi), 'full': full})
+        return out
+
+    def list(
+        self, scope: str, *, limit: int = 50, offset: int = 0, query: str | None = None
+    ) -> builtins.list[ConversationSummary]:
+        rows = []
+        for state in self._all_states():
+            if state.scope != scope or (query and query.lower() not in (state.title or '').lower()):
+                continue
+            rows.append(
+                ConversationSummary(
+                    state.id,
+                    state.scope,
+                    state.title,
+                    self._length(state),
+                    len(state.runs),
+                    parse_time(state.created_at),
+                    parse_time(state.updated_at),
+                    state.revision,
+                    state.forked_from,
+                )
+            )
+        rows.sort(key=lambda r: (r.updated_at, r.conversation_id), reverse=True)
+        return rows[offset : offset + limit]
+
+    def _all_states(self) -> builtins.list[ConvState]:
+        out = []
+        for path in (self.root / 'conversations').glob('*.jsonl'):
+            records = self._read_lines(path, path.stem)
+            if records and records[0].get('t') == 'create':
+                out.append(replay(records))
+        return out
+
+    def fork(self, conversation_id: str, *, scope: str, at: int | None = None, new_id: str | None = None) -> str:
+        fork_id = new_id or uuid7()
+        with self._lock:
+            source = self._get(conversation_id, scope)
+            length = self._length(source)
+            position = length if at is None else at
+            if not 0 <= position <= length:
+                raise UserError(f'fork at={at}: the conversation has {length} messages')
+            link = extend_chain(GENESIS, [b.encode() for _, b in self._bodies(source, 0, position)])
+            with self._locked(fork_id) as path:
+                if self._state(fork_id) is not None:
+                    raise UserError(f'conversation {fork_id!r} already exists')
+                self._append_lines(
+                    path,
+                    [
+                        {
+                            't': 'create',
+                            'id': fork_id,
+                            'scope': scope,
+                            'at': now_text(),
+                            'head': 1,
+                            'forked_from': conversation_id,
+                            'forked_at': position,
+                            'parent_branch': [conversation_id, source.head],
+                            'link': link,
+                            'title': source.title,
+                            'usage': msgspec.to_builtins(source.usage) if position == length else None,
+                        }
+                    ],
+                )
+        return fork_id
+
+    def delete(self, conversation_id: str, *, scope: str | None) -> None:
+        with self._lock:
+            state = self._get(conversation_id, scope)
+            for child in self._all_states():
+                if child.parent_branch is not None and child.parent_branch[0] == conversation_id:
+                    self._materialize(child)
+            path = self._path(conversation_id)
+            graveyard = path.with_suffix('.deleted')
+            os.replace(path, graveyard)
+            graveyard.unlink()
+            path.with_suffix('.lock').unlink(missing_ok=True)
+            for run_id in state.runs:
+                (self.root / 'runs' / file_key(run_id)).unlink(missing_ok=True)
+
+    def _materialize(self, child: ConvState) -> None:
+        """Copy the prefix a fork shares with a conversation about to be deleted into the fork."""
+        with self._locked(child.id) as path:
+            prefix = self._bodies(child, 0, child.forked_at or 0)
+            root = min(child.branches)
+            self._append_lines(path, [{'t': 'materialize', 'branch': root, 'bodies': [b for _, b in prefix]}])
+
+    def prune(
+        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | None = None
+    ) -> builtins.list[str]:
+        if older_than is None and keep_last is None:
+            raise UserError('prune() needs older_than, keep_last, or both')
+        states = sorted(
+            (s for s in self._all_states() if scope is None or s.scope == scope),
+            key=lambda s: (s.scope, s.updated_at, s.id),
+            reverse=True,
+        )
+        rank: dict[str, int] = {}
+        doomed = []
+        for state in states:
+            rank[state.scope] = rank.get(state.scope, 0) + 1
+            if (older_than is not None and parse_time(state.updated_at) < older_than) or (
+                keep_last is not None and rank[state.scope] > keep_last
+            ):
+                doomed.append(state)
+        for state in doomed:
+            self.delete(state.id, scope=state.scope)
+        return [s.id for s in doomed]
+
+    def search(
+        self, query: str, *, scope: str, conversation_id: str | None = None, limit: int = 10
+    ) -> builtins.list[SearchHit]:
+        terms = search_terms(query)
+        if not terms:
+            return []
+        states = (
+            [self._get(conversation_id, scope)]
+            if conversation_id
+            else [s for s in self._all_states() if s.scope == scope]
+        )
+        hits = []
+        for state in states:
+            rows = (
+                self._bodies(state)
+                if conversation_id
+                else [(p, b) for br in state.branches.values() for p, b in br.messages.items()]
+            )
+            for position, body in rows:
+                text = message_text(self._decode([(position, body)], state.id)[0])
+                words = text.lower().split()
+                counts = [sum(1 for w in words if term in w) for term in terms]
+                if all(counts):
+                    score = sum(counts) / (1 + len(words) / 50)
+                    at = text.lower().find(terms[0])
+                    snippet = text[max(0, at - 40) : at + 60].replace(
+                        text[at : at + len(terms[0])], f'[{text[at : at + len(terms[0])]}]'
+                    )
+                    run_id = msgspec.json.decode(body).get('run_id')
+                    hits.append(SearchHit(state.id, position, score, snippet, run_id))
+        hits.sort(key=lambda h: (-h.score, h.conversation_id, h.position))
+        return hits[:limit]
+
+    def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:
+        """Re-hash the stored JSON against every whole batch's link and the chain head."""
+        with self._lock:
+            state = self._get(conversation_id, scope)
+            rows = self._bodies(state)
+            batches = self._lineage_batches(state)
+        recorded = {b['end']: (b['start'], b['link']) for b in batches if b['full']}
+        link = GENESIS
+        for position, body in rows:
+            link = extend_chain(link, [body.encode()])
+            batch = recorded.get(position + 1)
+            if batch is not None and batch[1] != link:
+                return ChainCheck(False, position + 1, state.chain_head, batch[0], 'a stored message changed')
+        if link != state.chain_head:
+            return ChainCheck(False, len(rows), state.chain_head, None, 'the chain head does not match')
+        return ChainCheck(True, len(rows), link)
+
+    def raw_history(self, conversation_id: str, *, scope: str) -> bytes:
+        state = self._get(conversation_id, scope)
+        return ('[' + ','.join(b for _, b in self._bodies(state)) + ']').encode()
+
+    def lineage(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[str, int, int]]:
+        state = self._get(conversation_id, scope)
+        return [(branch.owner, lo, hi) for branch, lo, hi in self._segments(state)]
+
+    def tool_effects_for_conversation(self, conversation_id: str) -> builtins.list[ToolEffect]:
+        state = self._state(conversation_id)
+        return [msgspec.convert(e, ToolEffect) for e in state.effects.values()] if state else []
+
+    def branches(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[int, int]]:
+        state = self._get(conversation_id, scope)
+        return [(b.id, b.length) for b in sorted(state.branches.values(), key=lambda b: b.id)]

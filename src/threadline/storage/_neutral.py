@@ -1,0 +1,93 @@
+"""Backend-neutral helpers every store shares: timestamps, argument checks, windows, search terms."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ..exceptions import UserError
+from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
+from ..messages._adapter import to_python
+
+__all__ = [
+    'check_append',
+    'check_messages',
+    'is_cut',
+    'now_text',
+    'parse_time',
+    'safe_start',
+    'search_terms',
+    'to_python_output',
+]
+
+
+def now_text() -> str:
+    return datetime.now(tz=UTC).isoformat()
+
+
+def parse_time(text: str | None) -> datetime:
+    return datetime.fromisoformat(text) if text else datetime.fromtimestamp(0, tz=UTC)
+
+
+def to_python_output(output: Any) -> Any:
+    """A run's output as JSON-compatible data (pydantic models and dataclasses included)."""
+    return msgspec.to_builtins(to_python(output), enc_hook=_output_hook)
+
+
+def _output_hook(value: Any) -> Any:
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value)
+
+
+def check_append(messages: Any, provenance: str) -> None:
+    check_messages(messages, 'messages')
+    if provenance not in ('server', 'client'):
+        raise UserError(f"provenance must be 'server' or 'client', not {provenance!r}")
+
+
+def check_messages(messages: Any, name: str) -> None:
+    if isinstance(messages, (str, bytes, dict)):
+        raise UserError(f'{name} must be a list of messages')
+    for index, message in enumerate(messages):
+        if not isinstance(message, (ModelRequest, ModelResponse)):
+            raise UserError(f'{name}[{index}] is a {type(message).__name__}, not a ModelRequest or ModelResponse')
+
+
+def is_cut(messages: list[ModelMessage], cut: int) -> bool:
+    """A history may start at `cut` when that is a request and every tool result after it has its call."""
+    if not isinstance(messages[cut], ModelRequest):
+        return False
+    calls: set[str] = set()
+    for message in messages[cut:]:
+        parts: list[Any] = list(message.parts)
+        for part in parts:
+            if isinstance(part, ToolCallPart):
+                calls.add(part.tool_call_id)
+            elif (
+                part.part_kind in ('tool-return', 'retry-prompt') and part.tool_name and part.tool_call_id not in calls
+            ):
+                return False
+    return True
+
+
+def safe_start(messages: list[ModelMessage], start: int) -> int | None:
+    """Where to cut a window of the last messages: the first safe cut at or after `start` (so the
+    window holds at most the messages asked for), else the nearest one before it. None when no
+    cut in `messages` is safe (the caller fetches earlier messages)."""
+    for cut in range(start, len(messages)):
+        if is_cut(messages, cut):
+            return cut
+    for cut in range(min(start, len(messages)) - 1, -1, -1):
+        if is_cut(messages, cut):
+            return cut
+    return None
+
+
+_TERM_CHARS = str.maketrans({c: ' ' for c in '"\'*^:()[]{}-+.,;!?/\\<>=&|~`@#$%'})
+
+
+def search_terms(query: str) -> list[str]:
+    return [t for t in query.translate(_TERM_CHARS).lower().split() if t][:16]

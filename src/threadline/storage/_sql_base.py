@@ -1,0 +1,385 @@
+"""The conversation log on a SQL database: rows, lineages and the locked writes every operation is built from.
+
+A conversation is a chain of branches. A branch holds the messages at positions
+`[fork_position, length)` and inherits the positions before `fork_position` from its parent branch,
+which may belong to another conversation (a fork). So a fork copies nothing, `replace` stores a
+rewritten history as a new branch of the same conversation (the old tip stays reachable), and an
+append writes only the new messages. Every write runs in one transaction, checks the
+conversation's revision, and moves it on by one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ..exceptions import ConflictError, ConversationNotFound, CorruptRecordError, MessageValidationError, UserError
+from ..messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
+from ..messages._codec import encoder
+from ._chain import GENESIS, canonical_json, extend_chain
+from ._dialect import Dialect
+from ._neutral import now_text, parse_time
+from ._records import BatchInfo, Provenance
+from ._text import message_text, title_of
+
+__all__ = ['Conversation', 'SQLBase', 'Segment', 'token', 'usage_decoder']
+
+
+def token(prefix: str, value: str) -> str:
+    """A single search token standing for a conversation or scope (hex, so no tokenizer splits it)."""
+    return prefix + hashlib.sha1(value.encode()).hexdigest()[:24]
+
+
+usage_decoder = msgspec.json.Decoder(RunUsage)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Part of a lineage: the messages of `branch` at positions `[start, end)`."""
+
+    branch: int
+    conversation_id: str
+    start: int
+    end: int
+
+
+@dataclass
+class Conversation:
+    id: str
+    scope: str
+    head_branch: int
+    revision: int
+    length: int
+    title: str | None
+    usage: str
+    forked_from: str | None
+    forked_at: int | None
+    chain_head: str
+    quarantine: str | None
+    created_at: str
+    updated_at: str
+    message_count: int
+    run_count: int
+
+
+class SQLBase:
+    """What every SQL operation is built from: statements through the dialect, rows read into
+    records, and the locked write steps (open, write a batch, finish) that keep revisions."""
+
+    _dialect: Dialect
+
+    def _write(self) -> AbstractContextManager[Any]:
+        return self._dialect.write()
+
+    def _read(self) -> AbstractContextManager[Any]:
+        return self._dialect.read()
+
+    def _exec(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        return conn.execute(self._dialect.q(sql), tuple(params))
+
+    def _one(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._exec(conn, sql, params).fetchone()
+
+    def _all(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return list(self._exec(conn, sql, params).fetchall())
+
+    def _insert_id(self, conn: Any, sql: str, params: Sequence[Any]) -> int:
+        return int(self._one(conn, sql + ' RETURNING id', params)[0])
+
+    # -- reading rows --------------------------------------------------------------------------
+    def _conversation(self, conn: Any, conversation_id: str, scope: str | None) -> Conversation:
+        row = self._one(
+            conn,
+            'SELECT c.id, c.scope, c.head_branch, c.revision, b.length, c.title, c.usage, c.forked_from, '
+            'c.forked_at, c.chain_head, c.quarantine, c.created_at, c.updated_at, c.message_count, c.run_count '
+            'FROM conversations c JOIN branches b ON b.id = c.head_branch WHERE c.id = ?',
+            (conversation_id,),
+        )
+        if row is None or (scope is not None and row[1] != scope):
+            raise ConversationNotFound(
+                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
+            )
+        return Conversation(*row)
+
+    def _lineage(self, conn: Any, head: int) -> list[Segment]:
+        segments: list[Segment] = []
+        branch: int | None = head
+        end: int | None = None
+        while branch is not None:
+            row = self._one(
+                conn,
+                'SELECT conversation_id, parent_branch, fork_position, length FROM branches WHERE id = ?',
+                (branch,),
+            )
+            if row is None:
+                raise CorruptRecordError(f'branch {branch} of a lineage is missing')
+            conversation_id, parent, fork_position, length = row
+            stop = length if end is None else min(end, length)
+            if stop > fork_position:
+                segments.append(Segment(branch, conversation_id, fork_position, stop))
+            branch, end = parent, fork_position
+        segments.reverse()
+        return segments
+
+    def _raw_messages(self, conn: Any, segments: list[Segment], start: int, end: int) -> list[tuple[int, str]]:
+        rows: list[tuple[int, str]] = []
+        for seg in segments:
+            lo, hi = max(seg.start, start), min(seg.end, end)
+            if lo < hi:
+                rows.extend(
+                    self._all(
+                        conn,
+                        'SELECT position, body FROM messages WHERE branch_id = ? AND position >= ? AND position < ? '
+                        'ORDER BY position',
+                        (seg.branch, lo, hi),
+                    )
+                )
+        return rows
+
+    def _decode(self, rows: list[tuple[int, str]], conversation_id: str) -> list[ModelMessage]:
+        return self._decode_raw(rows, conversation_id)[0]
+
+    def _decode_raw(self, rows: list[tuple[int, str]], conversation_id: str) -> tuple[list[ModelMessage], bytes]:
+        if not rows:
+            return [], b'[]'
+        document = ('[' + ','.join(body for _, body in rows) + ']').encode()
+        try:
+            return ModelMessagesTypeAdapter.validate_json(document), document
+        except MessageValidationError as exc:
+            index = int(exc.location.split('[', 1)[1].split(']', 1)[0]) if exc.location.startswith('messages[') else 0
+            position = rows[min(index, len(rows) - 1)][0]
+            raise CorruptRecordError(
+                f'conversation {conversation_id!r}, message {position}: stored message cannot be loaded '
+                f'({exc.reason}); it is damaged or was written by a newer version',
+                conversation_id=conversation_id,
+                position=position,
+            ) from None
+
+    def _batches(self, conn: Any, segments: list[Segment]) -> list[BatchInfo]:
+        out: list[BatchInfo] = []
+        for seg in segments:
+            for start, end, provenance, run_id, link, created in self._all(
+                conn,
+                'SELECT start, end_, provenance, run_id, link, created_at FROM batches WHERE branch_id = ? '
+                'AND start < ? AND end_ > ? ORDER BY start',
+                (seg.branch, seg.end, seg.start),
+            ):
+                out.append(
+                    BatchInfo(
+                        max(start, seg.start),
+                        min(end, seg.end),
+                        provenance,
+                        run_id,
+                        link,
+                        parse_time(created),
+                        start >= seg.start and end <= seg.end,
+                    )
+                )
+        return out
+
+    # -- writing -------------------------------------------------------------------------------
+    def _new_branch(self, conn: Any, conversation_id: str, parent: int | None, fork_position: int) -> int:
+        return self._insert_id(
+            conn,
+            'INSERT INTO branches (conversation_id, parent_branch, fork_position, length, created_at) '
+            'VALUES (?, ?, ?, ?, ?)',
+            (conversation_id, parent, fork_position, fork_position, now_text()),
+        )
+
+    def _create(self, conn: Any, conversation_id: str, scope: str) -> Conversation:
+        if not isinstance(scope, str) or not scope:
+            raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
+        existing = self._one(conn, 'SELECT scope FROM conversations WHERE id = ?', (conversation_id,))
+        if existing is not None:
+            raise ConversationNotFound(
+                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
+            )
+        stamp = now_text()
+        branch = self._new_branch(conn, conversation_id, None, 0)
+        self._exec(
+            conn,
+            'INSERT INTO conversations (id, scope, head_branch, revision, created_at, updated_at, usage, chain_head) '
+            'VALUES (?, ?, ?, 0, ?, ?, ?, ?)',
+            (conversation_id, scope, branch, stamp, stamp, '{}', GENESIS),
+        )
+        return self._conversation(conn, conversation_id, scope)
+
+    def _open_for_write(
+        self, conn: Any, conversation_id: str, scope: str, expected_revision: int | None, create: bool
+    ) -> Conversation:
+        self._dialect.lock_conversation(conn, conversation_id)
+        try:
+            conversation = self._conversation(conn, conversation_id, scope)
+        except ConversationNotFound:
+            if not create or expected_revision not in (None, 0):
+                raise
+            return self._create(conn, conversation_id, scope)
+        if expected_revision is not None and expected_revision != conversation.revision:
+            raise ConflictError(
+                f'conversation {conversation_id!r} is at revision {conversation.revision}, not {expected_revision}: '
+                'it changed since you read it. Reload it and apply your change again.',
+                conversation_id=conversation_id,
+                expected=expected_revision,
+                actual=conversation.revision,
+            )
+        return conversation
+
+    def _link_at(self, conn: Any, segments: list[Segment], position: int) -> str:
+        """The chain link after `position` messages of this lineage."""
+        if position == 0:
+            return GENESIS
+        for seg in reversed(segments):
+            if seg.start < position:
+                row = self._one(
+                    conn,
+                    'SELECT start, end_, prev_link, link FROM batches WHERE branch_id = ? AND start < ? '
+                    'ORDER BY start DESC LIMIT 1',
+                    (seg.branch, position),
+                )
+                if row is None:
+                    break
+                start, end, prev_link, link = row
+                if end == position:
+                    return str(link)
+                raw = [body for _, body in self._raw_messages(conn, segments, start, position)]
+                return extend_chain(prev_link, (r.encode() for r in raw))
+        raise CorruptRecordError(f'no chain link recorded before position {position}')
+
+    def _write_batch(
+        self,
+        conn: Any,
+        conversation: Conversation,
+        branch: int,
+        start: int,
+        messages: Sequence[ModelMessage],
+        provenance: Provenance,
+        run_id: str | None,
+        prev_link: str,
+        scope: str,
+    ) -> str:
+        bodies = [encoder.encode(m) for m in messages]
+        link = extend_chain(prev_link, bodies)
+        rows = []
+        for offset, (message, body) in enumerate(zip(messages, bodies, strict=True)):
+            text = body.decode()
+            message_id = self._insert_id(
+                conn,
+                'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?)',
+                (branch, start + offset, conversation.id, message.run_id, text),
+            )
+            rows.append((message_id, message_text(message), conversation.id, scope))
+        self._dialect.index(conn, rows)
+        self._exec(
+            conn,
+            'INSERT INTO batches (conversation_id, branch_id, start, end_, provenance, run_id, prev_link, link, '
+            'created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            (conversation.id, branch, start, start + len(messages), provenance, run_id, prev_link, link, now_text()),
+        )
+        self._exec(conn, 'UPDATE branches SET length = ? WHERE id = ?', (start + len(messages), branch))
+        return link
+
+    def _finish_write(
+        self,
+        conn: Any,
+        conversation: Conversation,
+        *,
+        head: int,
+        length: int,
+        link: str,
+        usage: str | None = None,
+        title: str | None = None,
+        runs: int = 0,
+    ) -> int:
+        revision = conversation.revision + 1
+        self._exec(
+            conn,
+            'UPDATE conversations SET head_branch = ?, revision = ?, updated_at = ?, message_count = ?, '
+            'chain_head = ?, usage = ?, title = ?, run_count = run_count + ? WHERE id = ?',
+            (
+                head,
+                revision,
+                now_text(),
+                length,
+                link,
+                usage if usage is not None else conversation.usage,
+                conversation.title or title,
+                runs,
+                conversation.id,
+            ),
+        )
+        return revision
+
+    def _append_locked(
+        self,
+        conn: Any,
+        conversation: Conversation,
+        messages: Sequence[ModelMessage],
+        provenance: Provenance,
+        run_id: str | None,
+        usage_delta: RunUsage | None = None,
+        runs: int = 0,
+    ) -> int:
+        length = conversation.length
+        link = conversation.chain_head
+        if messages:
+            link = self._write_batch(
+                conn,
+                conversation,
+                conversation.head_branch,
+                length,
+                messages,
+                provenance,
+                run_id,
+                conversation.chain_head,
+                conversation.scope,
+            )
+        usage = None
+        if usage_delta is not None:
+            total = usage_decoder.decode(conversation.usage) if conversation.usage else RunUsage()
+            total.incr(usage_delta)
+            usage = encoder.encode(total).decode()
+        title = None if conversation.title else title_of(list(messages))
+        return self._finish_write(
+            conn,
+            conversation,
+            head=conversation.head_branch,
+            length=length + len(messages),
+            link=link,
+            usage=usage,
+            title=title,
+            runs=runs,
+        )
+
+    def _replace_locked(
+        self,
+        conn: Any,
+        conversation: Conversation,
+        messages: list[ModelMessage],
+        provenance: Provenance,
+        run_id: str | None,
+    ) -> int:
+        segments = self._lineage(conn, conversation.head_branch)
+        old = self._raw_messages(conn, segments, 0, conversation.length)
+        bodies = [encoder.encode(m) for m in messages]
+        shared = 0
+        for (_, old_body), new_body in zip(old, bodies, strict=False):
+            if canonical_json(old_body.encode()) != canonical_json(new_body):
+                break
+            shared += 1
+        if shared == len(old) == len(messages):
+            return conversation.revision
+        branch = self._new_branch(conn, conversation.id, conversation.head_branch, shared)
+        prev_link = self._link_at(conn, segments, shared)
+        link = (
+            self._write_batch(
+                conn, conversation, branch, shared, messages[shared:], provenance, run_id, prev_link, conversation.scope
+            )
+            if len(messages) > shared
+            else prev_link
+        )
+        return self._finish_write(conn, conversation, head=branch, length=len(messages), link=link)
