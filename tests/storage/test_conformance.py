@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from tests.storage.conftest import fresh_postgres_url, needs_postgres
-from threadline.storage import FileStore, MemoryStore, SQLiteStore
+from threadline.storage import AsyncStore, FileStore, MemoryStore, SQLiteStore
 from threadline.storage.testing import ConversationStoreConformance
 
 
 class TestMemoryStore(ConversationStoreConformance):
-    def make_store(self) -> Any:
+    def make_store(self) -> AsyncStore[Any]:
         return MemoryStore()
 
 
@@ -22,7 +22,7 @@ class TestSQLiteStore(ConversationStoreConformance):
     def _tmp(self, tmp_path: Path) -> None:
         self.path = tmp_path / 'threadline.db'
 
-    def make_store(self) -> Any:
+    def make_store(self) -> AsyncStore[Any]:
         return SQLiteStore(self.path)
 
 
@@ -31,13 +31,13 @@ class TestFileStore(ConversationStoreConformance):
     def _tmp(self, tmp_path: Path) -> None:
         self.path = tmp_path / 'files'
 
-    def make_store(self) -> Any:
+    def make_store(self) -> AsyncStore[Any]:
         return FileStore(self.path)
 
 
 @needs_postgres
 class TestPostgresStore(ConversationStoreConformance):
-    def make_store(self) -> Any:
+    def make_store(self) -> AsyncStore[Any]:
         from threadline.storage import PostgresStore
 
         return PostgresStore(fresh_postgres_url())

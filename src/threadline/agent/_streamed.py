@@ -184,7 +184,7 @@ class StreamedRunResult(Generic[OutputDataT]):
 
 def _text_of(event: Any) -> str | None:
     if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-        return event.part.content  # type: ignore[no-any-return]
+        return event.part.content
     if isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
         return event.delta.content_delta
     return None

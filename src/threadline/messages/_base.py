@@ -52,7 +52,7 @@ class WireStruct(msgspec.Struct, metaclass=MessageMeta, repr_omit_defaults=True,
 
     def __replace__(self, **changes: Any) -> Any:
         """Support `copy.replace` (Python 3.13+) the same way `dataclasses.replace` is supported."""
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        return dataclasses.replace(self, **changes)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:

@@ -178,7 +178,7 @@ def _load_message(item: Any, loc: str) -> ModelMessage:
             fields['usage']['details'] = {}
     fields['parts'] = []
     message: ModelMessage = _convert(fields, cls, loc)
-    message.parts = parts  # type: ignore[assignment]
+    message.parts = parts
     return message
 
 
@@ -202,7 +202,7 @@ def _load_part(part: Any, loc: str, part_types: dict[str, type[msgspec.Struct]])
         fields['content'] = ''
     loaded = _convert(fields, cls, loc)
     if items is not None:
-        loaded.content = items  # type: ignore[attr-defined]
+        loaded.content = items
     return loaded
 
 

@@ -20,7 +20,7 @@ class _Opaque:
         self.data = data
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.data == self.data  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.data == self.data
 
     def __hash__(self) -> int:
         return id(self)

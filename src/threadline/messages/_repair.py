@@ -183,7 +183,7 @@ def _looks_valid(messages: Sequence[ModelMessage], repair_last_response: bool) -
             frontier = set()
             for part in message.parts:
                 if type(part) is call_t:
-                    call_id = part.tool_call_id  # type: ignore[union-attr,assignment]
+                    call_id = part.tool_call_id
                     if call_id in seen:
                         return False
                     open_ids.add(call_id)
@@ -240,16 +240,16 @@ def _diagnose(messages: Sequence[ModelMessage], repair_last_response: bool) -> _
             last_response = i
             for j, part in enumerate(message.parts):
                 if type(part) is call_t:
-                    call_id = part.tool_call_id  # type: ignore[union-attr,assignment]
+                    call_id = part.tool_call_id
                     queue = open_calls.get(call_id)
                     if queue is None:
-                        open_calls[call_id] = [(i, j, part)]  # type: ignore[list-item]
+                        open_calls[call_id] = [(i, j, part)]
                         seen.add(call_id)
                     else:
                         if queue and queue[0][0] != i:  # reused by a later response
                             dangling.extend(queue)
                             queue.clear()  # the id keeps its place: the order of synthesized returns follows it
-                        queue.append((i, j, part))  # type: ignore[arg-type]
+                        queue.append((i, j, part))
             continue
         result_seen = other_after_result = False
         for j, part in enumerate(message.parts):

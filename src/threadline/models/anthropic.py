@@ -123,7 +123,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
                 body['tool_choice'] = {'type': 'any'}
         for key in ('temperature', 'top_p'):
             if key in settings:
-                body[key] = settings[key]  # type: ignore[literal-required]
+                body[key] = settings[key]
         if 'stop_sequences' in settings:
             body['stop_sequences'] = settings['stop_sequences']
         return body

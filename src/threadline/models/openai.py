@@ -124,7 +124,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             body['max_completion_tokens'] = settings['max_tokens']
         for key in ('temperature', 'top_p', 'seed', 'parallel_tool_calls'):
             if key in settings:
-                body[key] = settings[key]  # type: ignore[literal-required]
+                body[key] = settings[key]
         if 'stop_sequences' in settings:
             body['stop'] = settings['stop_sequences']
         return body

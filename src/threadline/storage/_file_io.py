@@ -136,7 +136,7 @@ class FileBase:
             stop = branch.length if end is None else min(end, branch.length)
             if stop > branch.fork_position:
                 out.append((branch, branch.fork_position, stop))
-            end = branch.fork_position
+            end = min(stop, branch.fork_position)  # a fork point below a rewrite shares less
             if branch.parent is not None:
                 branch = owner_state.branches[branch.parent]
             elif owner_state.parent_branch is not None and end > 0:

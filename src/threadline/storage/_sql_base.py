@@ -122,7 +122,7 @@ class SQLBase:
             stop = length if end is None else min(end, length)
             if stop > fork_position:
                 segments.append(Segment(branch, conversation_id, fork_position, stop))
-            branch, end = parent, fork_position
+            branch, end = parent, min(stop, fork_position)  # a fork point below the parent's own shares less
         segments.reverse()
         return segments
 

@@ -243,7 +243,7 @@ class StepPersistence(AbstractCapability):
             call.tool_name,
             status,
             _now(),
-            _now(),  # type: ignore[arg-type]
+            _now(),
             summary=error,
         )
         await self._flush(ctx, state, effect=effect, messages=False)

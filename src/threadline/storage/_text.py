@@ -40,21 +40,21 @@ def message_text(message: ModelMessage) -> str:
     for part in parts:
         kind = type(part)
         if kind is UserPromptPart:
-            content = part.content  # type: ignore[union-attr]
+            content = part.content
             if isinstance(content, str):
                 out.append(content)
             else:
                 out.extend(i if isinstance(i, str) else i.content for i in content if isinstance(i, (str, TextContent)))
         elif kind is TextPart or kind is ThinkingPart or kind is SystemPromptPart:
-            out.append(part.content)  # type: ignore[union-attr]
+            out.append(part.content)
         elif kind is ToolCallPart:
-            out.append(part.tool_name)  # type: ignore[union-attr]
-            out.append(_json_text(part.args))  # type: ignore[union-attr]
+            out.append(part.tool_name)
+            out.append(_json_text(part.args))
         elif kind is ToolReturnPart:
-            out.append(part.tool_name)  # type: ignore[union-attr]
-            out.append(_json_text(part.content))  # type: ignore[union-attr]
+            out.append(part.tool_name)
+            out.append(_json_text(part.content))
         elif kind is RetryFeedbackPart or kind is RetryPromptPart:
-            out.append(_json_text(part.content))  # type: ignore[union-attr]
+            out.append(_json_text(part.content))
     return '\n'.join(t for t in out if isinstance(t, str) and t)
 
 

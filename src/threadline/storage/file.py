@@ -106,6 +106,8 @@ class FileBackend(FileLogOps):
         if conversation_id is None:
             return
         with self._locked(conversation_id) as path:
+            self._get(conversation_id, None)  # a row for a conversation that does not exist would orphan it
+            self._index_run(effect.run_id, conversation_id)
             self._append_lines(path, [{'t': 'effect', **msgspec.to_builtins(effect)}])
 
     def _owner_state(self, run_id: str) -> ConvState | None:
@@ -255,6 +257,7 @@ class FileBackend(FileLogOps):
             return
         with self._locked(conversation_id) as path:
             self._get(conversation_id, None)
+            self._index_run(event.run_id, conversation_id)
             self._append_lines(path, [{'t': 'event', **msgspec.to_builtins(event)}])
 
     def save_snapshot(self, request: SnapshotRequest) -> Snapshot:

@@ -183,7 +183,7 @@ class PostgresDialect:
             params.append(scope)
         sql += ' ORDER BY score DESC, m.id LIMIT %s'
         params.append(limit)
-        return [tuple(r) for r in conn.execute(sql, params).fetchall()]  # type: ignore[misc]
+        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
 
 
 def _describe(exc: Exception) -> str:

@@ -2,99 +2,48 @@
 
     class TestMyStore(ConversationStoreConformance):
         def make_store(self):
-            return MyStore(...)
+            return AsyncStore(MyBackend(...))
 
-Each test is a behaviour a user of the store relies on (revisions, scopes, forks, deletion,
-retention, search, windows, the hash chain, sync and async faces). Needs pytest.
+This is how to check your own backend: implement the `SyncStore` Protocol (the single definition
+of every operation), wrap it with `AsyncStore(...)`, and run this suite against it. Each test is a
+behaviour a user of the store relies on: revisions, scopes, forks, deletion, retention, search,
+windows, the hash chain, run records, events, snapshots, the tool-effect ledger, the audit's
+receipts, waits, events and quarantine, and both faces. Needs pytest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from ..exceptions import ConflictError, ConversationNotFound, UserError
-from ..messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RequestUsage,
-    RunUsage,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from ..messages import ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
+from ._conformance_records import RecordConformance
+from ._face import AsyncStore
+from ._samples import T0, SampleResult, turn
 
 __all__ = ['ConversationStoreConformance', 'turn']
 
-T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
+class ConversationStoreConformance(RecordConformance):
+    """Behaviours every store must have, over the whole contract. Override `make_store` to return
+    your backend wrapped in its async face (`AsyncStore(MyBackend(...))`, or a ready-made store)."""
 
-def turn(i: int, *, conversation_id: str = 'c', run_id: str | None = None, text: str = 'hello') -> list[ModelMessage]:
-    """Four messages: a prompt, a tool call, its result, an answer (deterministic in `i`)."""
-    run = run_id or f'run-{i}'
-    stamp = T0 + timedelta(seconds=i)
-    return [
-        ModelRequest(
-            parts=[UserPromptPart(f'{text} question {i}', timestamp=stamp)],
-            timestamp=stamp,
-            run_id=run,
-            conversation_id=conversation_id,
-        ),
-        ModelResponse(
-            parts=[ToolCallPart('lookup', {'n': i}, f'call-{i}')],
-            timestamp=stamp,
-            run_id=run,
-            conversation_id=conversation_id,
-            usage=RequestUsage(input_tokens=10, output_tokens=2),
-        ),
-        ModelRequest(
-            parts=[ToolReturnPart('lookup', f'result {i}', f'call-{i}', timestamp=stamp)],
-            timestamp=stamp,
-            run_id=run,
-            conversation_id=conversation_id,
-        ),
-        ModelResponse(
-            parts=[TextPart(f'answer {i} about zebra{i}')], timestamp=stamp, run_id=run, conversation_id=conversation_id
-        ),
-    ]
-
-
-class _Result:
-    """The parts of a run result a store reads (so the suite needs no model)."""
-
-    def __init__(self, messages: list[ModelMessage], run_id: str, conversation_id: str) -> None:
-        self._messages = messages
-        self.run_id = run_id
-        self.conversation_id = conversation_id
-        self.output = 'done'
-        self.run_usage = RunUsage(requests=2, tool_calls=1, input_tokens=20, output_tokens=4)
-        self.model_name = 'test'
-
-    def new_messages(self) -> list[ModelMessage]:
-        return self._messages
-
-
-class ConversationStoreConformance:
-    """Behaviours every `ConversationStore` must have. Override `make_store`."""
-
-    def make_store(self) -> Any:  # pragma: no cover - provided by the subclass
+    def make_store(self) -> AsyncStore[Any]:  # pragma: no cover - provided by the subclass
         raise NotImplementedError
 
     @pytest.fixture
-    def store(self) -> Any:
+    def store(self) -> Iterator[AsyncStore[Any]]:
         store = self.make_store()
         yield store
-        close = getattr(store, 'close', None)
-        if close is not None:
-            close()
+        store.close()
 
-    def test_append_load_round_trip(self, store: Any) -> None:
+    def test_append_load_round_trip(self, store: AsyncStore[Any]) -> None:
         rev1 = store.sync.append('c1', turn(0, conversation_id='c1'), scope='s')
         rev2 = store.sync.append('c1', turn(1, conversation_id='c1'), scope='s', expected_revision=rev1)
         assert rev2 == rev1 + 1
@@ -104,8 +53,8 @@ class ConversationStoreConformance:
         assert [(b.start, b.end, b.provenance) for b in loaded.batches] == [(0, 4, 'server'), (4, 8, 'server')]
         assert loaded.title == 'hello question 0'
 
-    def test_save_records_run_and_usage_once(self, store: Any) -> None:
-        result = _Result(turn(0, conversation_id='c2', run_id='r0'), 'r0', 'c2')
+    def test_save_records_run_and_usage_once(self, store: AsyncStore[Any]) -> None:
+        result = SampleResult(turn(0, conversation_id='c2', run_id='r0'), 'r0', 'c2')
         revision = store.sync.save(result, scope='s')
         assert store.sync.save(result, scope='s') == revision  # saving again adds nothing
         loaded = store.sync.load('c2', scope='s')
@@ -114,7 +63,7 @@ class ConversationStoreConformance:
         [run] = store.sync.list_runs('c2')
         assert run.run_id == 'r0' and run.status == 'completed' and run.usage.tool_calls == 1
 
-    def test_stale_revision_conflicts_and_writes_nothing(self, store: Any) -> None:
+    def test_stale_revision_conflicts_and_writes_nothing(self, store: AsyncStore[Any]) -> None:
         revision = store.sync.append('c3', turn(0, conversation_id='c3'), scope='s')
         store.sync.append('c3', turn(1, conversation_id='c3'), scope='s', expected_revision=revision)
         with pytest.raises(ConflictError) as info:
@@ -122,7 +71,7 @@ class ConversationStoreConformance:
         assert (info.value.expected, info.value.actual) == (revision, revision + 1)
         assert store.sync.load('c3', scope='s').length == 8
 
-    def test_concurrent_appends_never_interleave(self, store: Any) -> None:
+    def test_concurrent_appends_never_interleave(self, store: AsyncStore[Any]) -> None:
         store.sync.append('c4', [], scope='s')
         errors: list[BaseException] = []
 
@@ -144,14 +93,15 @@ class ConversationStoreConformance:
         for first, second in zip(messages[::2], messages[1::2], strict=True):
             assert first.run_id == second.run_id  # each batch stayed together
 
-    def test_scope_is_enforced(self, store: Any) -> None:
+    def test_scope_is_enforced(self, store: AsyncStore[Any]) -> None:
         store.sync.append('c5', turn(0, conversation_id='c5'), scope='tenant-a')
-        for call in (
+        calls: list[Callable[[], object]] = [
             lambda: store.sync.load('c5', scope='tenant-b'),
             lambda: store.sync.append('c5', turn(1), scope='tenant-b'),
             lambda: store.sync.fork('c5', scope='tenant-b'),
             lambda: store.sync.delete('c5', scope='tenant-b'),
-        ):
+        ]
+        for call in calls:
             with pytest.raises(ConversationNotFound):
                 call()
         assert store.sync.search('zebra0', scope='tenant-b') == []
@@ -159,7 +109,7 @@ class ConversationStoreConformance:
         with pytest.raises(UserError):
             store.sync.append('c6', turn(0), scope='')
 
-    def test_replace_makes_a_branch_and_keeps_the_old_tip(self, store: Any) -> None:
+    def test_replace_makes_a_branch_and_keeps_the_old_tip(self, store: AsyncStore[Any]) -> None:
         revision = store.sync.append('c7', turn(0, conversation_id='c7') + turn(1, conversation_id='c7'), scope='s')
         before = store.sync.load('c7', scope='s')
         compacted = [
@@ -176,7 +126,7 @@ class ConversationStoreConformance:
         old_branch = next(branch for branch, length in old if length == 8)
         assert store.sync.load_at('c7', scope='s', branch_id=old_branch, position=8) == before.messages
 
-    def test_fork_shares_the_prefix_and_survives_the_parent(self, store: Any) -> None:
+    def test_fork_shares_the_prefix_and_survives_the_parent(self, store: AsyncStore[Any]) -> None:
         store.sync.append('c8', turn(0, conversation_id='c8') + turn(1, conversation_id='c8'), scope='s')
         fork_id = store.sync.fork('c8', scope='s', at=4)
         fork = store.sync.load(fork_id, scope='s')
@@ -188,8 +138,8 @@ class ConversationStoreConformance:
         assert kept.messages == turn(0, conversation_id='c8') + turn(5, conversation_id=fork_id)
         assert store.sync.verify(fork_id, scope='s').ok
 
-    def test_delete_erases_everything(self, store: Any) -> None:
-        store.sync.save(_Result(turn(0, conversation_id='c9', run_id='r9'), 'r9', 'c9'), scope='s')
+    def test_delete_erases_everything(self, store: AsyncStore[Any]) -> None:
+        store.sync.save(SampleResult(turn(0, conversation_id='c9', run_id='r9'), 'r9', 'c9'), scope='s')
         assert store.sync.search('zebra0', scope='s', conversation_id='c9')
         store.sync.delete('c9', scope='s')
         with pytest.raises(ConversationNotFound):
@@ -197,7 +147,7 @@ class ConversationStoreConformance:
         assert store.sync.search('zebra0', scope='s') == []
         assert store.sync.list_runs('c9') == []
 
-    def test_prune_by_age_and_count(self, store: Any) -> None:
+    def test_prune_by_age_and_count(self, store: AsyncStore[Any]) -> None:
         for k in range(4):
             store.sync.append(f'p{k}', turn(k, conversation_id=f'p{k}'), scope='s')
         store.sync.append('other', turn(0), scope='t')
@@ -211,7 +161,7 @@ class ConversationStoreConformance:
         with pytest.raises(UserError):
             store.sync.prune()
 
-    def test_last_n_cuts_where_calls_keep_their_results(self, store: Any) -> None:
+    def test_last_n_cuts_where_calls_keep_their_results(self, store: AsyncStore[Any]) -> None:
         store.sync.append('c10', turn(0, conversation_id='c10') + turn(1, conversation_id='c10'), scope='s')
         window = store.sync.load('c10', scope='s', last=3)
         assert window.offset == 4 + 2 or window.offset <= 4
@@ -222,7 +172,7 @@ class ConversationStoreConformance:
         assert results <= calls
         assert store.sync.load('c10', scope='s', last=100).offset == 0
 
-    def test_search_ranks_and_scopes(self, store: Any) -> None:
+    def test_search_ranks_and_scopes(self, store: AsyncStore[Any]) -> None:
         for k in range(3):
             store.sync.append(f's{k}', turn(k, conversation_id=f's{k}', text=f'topic{k}'), scope='s')
         hits = store.sync.search('zebra1', scope='s')
@@ -232,13 +182,13 @@ class ConversationStoreConformance:
         assert {h.conversation_id for h in store.sync.search('question', scope='s', limit=10)} == {'s0', 's1', 's2'}
         assert store.sync.search('"; DROP TABLE messages; --', scope='s') == []
 
-    def test_chain_verifies(self, store: Any) -> None:
+    def test_chain_verifies(self, store: AsyncStore[Any]) -> None:
         store.sync.append('c11', turn(0, conversation_id='c11'), scope='s')
         store.sync.append('c11', turn(1, conversation_id='c11'), scope='s')
         check = store.sync.verify('c11', scope='s')
         assert check.ok and check.checked == 8 and check.chain_head == store.sync.load('c11', scope='s').chain_head
 
-    def test_async_face(self, store: Any) -> None:
+    def test_async_face(self, store: AsyncStore[Any]) -> None:
         async def main() -> None:
             revision = await store.append('c12', turn(0, conversation_id='c12'), scope='s')
             loaded = await store.load('c12', scope='s')
