@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._agent import Agent
 from ._context import RunContext
-from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, UserPromptNode
+from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
 from ._limits import UsageLimits
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from ._result import AgentRunResult, RunResult
@@ -23,6 +23,7 @@ __all__ = [
     'End',
     'FinalResult',
     'ModelRequestNode',
+    'NodeResult',
     'RunContext',
     'RunCancelled',
     'RunResult',

@@ -8,10 +8,10 @@ from contextlib import asynccontextmanager
 from typing import Any, Generic, overload
 
 from .._uuid import uuid7
-from ..capabilities import AbstractCapability
 from ..exceptions import UserError
 from ..messages import ModelMessage, ModelRequest, ModelResponse, RunUsage, SystemPromptPart, UserContent
 from ..models import Model, ModelSettings, infer_model
+from ._capability import AbstractCapability, CapabilityChain
 from ._context import AgentDepsT, RunContext
 from ._graph import UserPromptNode
 from ._limits import UsageLimits
@@ -234,8 +234,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             conversation_id,
             capabilities,
         )
-        for capability in state.capabilities:
-            await capability.before_run(state.ctx)
+        await state.capabilities.before_run(state.ctx)
         yield AgentRun(state, UserPromptNode(user_prompt))
 
     def _new_state(
@@ -279,7 +278,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             settings=settings,  # type: ignore[arg-type]
             output=self._output,
             tools=self._tools,
-            capabilities=[*self.capabilities, *capabilities],
+            capabilities=CapabilityChain([*self.capabilities, *capabilities]),
             instruction_sources=[*self._instructions, *_as_list(instructions)],
             system_prompt_sources=self._system_prompts,
             dynamic_system_prompts=self._dynamic_system_prompts,

@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from ..capabilities import ModelRequestContext
 from ..exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
 from ..messages import (
     ModelRequest,
@@ -35,6 +34,7 @@ from ..messages import (
 )
 from ..messages._events import FunctionToolCallEvent, FunctionToolResultEvent
 from ..models import render_history
+from ._capability import ModelRequestContext
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from ._state import RunState, now_utc
 from ._tools import Tool, ToolArgsError
@@ -192,7 +192,7 @@ class ModelRequestNode:
                 prepared, request_context.model_settings, request_context.model_request_parameters
             )
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
-            response = await state.on_model_request_error(request_context, error)
+            response = await state.capabilities.on_model_request_error(state.ctx, request_context, error)
         return await self._finish(state, request_context, response)
 
     @asynccontextmanager
@@ -244,7 +244,7 @@ class ModelRequestNode:
             model_request_parameters=params,
         )
         before = _history_shape(state)
-        request_context = await state.before_model_request(request_context)
+        request_context = await state.capabilities.before_model_request(state.ctx, request_context)
         if state.drain_asap():  # content a hook enqueued reaches this request too
             request_context.messages = list(state.history)
         _check_request_messages(request_context.messages)
@@ -264,7 +264,7 @@ class ModelRequestNode:
         model = request_context.model
         # Hooks see the response as it will be stored (ids, model); a replacement gets the same.
         _stamp_response(state, response, model)
-        response = await state.after_model_request(request_context, response)
+        response = await state.capabilities.after_model_request(state.ctx, request_context, response)
         _stamp_response(state, response, model)
         state.history.append(response)
         for usage in (ctx.usage, state.run_usage):
@@ -523,34 +523,18 @@ class _ToolStep:
             usage.tool_calls += 1
         outcome = 'success'
         try:
-            for capability in state.capabilities:
-                changed = await capability.before_tool_execute(tool_ctx, call=call, tool_def=tool_def, args=args)
-                args = changed if changed is not None else args
+            args = await state.capabilities.before_tool_execute(tool_ctx, call, tool_def, args)
             result = await tool.call(tool_ctx, args)
-            for capability in reversed(state.capabilities):
-                result = await capability.after_tool_execute(
-                    tool_ctx, call=call, tool_def=tool_def, args=args, result=result
-                )
+            result = await state.capabilities.after_tool_execute(tool_ctx, call, tool_def, args, result)
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             try:
-                result = await _recover_tool_error(state, tool_ctx, call, tool_def, args, error)
+                result = await state.capabilities.on_tool_execute_error(tool_ctx, call, tool_def, args, error)
             except ModelRetry as retry:
                 return self._retry(call, retry.message, 'model_retry', limit)
             outcome = 'failed'
         if isinstance(result, ToolReturnPart):
             return result
         return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
-
-
-async def _recover_tool_error(
-    state: RunState, ctx: Any, call: ToolCallPart, tool_def: Any, args: dict[str, Any], error: Exception
-) -> Any:
-    for capability in reversed(state.capabilities):
-        try:
-            return await capability.on_tool_execute_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
-        except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
-            error = raised
-    raise error
 
 
 def _external_result(call: ToolCallPart, value: Any) -> ToolReturnPart:

@@ -71,9 +71,7 @@ class AgentRun(Generic[OutputDataT]):
         run, and the run's result once it reaches `End` (streaming runs nodes themselves)."""
         state = self._state
         try:
-            for capability in reversed(state.capabilities):
-                changed = await capability.after_node_run(state.ctx, node=node, result=result)
-                result = changed if changed is not None else result
+            result = await state.capabilities.after_node_run(state.ctx, node, result)
             if isinstance(result, End):
                 redirect = state.drain_at_end()
                 if redirect is not None:
@@ -87,11 +85,7 @@ class AgentRun(Generic[OutputDataT]):
 
     async def _state_cancelled(self, error: Exception) -> None:
         """Tell capabilities the run stopped early (a cancelled stream), so stores record it."""
-        for capability in reversed(self._state.capabilities):
-            try:
-                await capability.on_run_error(self._state.ctx, error=error)
-            except Exception:  # noqa: BLE001 - every capability hears it; none may stop the others
-                continue
+        await self._state.capabilities.announce_cancelled(self._state.ctx, error)
 
     async def _failed(self, error: Exception) -> NodeResult:
         self._result = await self._recover(error)
@@ -130,18 +124,10 @@ class AgentRun(Generic[OutputDataT]):
 
     async def _finish(self, end: End[FinalResult[Any]]) -> AgentRunResult[OutputDataT]:
         result = self._build_result(end.data.output)
-        for capability in reversed(self._state.capabilities):
-            changed = await capability.after_run(self._state.ctx, result=result)
-            result = changed if changed is not None else result
-        return result
+        return await self._state.capabilities.after_run(self._state.ctx, result)
 
     async def _recover(self, error: Exception) -> AgentRunResult[OutputDataT]:
-        for capability in reversed(self._state.capabilities):
-            try:
-                return await capability.on_run_error(self._state.ctx, error=error)
-            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
-                error = raised
-        raise error
+        return await self._state.capabilities.on_run_error(self._state.ctx, error)
 
 
 def _redirect(request: Any) -> NodeResult:

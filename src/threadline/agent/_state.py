@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..capabilities import AbstractCapability, ModelRequestContext
-from ..messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
+from ..messages import ModelMessage, ModelRequest, RepairEvent, RunUsage, SystemPromptPart
 from ..models import Model, ModelRequestParameters, ModelSettings
+from ._capability import CapabilityChain
 from ._context import RunContext
 from ._enqueue import EnqueueQueue
 from ._limits import UsageLimits
@@ -43,7 +43,7 @@ class RunState:
     settings: ModelSettings | None
     output: OutputSpec
     tools: dict[str, Tool[Any]]
-    capabilities: Sequence[AbstractCapability]
+    capabilities: CapabilityChain
     instruction_sources: Sequence[InstructionSource]
     system_prompt_sources: Sequence[InstructionSource]
     dynamic_system_prompts: dict[str, Callable[..., Any]]
@@ -74,7 +74,7 @@ class RunState:
             settings=None,
             output=agent._output,
             tools={},
-            capabilities=(),
+            capabilities=CapabilityChain(),
             instruction_sources=agent._instructions,
             system_prompt_sources=agent._system_prompts,
             dynamic_system_prompts=agent._dynamic_system_prompts,
@@ -195,27 +195,6 @@ class RunState:
                 UserWarning,
                 stacklevel=2,
             )
-
-    # -- capability chains -----------------------------------------------------------------
-    async def before_model_request(self, request_context: ModelRequestContext) -> ModelRequestContext:
-        for capability in self.capabilities:
-            changed = await capability.before_model_request(self.ctx, request_context)
-            request_context = changed if changed is not None else request_context
-        return request_context
-
-    async def after_model_request(self, request_context: ModelRequestContext, response: ModelResponse) -> ModelResponse:
-        for capability in reversed(self.capabilities):
-            changed = await capability.after_model_request(self.ctx, request_context=request_context, response=response)
-            response = changed if changed is not None else response
-        return response
-
-    async def on_model_request_error(self, request_context: ModelRequestContext, error: Exception) -> ModelResponse:
-        for capability in reversed(self.capabilities):
-            try:
-                return await capability.on_model_request_error(self.ctx, request_context=request_context, error=error)
-            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
-                error = raised
-        raise error
 
 
 def _wants_ctx(fn: Callable[..., Any]) -> bool:

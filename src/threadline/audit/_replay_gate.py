@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..capabilities import AbstractCapability
 from ..exceptions import ThreadlineError
 from ._audit import audit_history
 from ._context import AuditContext
 from ._report import AuditReport
+
+if TYPE_CHECKING:
+    from ..agent import RunContext
 
 __all__ = ['ReplayGate', 'ReplayRefused']
 
@@ -46,7 +49,7 @@ class ReplayGate(AbstractCapability):
         self.quarantine = quarantine
         self.last_report: AuditReport | None = None
 
-    async def before_run(self, ctx: Any) -> None:
+    async def before_run(self, ctx: RunContext[Any]) -> None:
         if not ctx.messages:
             return
         context = self._context(ctx) if callable(self._context) else self._context

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import AbstractCapability, ModelRequestContext
+from ..agent._capability import AbstractCapability, CapabilityChain, ModelRequestContext
 from ._hooks import Hooks
 from ._instrumentation import Instrumentation, MessageHistoryMutatedWarning
 from ._process_history import ProcessHistory
@@ -10,6 +10,7 @@ from ._reinject import ReinjectSystemPrompt
 
 __all__ = [
     'AbstractCapability',
+    'CapabilityChain',
     'Hooks',
     'Instrumentation',
     'MessageHistoryMutatedWarning',

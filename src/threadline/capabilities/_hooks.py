@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ._base import AbstractCapability
+from ..agent._capability import AbstractCapability
 
 __all__ = ['Hooks']
 

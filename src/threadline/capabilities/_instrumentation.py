@@ -15,11 +15,14 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..agent._capability import AbstractCapability, ModelRequestContext
 from ..messages import ModelMessage, ModelResponse
 from ..messages._codec import encoder
-from ._base import AbstractCapability, ModelRequestContext
+
+if TYPE_CHECKING:
+    from ..agent import AgentRunResult, RunContext
 
 __all__ = ['Instrumentation', 'MessageHistoryMutatedWarning']
 
@@ -53,7 +56,7 @@ class Instrumentation(AbstractCapability):
     def _messages_json(self, cache: dict[int, tuple[Any, Any, bytes]], messages: list[ModelMessage]) -> str:
         return (b'[' + b','.join(self._fragment(cache, m) for m in messages) + b']').decode()
 
-    async def before_run(self, ctx: Any) -> None:
+    async def before_run(self, ctx: RunContext[Any]) -> None:
         span = self._tracer.start_span(
             'agent run',
             attributes={
@@ -65,7 +68,9 @@ class Instrumentation(AbstractCapability):
         )
         self._runs[ctx.run_id] = {'span': span, 'cache': {}, 'request': None}
 
-    async def before_model_request(self, ctx: Any, request_context: ModelRequestContext) -> ModelRequestContext:
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
         run = self._runs.get(ctx.run_id)
         if run is None:
             return request_context
@@ -86,7 +91,9 @@ class Instrumentation(AbstractCapability):
         run['request'] = span
         return request_context
 
-    async def after_model_request(self, ctx: Any, *, request_context: Any, response: ModelResponse) -> ModelResponse:
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
         run = self._runs.get(ctx.run_id)
         if run is not None and run['request'] is not None:
             span = run['request']
@@ -100,7 +107,9 @@ class Instrumentation(AbstractCapability):
             run['request'] = None
         return response
 
-    async def on_model_request_error(self, ctx: Any, *, request_context: Any, error: Exception) -> ModelResponse:
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
         run = self._runs.get(ctx.run_id)
         if run is not None and run['request'] is not None:
             run['request'].record_exception(error)
@@ -109,7 +118,7 @@ class Instrumentation(AbstractCapability):
             run['request'] = None
         raise error
 
-    async def after_run(self, ctx: Any, *, result: Any) -> Any:
+    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         run = self._runs.pop(ctx.run_id, None)
         if run is None:
             return result
@@ -143,7 +152,7 @@ class Instrumentation(AbstractCapability):
             fragments.append(fragment)
         return (b'[' + b','.join(fragments) + b']').decode(), mutated
 
-    async def on_run_error(self, ctx: Any, *, error: BaseException) -> Any:
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
         run = self._runs.pop(ctx.run_id, None)
         if run is not None:
             for key in ('request', 'span'):

@@ -6,10 +6,13 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..agent._capability import AbstractCapability, ModelRequestContext
 from ..messages import ModelMessage
-from ._base import AbstractCapability, ModelRequestContext
+
+if TYPE_CHECKING:
+    from ..agent import RunContext
 
 __all__ = ['ProcessHistory']
 
@@ -44,7 +47,9 @@ class ProcessHistory(AbstractCapability):
     def __repr__(self) -> str:
         return f'ProcessHistory({getattr(self.processor, "__name__", self.processor)!r})'
 
-    async def before_model_request(self, ctx: Any, request_context: ModelRequestContext) -> ModelRequestContext:
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
         messages = list(request_context.messages)
         args: tuple[Any, ...] = (ctx, messages) if self.takes_ctx else (messages,)
         if self._is_async:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..agent._capability import AbstractCapability, ModelRequestContext
 from ..messages import ModelMessage, ModelRequest, SystemPromptPart
-from ._base import AbstractCapability, ModelRequestContext
+
+if TYPE_CHECKING:
+    from ..agent import AgentRunResult, RunContext
 
 __all__ = ['ReinjectSystemPrompt']
 
@@ -29,7 +32,7 @@ class ReinjectSystemPrompt(AbstractCapability):
         self.replace_existing = replace_existing
         self._initial: dict[str, set[int]] = {}
 
-    async def before_run(self, ctx: Any) -> None:
+    async def before_run(self, ctx: RunContext[Any]) -> None:
         self._initial[ctx.run_id] = {
             id(p)
             for m in ctx.messages
@@ -38,11 +41,13 @@ class ReinjectSystemPrompt(AbstractCapability):
             if isinstance(p, SystemPromptPart)
         }
 
-    async def after_run(self, ctx: Any, *, result: Any) -> Any:
+    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         self._initial.pop(ctx.run_id, None)
         return result
 
-    async def before_model_request(self, ctx: Any, request_context: ModelRequestContext) -> ModelRequestContext:
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
         if ctx.agent is None:
             return request_context
         parts = await ctx.agent.system_prompt_parts(ctx)

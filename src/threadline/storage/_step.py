@@ -18,7 +18,7 @@ import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..capabilities import AbstractCapability, ModelRequestContext
 from ..exceptions import UserError
@@ -34,6 +34,10 @@ from ._records import (
     StoredConversation,
     ToolEffect,
 )
+
+if TYPE_CHECKING:
+    from ..agent import AgentNode, AgentRunResult, NodeResult, RunContext
+    from ..models import ToolDefinition
 
 __all__ = ['StepPersistence', 'annotate_tool_effect', 'continue_run', 'fork_run', 'inspect_recovery']
 
@@ -139,7 +143,7 @@ class StepPersistence(AbstractCapability):
             state.stored, state.first, state.last = len(history), history[0], history[-1]
 
     # -- hooks ------------------------------------------------------------------------------
-    async def before_run(self, ctx: Any) -> None:
+    async def before_run(self, ctx: RunContext[Any]) -> None:
         scope = self._scope_for(ctx)
         existing = await self.store.conversation_state(ctx.conversation_id, scope=scope)
         state = _RunState(ctx.conversation_id, scope, existing[0] if existing else None)
@@ -155,7 +159,9 @@ class StepPersistence(AbstractCapability):
         if imported:
             state.stored, state.first, state.last = len(history), history[0], history[-1]
 
-    async def before_model_request(self, ctx: Any, request_context: ModelRequestContext) -> ModelRequestContext:
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
         state = self._runs.get(ctx.run_id)
         if state is not None:
             self._event(ctx, state, 'model_request_started')
@@ -172,19 +178,23 @@ class StepPersistence(AbstractCapability):
                 )
         return request_context
 
-    async def after_model_request(self, ctx: Any, *, request_context: Any, response: ModelResponse) -> ModelResponse:
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
         state = self._runs.get(ctx.run_id)
         if state is not None:
             self._event(ctx, state, 'model_request_completed')
         return response
 
-    async def on_model_request_error(self, ctx: Any, *, request_context: Any, error: Exception) -> ModelResponse:
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
         state = self._runs.get(ctx.run_id)
         if state is not None:
             self._event(ctx, state, 'model_request_failed', error=repr(error))
         raise error
 
-    async def after_node_run(self, ctx: Any, *, node: Any, result: Any) -> Any:
+    async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
         from ..agent import CallToolsNode, ModelRequestNode
 
         state = self._runs.get(ctx.run_id)
@@ -199,7 +209,7 @@ class StepPersistence(AbstractCapability):
         return result
 
     async def before_tool_execute(
-        self, ctx: Any, *, call: ToolCallPart, tool_def: Any, args: dict[str, Any]
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
         state = self._runs.get(ctx.run_id)
         if state is None:
@@ -211,12 +221,20 @@ class StepPersistence(AbstractCapability):
         _current_tool.set(_ToolScope(self, state, ctx.run_id, call.tool_call_id, call.tool_name, started))
         return args
 
-    async def after_tool_execute(self, ctx: Any, *, call: ToolCallPart, tool_def: Any, args: Any, result: Any) -> Any:
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+    ) -> Any:
         await self._finish_tool(ctx, call, 'completed', None)
         return result
 
     async def on_tool_execute_error(
-        self, ctx: Any, *, call: ToolCallPart, tool_def: Any, args: Any, error: Exception
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        error: Exception,
     ) -> Any:
         from ..exceptions import ModelRetry
 
@@ -248,7 +266,7 @@ class StepPersistence(AbstractCapability):
         )
         await self._flush(ctx, state, effect=effect, messages=False)
 
-    async def after_run(self, ctx: Any, *, result: Any) -> Any:
+    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         import json
 
         from ._neutral import to_python_output
@@ -269,7 +287,7 @@ class StepPersistence(AbstractCapability):
         )
         return result
 
-    async def on_run_error(self, ctx: Any, *, error: BaseException) -> Any:
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
         state = self._runs.pop(ctx.run_id, None)
         if state is not None:
             self._event(ctx, state, 'run_failed', error=repr(error))

@@ -1,0 +1,212 @@
+"""The capability interface and the one place that calls its hooks.
+
+Storage, the replay gate, memory and history processing are all capabilities. A capability
+subclasses `AbstractCapability` (re-exported from `threadline.capabilities`) and overrides the
+hooks it needs; the defaults do nothing. The interface lives in the agent package because the
+agent calls it: `threadline.capabilities` builds on the agent, never the other way round.
+
+`CapabilityChain` holds the rules for calling hooks, so the run, the graph and the stream never
+loop over capabilities themselves:
+- `before_*` hooks run in the order the capabilities were given; `after_*` and `on_*_error` hooks
+  in reverse, so the first capability wraps the others.
+- A `before_*` / `after_*` hook that returns None leaves the value as it was (`after_tool_execute`
+  excepted: a tool result may legitimately be None, so its return value is always taken).
+- `before_run` may refuse the run by raising.
+- An error goes to each `on_*_error` hook in turn: the first to return a value recovers, and one
+  that raises hands the next hook what it raised; if none recovers, the last error propagates.
+- A cancelled run is announced to every `on_run_error` hook; none can stop the others hearing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..messages import ModelMessage, ModelResponse, ToolCallPart
+from ..models import Model, ModelRequestParameters, ModelSettings, ToolDefinition
+
+if TYPE_CHECKING:
+    from ._context import RunContext
+    from ._graph import AgentNode, NodeResult
+    from ._result import AgentRunResult
+
+__all__ = ['AbstractCapability', 'CapabilityChain', 'ModelRequestContext']
+
+T = TypeVar('T')
+
+
+@dataclass
+class ModelRequestContext:
+    """One model request about to be sent: a `before_model_request` hook may replace any field.
+
+    `messages` is the copy sent to the model; replacing it changes only this request (write
+    `ctx.messages` to change the stored history).
+    """
+
+    model: Model
+    messages: list[ModelMessage]
+    model_settings: ModelSettings | None
+    model_request_parameters: ModelRequestParameters
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class AbstractCapability:
+    """Base class of capabilities; every hook is a no-op until overridden."""
+
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        """Called once before the first node; raise to refuse the run."""
+
+    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+        """Called once after the run produced its result; may return a different result."""
+        return result
+
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+        """Called when the run failed; re-raise (the default) or return a result to recover."""
+        raise error
+
+    async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
+        """Called after each node ran with the node that comes next (or `End`)."""
+        return result
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Called before each model request; may change what is sent."""
+        return request_context
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        """Called with each response before the run acts on it."""
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        """Called when a model request failed; re-raise or return a response to use instead."""
+        raise error
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Called before a tool body runs, with its validated arguments; may change them or raise."""
+        return args
+
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+    ) -> Any:
+        """Called with a tool's result; may return a different one."""
+        return result
+
+    async def on_tool_execute_error(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        error: Exception,
+    ) -> Any:
+        """Called when a tool body raised (including `ModelRetry`); re-raise or return a result."""
+        raise error
+
+
+class CapabilityChain(Sequence[AbstractCapability]):
+    """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
+
+    def __init__(self, capabilities: Sequence[AbstractCapability] = ()) -> None:
+        self._forward = tuple(capabilities)
+        self._reverse = self._forward[::-1]
+
+    def __len__(self) -> int:
+        return len(self._forward)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._forward[index]
+
+    def __iter__(self) -> Iterator[AbstractCapability]:
+        return iter(self._forward)
+
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        for capability in self._forward:
+            await capability.before_run(ctx)
+
+    async def after_run(self, ctx: RunContext[Any], result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+        for capability in self._reverse:
+            result = _kept(await capability.after_run(ctx, result=result), result)
+        return result
+
+    async def on_run_error(self, ctx: RunContext[Any], error: Exception) -> AgentRunResult[Any]:
+        for capability in self._reverse:
+            try:
+                return await capability.on_run_error(ctx, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+    async def announce_cancelled(self, ctx: RunContext[Any], error: Exception) -> None:
+        for capability in self._reverse:
+            try:
+                await capability.on_run_error(ctx, error=error)
+            except Exception:  # noqa: BLE001 - every capability hears it; none may stop the others
+                continue
+
+    async def after_node_run(self, ctx: RunContext[Any], node: AgentNode, result: NodeResult) -> NodeResult:
+        for capability in self._reverse:
+            result = _kept(await capability.after_node_run(ctx, node=node, result=result), result)
+        return result
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        for capability in self._forward:
+            request_context = _kept(await capability.before_model_request(ctx, request_context), request_context)
+        return request_context
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        for capability in self._reverse:
+            changed = await capability.after_model_request(ctx, request_context=request_context, response=response)
+            response = _kept(changed, response)
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        for capability in self._reverse:
+            try:
+                return await capability.on_model_request_error(ctx, request_context=request_context, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        for capability in self._forward:
+            args = _kept(await capability.before_tool_execute(ctx, call=call, tool_def=tool_def, args=args), args)
+        return args
+
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+    ) -> Any:
+        for capability in self._reverse:
+            result = await capability.after_tool_execute(ctx, call=call, tool_def=tool_def, args=args, result=result)
+        return result
+
+    async def on_tool_execute_error(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], error: Exception
+    ) -> Any:
+        for capability in self._reverse:
+            try:
+                return await capability.on_tool_execute_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+
+def _kept(changed: T | None, current: T) -> T:
+    """A hook's return value, or the current value when the hook returned None."""
+    return current if changed is None else changed
