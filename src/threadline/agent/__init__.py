@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._agent import Agent
+from ._agent import Agent, RunOptions
 from ._context import RunContext
 from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
 from ._limits import UsageLimits
@@ -25,6 +25,7 @@ __all__ = [
     'ModelRequestNode',
     'NodeResult',
     'RunContext',
+    'RunOptions',
     'RunCancelled',
     'RunResult',
     'StreamedRunResult',

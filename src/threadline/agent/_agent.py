@@ -5,11 +5,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Generic, overload
+from typing import Any, Generic, TypedDict, TypeVar, Unpack, overload
 
 from .._uuid import uuid7
 from ..exceptions import UserError
-from ..messages import ModelMessage, ModelRequest, ModelResponse, RunUsage, SystemPromptPart, UserContent
+from ..messages import (
+    AgentRunResultEvent,
+    AgentStreamEvent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RunUsage,
+    SystemPromptPart,
+    UserContent,
+)
 from ..models import Model, ModelSettings, infer_model
 from ._capability import AbstractCapability, CapabilityChain
 from ._context import AgentDepsT, RunContext
@@ -22,9 +31,27 @@ from ._state import RunState
 from ._streamed import StreamedRunResult, open_stream, stream_events
 from ._tools import Tool
 
-__all__ = ['Agent']
+__all__ = ['Agent', 'RunOptions']
 
 InstructionsArg = str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None
+F = TypeVar('F', bound=Callable[..., Any])
+
+
+class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
+    """The keyword arguments of `Agent.run`, which `run_sync`, `run_stream` and
+    `run_stream_events` take as well."""
+
+    message_history: Sequence[ModelMessage] | None
+    deferred_tool_results: DeferredToolResults | None
+    model: Model | str | None
+    deps: AgentDepsT
+    model_settings: ModelSettings | None
+    usage_limits: UsageLimits | None
+    usage: RunUsage | None
+    instructions: InstructionsArg
+    run_id: str | None
+    conversation_id: str | None
+    capabilities: Sequence[AbstractCapability]
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -119,24 +146,24 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self._tools[tool.name] = tool
 
     @overload
-    def tool(self, func: Callable[..., Any], /) -> Callable[..., Any]: ...
+    def tool(self, func: F, /) -> F: ...
     @overload
     def tool(
         self, /, *, name: str | None = None, retries: int | None = None, requires_approval: bool = False
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+    ) -> Callable[[F], F]: ...
 
     def tool(
         self,
-        func: Callable[..., Any] | None = None,
+        func: F | None = None,
         /,
         *,
         name: str | None = None,
         retries: int | None = None,
         requires_approval: bool = False,
-    ) -> Any:
+    ) -> F | Callable[[F], F]:
         """Register a tool whose first parameter is the `RunContext`."""
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: F) -> F:
             self._register(
                 Tool(fn, takes_ctx=True, name=name, max_retries=retries, requires_approval=requires_approval)
             )
@@ -145,24 +172,24 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         return register(func) if func is not None else register
 
     @overload
-    def tool_plain(self, func: Callable[..., Any], /) -> Callable[..., Any]: ...
+    def tool_plain(self, func: F, /) -> F: ...
     @overload
     def tool_plain(
         self, /, *, name: str | None = None, retries: int | None = None, requires_approval: bool = False
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]: ...
+    ) -> Callable[[F], F]: ...
 
     def tool_plain(
         self,
-        func: Callable[..., Any] | None = None,
+        func: F | None = None,
         /,
         *,
         name: str | None = None,
         retries: int | None = None,
         requires_approval: bool = False,
-    ) -> Any:
+    ) -> F | Callable[[F], F]:
         """Register a tool that does not take the `RunContext`."""
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: F) -> F:
             self._register(
                 Tool(fn, takes_ctx=False, name=name, max_retries=retries, requires_approval=requires_approval)
             )
@@ -170,15 +197,20 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
         return register(func) if func is not None else register
 
-    def instructions(self, func: Callable[..., Any], /) -> Callable[..., Any]:
+    def instructions(self, func: F, /) -> F:
         """Register a function (optionally taking the `RunContext`) whose text joins the instructions."""
         self._instructions.append(func)
         return func
 
-    def system_prompt(self, func: Callable[..., Any] | None = None, /, *, dynamic: bool = False) -> Any:
+    @overload
+    def system_prompt(self, func: F, /) -> F: ...
+    @overload
+    def system_prompt(self, /, *, dynamic: bool = False) -> Callable[[F], F]: ...
+
+    def system_prompt(self, func: F | None = None, /, *, dynamic: bool = False) -> F | Callable[[F], F]:
         """Register a function producing a system prompt part (only used when a history starts)."""
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def register(fn: F) -> F:
             if dynamic:
                 self._dynamic_system_prompts[fn.__name__] = fn
             else:
@@ -187,7 +219,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
         return register(func) if func is not None else register
 
-    def output_validator(self, func: Callable[..., Any], /) -> Callable[..., Any]:
+    def output_validator(self, func: F, /) -> F:
         """Register `fn(output)` or `fn(ctx, output)`; raising `ModelRetry` asks the model to retry."""
         self._output_validators.append(func)
         return func
@@ -330,7 +362,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     async def run_stream(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[RunOptions[AgentDepsT]],
     ) -> AsyncIterator[StreamedRunResult[OutputDataT]]:
         """Run until the model streams its final response, and hand that stream over (see
         `StreamedRunResult`; same arguments as `run`). Tool steps before it run to completion first."""
@@ -346,8 +378,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     async def run_stream_events(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[Any]:
+        **kwargs: Unpack[RunOptions[AgentDepsT]],
+    ) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
         """Run the agent and yield every event as it happens: part start / delta / end of each
         response, tool calls and their results, the final result, delivered enqueued messages, and
         last an `AgentRunResultEvent` with the result (same arguments as `run`)."""
@@ -358,7 +390,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def run_sync(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[RunOptions[AgentDepsT]],
     ) -> AgentRunResult[OutputDataT]:
         """`run` for synchronous code; not callable from inside a running event loop."""
         try:

@@ -21,7 +21,7 @@ from typing import Any, Generic
 
 from ..exceptions import ThreadlineError, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage, TextPart
-from ..messages._events import PartDeltaEvent, PartStartEvent, TextPartDelta
+from ..messages._events import AgentRunResultEvent, AgentStreamEvent, PartDeltaEvent, PartStartEvent, TextPartDelta
 from ._graph import End, ModelRequestNode
 from ._result import AgentRunResult, OutputDataT
 from ._run import AgentRun
@@ -230,10 +230,10 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
         node = await agent_run.advance(node, node.result)
 
 
-async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[Any]:
+async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
     """Every event of `agent_run`, node by node (see `Agent.run_stream_events`)."""
     from ..messages import ToolCallPart
-    from ..messages._events import AgentRunResultEvent, FinalResultEvent
+    from ..messages._events import FinalResultEvent
 
     state = agent_run._state
     pending: list[Any] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +29,9 @@ _ADVICE = {
 }
 
 
-def audit_history(history: Any, context: AuditContext) -> AuditReport:
+def audit_history(
+    history: bytes | str | Sequence[ModelMessage] | StoredConversation, context: AuditContext
+) -> AuditReport:
     """Run the six gates over `history` (messages, serialized JSON bytes/str, or a
     `StoredConversation`) and return the report. Any bytes produce a report, never an exception;
     a missing context field raises `UserError` naming it."""
@@ -101,6 +104,8 @@ def _store_facts(facts: Facts, context: AuditContext, stored: StoredConversation
     store = context.store
     scope = context.loaded_scope or context.scope
     conversation_id = stored.conversation_id if stored is not None else context.conversation_id
+    if store is None or scope is None or conversation_id is None:
+        return  # the caller checks both before asking for store facts
     try:
         if stored is None and context.source == 'store':
             stored = store.sync.load(conversation_id, scope=scope)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ..exceptions import UserError
+from ..storage import AsyncStore
 from ._contract import PromptContract
 
 __all__ = ['AuditContext']
@@ -36,7 +37,7 @@ class AuditContext:
 
     source: Literal['store', 'client']
     prompt_contract: PromptContract | None = None
-    store: Any = None
+    store: AsyncStore[Any] | None = None
     scope: str | None = None
     loaded_scope: str | None = None
     conversation_id: str | None = None

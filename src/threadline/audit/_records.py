@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Unpack
 
 import msgspec
 
 from ..exceptions import UserError
-from ..messages import ModelRequest, ToolCallPart, ToolReturnPart
+from ..messages import ModelMessage, ModelRequest, SanitizeOptions, ToolCallPart, ToolReturnPart
 from ..messages._repair import SYNTHESIZED_METADATA_KEY
 from ..messages._sanitize import StrippedItem
-from ..storage import AuditEvent
+from ..storage import AsyncStore, AuditEvent
 from ..storage._audit_events import audit_events_from_repair, record_repair_events
 from ._gates import RECONCILED_METADATA_KEY
 
@@ -26,7 +26,7 @@ __all__ = [
 
 
 def reconcile_tool_call(
-    store: Any,
+    store: AsyncStore[Any],
     conversation_id: str,
     tool_call_id: str,
     *,
@@ -83,8 +83,13 @@ def audit_events_from_sanitize(
 
 
 def sanitize_loaded(
-    store: Any, conversation_id: str, messages: Sequence[Any], *, scope: str, **options: Any
-) -> list[Any]:
+    store: AsyncStore[Any],
+    conversation_id: str,
+    messages: Sequence[ModelMessage],
+    *,
+    scope: str,
+    **options: Unpack[SanitizeOptions],
+) -> list[ModelMessage]:
     """Sanitize a history loaded from an untrusted source and record, content-free, what was
     stripped (one audit event per stripped item) against `conversation_id`. Options are those of
     `sanitize_messages`. Returns the sanitized history."""

@@ -22,6 +22,8 @@ from ..messages import ModelMessage, ModelResponse
 from ..messages._codec import encoder
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from ..agent import AgentRunResult, RunContext
 
 __all__ = ['Instrumentation', 'MessageHistoryMutatedWarning']
@@ -34,7 +36,7 @@ class MessageHistoryMutatedWarning(UserWarning):
 class Instrumentation(AbstractCapability):
     """Records runs and model requests as OpenTelemetry spans (see the module docstring)."""
 
-    def __init__(self, *, tracer_provider: Any = None, include_content: bool = False) -> None:
+    def __init__(self, *, tracer_provider: TracerProvider | None = None, include_content: bool = False) -> None:
         from opentelemetry import trace
 
         self._trace = trace

@@ -69,7 +69,7 @@ from ._parts import (
     UserPromptPart,
 )
 from ._repair import PairingReport, PartRef, RepairEvent, pairing_report, repair_messages, repair_report
-from ._sanitize import StrippedItem, sanitize_messages, sanitize_report
+from ._sanitize import SanitizeOptions, StrippedItem, sanitize_messages, sanitize_report
 from ._usage import RequestUsage, RunUsage
 
 __all__ = [
@@ -118,6 +118,7 @@ __all__ = [
     'RetryInfo',
     'RetryPromptPart',
     'RunUsage',
+    'SanitizeOptions',
     'StrippedItem',
     'SystemPromptPart',
     'TextContent',

@@ -4,7 +4,11 @@ final result, delivered enqueued messages, and the run's result."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ._messages import ModelMessage, ModelRequestPart, ModelResponsePart
+    from ._parts import ToolCallPart
 
 __all__ = [
     'AgentRunResultEvent',
@@ -54,7 +58,7 @@ class PartStartEvent:
     """A new part started at `index` of the response being streamed."""
 
     index: int
-    part: Any
+    part: ModelResponsePart
     event_kind: Literal['part_start'] = 'part_start'
 
 
@@ -72,7 +76,7 @@ class PartEndEvent:
     """The part at `index` is complete."""
 
     index: int
-    part: Any
+    part: ModelResponsePart
     event_kind: Literal['part_end'] = 'part_end'
 
 
@@ -89,7 +93,7 @@ class FinalResultEvent:
 class FunctionToolCallEvent:
     """A tool is about to be called."""
 
-    part: Any
+    part: ToolCallPart
     event_kind: Literal['function_tool_call'] = 'function_tool_call'
 
 
@@ -97,7 +101,7 @@ class FunctionToolCallEvent:
 class FunctionToolResultEvent:
     """A tool call produced its result part."""
 
-    result: Any
+    result: ModelRequestPart
     event_kind: Literal['function_tool_result'] = 'function_tool_result'
 
 
@@ -111,14 +115,14 @@ class EnqueuedMessagesEvent:
     """
 
     enqueue_id: str
-    messages: tuple[Any, ...]
-    parts: tuple[Any, ...] = ()
+    messages: tuple[ModelMessage, ...]
+    parts: tuple[ModelRequestPart, ...] = ()
     event_kind: Literal['enqueued_messages'] = 'enqueued_messages'
 
 
 @dataclass(frozen=True)
 class AgentRunResultEvent:
-    """The run finished; `result` is its `AgentRunResult`."""
+    """The run finished; `result` is its `AgentRunResult` (typed `Any` here: messages sit below the agent layer)."""
 
     result: Any
     event_kind: Literal['agent_run_result'] = 'agent_run_result'

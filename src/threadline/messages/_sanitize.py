@@ -31,7 +31,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import msgspec
@@ -54,7 +54,7 @@ from ._parts import (
 )
 from ._repair import _check
 
-__all__ = ['StrippedItem', 'sanitize_messages', 'sanitize_report']
+__all__ = ['SanitizeOptions', 'StrippedItem', 'sanitize_messages', 'sanitize_report']
 
 _FRAMEWORK_KEY = '__pydantic_ai__'
 _PLANTED_KEY = 'pydantic_ai_standing_prompt_planted'
@@ -261,6 +261,19 @@ _DROP = object()
 # Parts no rule ever touches, and parts untouched while their content is plain text.
 _PLAIN_PARTS = frozenset({TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart, RetryPromptPart})
 _STR_CONTENT_PARTS = frozenset({UserPromptPart, ToolReturnPart, NativeToolReturnPart})
+
+
+class SanitizeOptions(TypedDict, total=False):
+    """The keyword options of `sanitize_messages`, for functions that pass them on."""
+
+    strip_system_prompts: bool
+    strip_instructions: bool
+    strip_compaction_parts: bool
+    allowed_file_url_schemes: Iterable[str]
+    allowed_file_url_force_download: Iterable[Any]
+    allow_uploaded_files: bool
+    strip_workspace_refs: bool
+    resolved_tool_call_ids: Iterable[str]
 
 
 def sanitize_report(

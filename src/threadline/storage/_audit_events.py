@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..messages import RepairEvent
+from ._face import AsyncStore
 from ._records import AuditEvent
 
 __all__ = ['audit_events_from_repair', 'keyed_hash', 'record_repair_events']
@@ -35,7 +36,9 @@ def audit_events_from_repair(
     ]
 
 
-def record_repair_events(store: Any, events: Sequence[RepairEvent], *, conversation_id: str, scope: str) -> None:
+def record_repair_events(
+    store: AsyncStore[Any], events: Sequence[RepairEvent], *, conversation_id: str, scope: str
+) -> None:
     """Write the audit events of a run's repair to the store, keyed with the store's audit key."""
     if events:
         key = store.sync.audit_key()

@@ -301,7 +301,9 @@ def _settled(history: list[ModelMessage]) -> bool:
     return not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts))
 
 
-def annotate_tool_effect(ctx: Any = None, *, idempotency_key: str | None = None, summary: str | None = None) -> None:
+def annotate_tool_effect(
+    ctx: RunContext[Any] | None = None, *, idempotency_key: str | None = None, summary: str | None = None
+) -> None:
     """Record, before a tool's external effect, how to find that effect later (an idempotency key,
     a short summary). Durable when it returns; a no-op outside a tool run under StepPersistence.
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 from ..exceptions import BackendError, UserError
 from ._dialect import SearchRow
@@ -48,7 +51,7 @@ class PostgresStore(AsyncStore[SQLStore]):
         self,
         url: str | None = None,
         *,
-        pool: Any = None,
+        pool: ConnectionPool[Any] | None = None,
         min_size: int = 1,
         max_size: int = 8,
         connect_timeout: float = 10.0,
@@ -75,7 +78,7 @@ class PostgresDialect:
         self,
         url: str | None = None,
         *,
-        pool: Any = None,
+        pool: ConnectionPool[Any] | None = None,
         min_size: int = 1,
         max_size: int = 8,
         connect_timeout: float = 10.0,
