@@ -4,8 +4,7 @@ must come out precisely typed, never `Any`."""
 from __future__ import annotations
 
 import asyncio
-
-from typing_extensions import assert_type
+from typing import assert_type
 
 from threadline.messages import ModelMessage
 from threadline.storage import (

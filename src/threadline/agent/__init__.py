@@ -35,3 +35,7 @@ __all__ = [
     'UsageLimits',
     'UserPromptNode',
 ]
+
+from .._public import publish  # noqa: E402 - runs once every name above exists
+
+publish(__name__, globals(), __all__)

@@ -40,3 +40,7 @@ __all__ = [
     'record_repair_events',
     'sanitize_loaded',
 ]
+
+from .._public import publish  # noqa: E402 - runs once every name above exists
+
+publish(__name__, globals(), __all__)

@@ -18,3 +18,7 @@ __all__ = [
     'ProcessHistory',
     'ReinjectSystemPrompt',
 ]
+
+from .._public import publish  # noqa: E402 - runs once every name above exists
+
+publish(__name__, globals(), __all__)

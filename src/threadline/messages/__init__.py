@@ -142,3 +142,7 @@ __all__ = [
     'to_json',
     'to_jsonable_python',
 ]
+
+from .._public import publish  # noqa: E402 - runs once every name above exists
+
+publish(__name__, globals(), __all__)

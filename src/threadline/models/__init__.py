@@ -48,3 +48,7 @@ def infer_model(model: Model | str) -> Model:
     raise UserError(
         f'Unknown model {model!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>".'
     )
+
+from .._public import publish  # noqa: E402 - runs once every name above exists
+
+publish(__name__, globals(), __all__)

@@ -107,3 +107,7 @@ def open_store(target: str) -> AsyncStore[SQLStore] | AsyncStore[FileBackend]:
     if target == ':memory:':
         return MemoryStore()
     return SQLiteStore(target)
+
+from .._public import publish  # noqa: E402 - runs once every name above exists
+
+publish(__name__, globals(), __all__)
