@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._public import publish
 from .agent import (
     Agent,
     AgentRun,
@@ -100,6 +101,5 @@ __all__ = [
     'to_jsonable_python',
 ]
 
-from ._public import publish  # noqa: E402 - runs once every name above exists
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), __all__)  # after every name above exists

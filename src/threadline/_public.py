@@ -8,6 +8,7 @@ it (subpackages are imported before the top level, so `Agent` is `threadline.age
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import Iterable
 from typing import Any
@@ -24,7 +25,7 @@ def publish(module: str, namespace: dict[str, Any], names: Iterable[str]) -> Non
             continue
         if isinstance(obj, type) and not _resolve_annotations(obj, namespace):
             continue
-        if isinstance(obj, type) or callable(obj) and hasattr(obj, '__qualname__'):
+        if isinstance(obj, type) or (callable(obj) and hasattr(obj, '__qualname__')):
             try:
                 obj.__module__ = module
             except (AttributeError, TypeError):  # a few builtin-backed objects refuse; their repr is theirs
@@ -36,7 +37,7 @@ def _resolve_annotations(cls: type, namespace: dict[str, Any]) -> bool:
     that defined it (or, for names it imports only for type checking, the public module's). Libraries that read annotations later (msgspec, pydantic, `get_type_hints`)
     look names up in `cls.__module__`, which is about to name a module that does not define them.
     False when a name cannot be resolved yet (then the class keeps its private module)."""
-    own = cls.__dict__.get('__annotations__', {})
+    own = inspect.get_annotations(cls)
     if not any(isinstance(value, str) for value in own.values()):
         return True
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._public import publish
 from ._agent import Agent, RunOptions
 from ._context import RunContext
 from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
@@ -36,6 +37,5 @@ __all__ = [
     'UserPromptNode',
 ]
 
-from .._public import publish  # noqa: E402 - runs once every name above exists
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), __all__)  # after every name above exists

@@ -11,6 +11,7 @@ and content-free audit events. See `_report.py` for the verdict precedence and w
 
 from __future__ import annotations
 
+from .._public import publish
 from ._audit import audit_history
 from ._context import AuditContext
 from ._contract import PromptContract, keyed_hash
@@ -41,6 +42,5 @@ __all__ = [
     'sanitize_loaded',
 ]
 
-from .._public import publish  # noqa: E402 - runs once every name above exists
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), __all__)  # after every name above exists

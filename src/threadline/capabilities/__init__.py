@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._public import publish
 from ..agent._capability import AbstractCapability, CapabilityChain, ModelRequestContext
 from ._hooks import Hooks
 from ._instrumentation import Instrumentation, MessageHistoryMutatedWarning
@@ -19,6 +20,5 @@ __all__ = [
     'ReinjectSystemPrompt',
 ]
 
-from .._public import publish  # noqa: E402 - runs once every name above exists
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), __all__)  # after every name above exists

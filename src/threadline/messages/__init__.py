@@ -7,6 +7,7 @@ whose JSON is the one pydantic-ai writes, so a history written by either loads i
 
 from __future__ import annotations
 
+from .._public import publish
 from ._adapter import ModelMessagesTypeAdapter, to_json, to_jsonable_python
 from ._content import (
     AudioUrl,
@@ -143,6 +144,5 @@ __all__ = [
     'to_jsonable_python',
 ]
 
-from .._public import publish  # noqa: E402 - runs once every name above exists
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), __all__)  # after every name above exists

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from .._public import publish
 from ..exceptions import ModelHTTPError, UserError
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._render import render_history
@@ -49,6 +50,5 @@ def infer_model(model: Model | str) -> Model:
         f'Unknown model {model!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>".'
     )
 
-from .._public import publish  # noqa: E402 - runs once every name above exists
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), __all__)  # after every name above exists

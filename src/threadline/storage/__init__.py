@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._public import publish
 from ..exceptions import BackendError, ConflictError, ConversationNotFound, CorruptRecordError, StoreError
 from ._contract import AuditStore, ConversationStore, FinishedRun, StepStore, SyncStore
 from ._face import AsyncStore
@@ -108,6 +109,5 @@ def open_store(target: str) -> AsyncStore[SQLStore] | AsyncStore[FileBackend]:
         return MemoryStore()
     return SQLiteStore(target)
 
-from .._public import publish  # noqa: E402 - runs once every name above exists
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), __all__)  # after every name above exists
