@@ -12,12 +12,10 @@ Each node's `run(state)` does one step and returns the next node. History rules 
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from ..exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
 from ..messages import (
@@ -32,32 +30,14 @@ from ..messages import (
     repair_messages,
     repair_report,
 )
-from ..messages._events import FunctionToolCallEvent, FunctionToolResultEvent
 from ..models import render_history
 from ._capability import ModelRequestContext
-from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from ._end import End, FinalResult
+from ._output import DeferredToolResults
 from ._state import RunState, now_utc
-from ._tools import Tool, ToolArgsError
+from ._tool_step import ToolStep, validate_output
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
-
-T = TypeVar('T')
-
-
-@dataclass
-class FinalResult(Generic[T]):
-    """The run's output, and the output tool call that carried it (if any)."""
-
-    output: T
-    tool_name: str | None = None
-    tool_call_id: str | None = None
-
-
-@dataclass
-class End(Generic[T]):
-    """The node that ends a run; `data` is its `FinalResult`."""
-
-    data: T
 
 
 def _unanswered_calls(history: list[Any], index: int) -> list[ToolCallPart]:
@@ -329,14 +309,15 @@ class CallToolsNode:
             calls = _unanswered_calls(state.history, index)
         if not calls:
             return await self._handle_text(state, response)
-        return await _ToolStep(state, calls, self.deferred).run()
+        outcome = await ToolStep(state, calls, self.deferred).run()
+        return outcome if isinstance(outcome, End) else await _queue_request(state, outcome)
 
     async def _handle_text(self, state: RunState, response: ModelResponse) -> ModelRequestNode | End[FinalResult[Any]]:
         texts = [p.content for p in response.parts if isinstance(p, TextPart)]
         if texts and state.output.allow_text:
             text = ''.join(texts)
             try:
-                output = await _validate_output(state, text)
+                output = await validate_output(state, text)
             except ModelRetry as retry:
                 return await _retry_feedback(state, retry.message, cause='model_retry')
             return End(FinalResult(output))
@@ -360,191 +341,6 @@ async def _retry_feedback(state: RunState, message: str, *, cause: str) -> Model
         message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_retries)
     )
     return await _queue_request(state, [part])
-
-
-async def _validate_output(state: RunState, output: Any) -> Any:
-    for validator in state.output_validators:
-        takes_ctx = len(inspect.signature(validator).parameters) >= 2
-        result = validator(state.ctx, output) if takes_ctx else validator(output)
-        if inspect.isawaitable(result):
-            result = await result
-        output = result
-    return output
-
-
-class _ToolStep:
-    """One response's tool calls: validated, executed (concurrently), answered in call order."""
-
-    def __init__(self, state: RunState, calls: list[ToolCallPart], deferred: DeferredToolResults | None) -> None:
-        self.state = state
-        self.calls = calls
-        self.deferred = deferred
-        self.final: FinalResult[Any] | None = None
-        self.pending_approvals: list[ToolCallPart] = []
-        self.pending_calls: list[ToolCallPart] = []
-
-    async def run(self) -> ModelRequestNode | End[FinalResult[Any]]:
-        state = self.state
-        output_names = {t.name for t in state.output.output_tools}
-        runnable = [c for c in self.calls if c.tool_name in state.tools]
-        try:
-            state.limits.check_tool_calls(state.ctx.usage, len(runnable))
-        except UsageLimitExceeded:
-            state.append(ModelRequest(parts=[], state='interrupted', timestamp=now_utc()))
-            raise
-        slots: list[Any] = [None] * len(self.calls)
-        seen: set[str] = set()
-        tasks: list[tuple[int, Any]] = []
-        for index, call in enumerate(self.calls):
-            if call.tool_call_id in seen:
-                slots[index] = self._duplicate(call)
-            elif call.tool_name in output_names:
-                slots[index] = await self._output_call(call)
-            elif call.tool_name in state.tools:
-                tasks.append((index, self._function_call(call, state.tools[call.tool_name])))
-            else:
-                slots[index] = self._retry(call, self._unknown_tool_message(call), 'model_retry', None)
-            seen.add(call.tool_call_id)
-        if self.final is not None:
-            for index, _ in tasks:
-                slots[index] = ToolReturnPart(
-                    self.calls[index].tool_name,
-                    'Tool not executed - a final result was already processed.',
-                    self.calls[index].tool_call_id,
-                )
-        else:
-            for index, _ in tasks:
-                state.emit(FunctionToolCallEvent(self.calls[index]))
-            results = await asyncio.gather(*(task for _, task in tasks))
-            for (index, _), result in zip(tasks, results, strict=True):
-                slots[index] = result
-                if result is not None:
-                    state.emit(FunctionToolResultEvent(result))
-        parts = [part for part in slots if part is not None]
-        return await self._next(parts)
-
-    async def _next(self, parts: list[Any]) -> ModelRequestNode | End[FinalResult[Any]]:
-        state = self.state
-        if self.final is not None:
-            state.append(ModelRequest(parts=parts, timestamp=now_utc()))
-            return End(self.final)
-        if self.pending_approvals or self.pending_calls:
-            if not state.output.allow_deferred:
-                raise UserError(
-                    'A tool call needs approval or external execution, but DeferredToolRequests is not among the '
-                    'output types: pass output_type=[str, DeferredToolRequests] (or a union with it).'
-                )
-            if parts:
-                state.append(ModelRequest(parts=parts, timestamp=now_utc()))
-            requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
-            return End(FinalResult(requests))
-        return await _queue_request(state, parts)
-
-    def _unknown_tool_message(self, call: ToolCallPart) -> str:
-        names = sorted([*self.state.tools, *(t.name for t in self.state.output.output_tools)])
-        available = ', '.join(repr(n) for n in names) if names else 'none'
-        return f'Unknown tool name: {call.tool_name!r}. Available tools: {available}'
-
-    def _duplicate(self, call: ToolCallPart) -> RetryFeedbackPart:
-        message = (
-            f'Tool call id {call.tool_call_id!r} appears more than once in your response; the repeated call was '
-            'not run. Give every tool call its own id.'
-        )
-        self.state.output_retries += 1
-        if self.state.output_retries > self.state.max_retries:
-            raise UnexpectedModelBehavior(f'Exceeded maximum retries ({self.state.max_retries}): {message}')
-        return RetryFeedbackPart(message, retry=RetryInfo('model_retry', attempt=self.state.output_retries))
-
-    def _retry(self, call: ToolCallPart, content: Any, cause: str, max_retries: int | None) -> ToolReturnPart:
-        state = self.state
-        limit = state.max_retries if max_retries is None else max_retries
-        count = state.ctx.retries.get(call.tool_name, 0) + 1
-        state.ctx.retries[call.tool_name] = count
-        if count > limit:
-            raise UnexpectedModelBehavior(f'Tool {call.tool_name!r} exceeded max retries count of {limit}')
-        return ToolReturnPart(
-            call.tool_name,
-            content,
-            call.tool_call_id,
-            outcome='retried',
-            retry=RetryInfo(cause, attempt=count, max_retries=limit),
-        )
-
-    async def _output_call(self, call: ToolCallPart) -> ToolReturnPart:
-        if self.final is not None:
-            return ToolReturnPart(
-                call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id
-            )
-        try:
-            value = await _validate_output(self.state, self.state.output.validate(call.args))
-        except ToolArgsError as exc:
-            return self._retry(call, exc.errors, 'validation_error', None)
-        except ModelRetry as retry:
-            return self._retry(call, retry.message, 'model_retry', None)
-        self.final = FinalResult(value, call.tool_name, call.tool_call_id)
-        return ToolReturnPart(call.tool_name, 'Final result processed.', call.tool_call_id)
-
-    async def _function_call(self, call: ToolCallPart, tool: Tool[Any]) -> ToolReturnPart | None:
-        deferred = self.deferred
-        approved = False
-        override: dict[str, Any] | None = None
-        if deferred is not None and call.tool_call_id in deferred.calls:
-            return _external_result(call, deferred.calls[call.tool_call_id])
-        if deferred is not None and call.tool_call_id in deferred.approvals:
-            decision = deferred.approvals[call.tool_call_id]
-            if decision is False or isinstance(decision, ToolDenied):
-                message = decision.message if isinstance(decision, ToolDenied) else ToolDenied().message
-                return ToolReturnPart(call.tool_name, message, call.tool_call_id, outcome='denied')
-            approved = True
-            override = decision.override_args if isinstance(decision, ToolApproved) else None
-        if tool.requires_approval and not approved:
-            self.pending_approvals.append(call)
-            return None
-        return await self._execute(call, tool, approved, override)
-
-    async def _execute(
-        self, call: ToolCallPart, tool: Tool[Any], approved: bool, override: dict[str, Any] | None
-    ) -> ToolReturnPart:
-        state = self.state
-        limit = state.max_retries if tool.max_retries is None else tool.max_retries
-        tool_ctx = state.ctx.for_tool(
-            tool_name=call.tool_name,
-            tool_call_id=call.tool_call_id,
-            retry=state.ctx.retries.get(call.tool_name, 0),
-            max_retries=limit,
-            approved=approved,
-        )
-        try:
-            args = tool.validate_args(override if override is not None else call.args)
-        except ToolArgsError as exc:
-            return self._retry(call, exc.errors, 'validation_error', limit)
-        tool_def = tool.tool_def
-        for usage in (state.ctx.usage, state.run_usage):
-            usage.tool_calls += 1
-        outcome = 'success'
-        try:
-            args = await state.capabilities.before_tool_execute(tool_ctx, call, tool_def, args)
-            result = await tool.call(tool_ctx, args)
-            result = await state.capabilities.after_tool_execute(tool_ctx, call, tool_def, args, result)
-        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
-            try:
-                result = await state.capabilities.on_tool_execute_error(tool_ctx, call, tool_def, args, error)
-            except ModelRetry as retry:
-                return self._retry(call, retry.message, 'model_retry', limit)
-            outcome = 'failed'
-        if isinstance(result, ToolReturnPart):
-            return result
-        return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
-
-
-def _external_result(call: ToolCallPart, value: Any) -> ToolReturnPart:
-    if isinstance(value, ToolReturnPart):
-        return value
-    if isinstance(value, ModelRetry):
-        return ToolReturnPart(
-            call.tool_name, value.message, call.tool_call_id, outcome='retried', retry=RetryInfo('model_retry')
-        )
-    return ToolReturnPart(call.tool_name, value, call.tool_call_id)
 
 
 AgentNode = UserPromptNode | ModelRequestNode | CallToolsNode
