@@ -9,7 +9,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -24,14 +23,12 @@ from ..exceptions import (
 from ..messages import ModelMessage, ModelMessagesTypeAdapter
 from ..messages._codec import encoder
 from ._chain import extend_chain
-from ._file_records import (
-    Branch,
-    ConvState,
-    file_key,
-    replay,
-)
+from ._file_records import BatchLine, Branch, ConvState, CreateLine, FileRecord, decode_line, file_key, replay
 from ._neutral import now_text
+from ._records import Provenance
 from ._text import title_of
+
+_encoder = msgspec.json.Encoder()
 
 __all__ = ['FileBase']
 
@@ -69,8 +66,8 @@ class FileBase:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _append_lines(self, path: Path, records: list[dict[str, Any]]) -> None:
-        data = b''.join(msgspec.json.encode(r) + b'\n' for r in records)
+    def _append_lines(self, path: Path, records: list[FileRecord]) -> None:
+        data = b''.join(_encoder.encode(r) + b'\n' for r in records)
         try:
             with open(path, 'ab') as handle:
                 handle.write(data)
@@ -79,7 +76,7 @@ class FileBase:
         except OSError as exc:
             raise BackendError(f'cannot write {path.name}: {exc}') from None
 
-    def _read_lines(self, path: Path, conversation_id: str) -> list[dict[str, Any]]:
+    def _read_lines(self, path: Path, conversation_id: str) -> list[FileRecord]:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
@@ -89,15 +86,16 @@ class FileBase:
         lines = raw.split(b'\n')
         if lines and lines[-1] != b'':
             lines = lines[:-1]  # a torn last line from a crash: never acknowledged, so ignored
-        records = []
+        records: list[FileRecord] = []
         for number, line in enumerate(lines):
             if not line:
                 continue
             try:
-                records.append(msgspec.json.decode(line))
+                records.append(decode_line(line))
             except msgspec.DecodeError:
                 raise CorruptRecordError(
-                    f'conversation {conversation_id!r}: line {number + 1} of its file is damaged',
+                    f'conversation {conversation_id!r}: line {number + 1} of its file is damaged or was written by a newer '
+                    'version of Threadline; restore the file from a backup, or upgrade',
                     conversation_id=conversation_id,
                 ) from None
         return records
@@ -114,7 +112,7 @@ class FileBase:
 
     def _state(self, conversation_id: str) -> ConvState | None:
         records = self._read_lines(self._path(conversation_id), conversation_id)
-        if not records or records[0].get('t') != 'create':
+        if not records or not isinstance(records[0], CreateLine):
             return None
         return replay(records)
 
@@ -176,7 +174,7 @@ class FileBase:
     # -- writes -----------------------------------------------------------------------------
     def _open(
         self, path: Path, conversation_id: str, scope: str, expected: int | None, create: bool
-    ) -> tuple[ConvState, list[dict[str, Any]]]:
+    ) -> tuple[ConvState, list[FileRecord]]:
         self._cut_torn_tail(path)
         state = self._state(conversation_id)
         if state is not None and state.scope != scope:
@@ -190,7 +188,7 @@ class FileBase:
                 )
             if not isinstance(scope, str) or not scope:
                 raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
-            record = {'t': 'create', 'id': conversation_id, 'scope': scope, 'at': now_text(), 'head': 1}
+            record = CreateLine(id=conversation_id, scope=scope, at=now_text())
             return replay([record]), [record]
         if expected is not None and expected != state.revision:
             raise ConflictError(
@@ -208,23 +206,22 @@ class FileBase:
         branch: int,
         start: int,
         messages: Sequence[ModelMessage],
-        provenance: str,
+        provenance: Provenance,
         run_id: str | None,
         prev_link: str,
-    ) -> dict[str, Any]:
+    ) -> BatchLine:
         bodies = [encoder.encode(m) for m in messages]
-        return {
-            't': 'batch',
-            'branch': branch,
-            'start': start,
-            'bodies': [b.decode() for b in bodies],
-            'provenance': provenance,
-            'run_id': run_id,
-            'prev_link': prev_link,
-            'link': extend_chain(prev_link, bodies),
-            'at': now_text(),
-            'title': None if state.title else title_of(list(messages)),
-        }
+        return BatchLine(
+            branch=branch,
+            start=start,
+            bodies=[b.decode() for b in bodies],
+            provenance=provenance,
+            run_id=run_id,
+            prev_link=prev_link,
+            link=extend_chain(prev_link, bodies),
+            at=now_text(),
+            title=None if state.title else title_of(list(messages)),
+        )
 
     def _run_owner(self, run_id: str) -> str | None:
         try:

@@ -21,10 +21,16 @@ from ._chain import GENESIS, canonical_json, extend_chain
 from ._file_io import FileBase
 from ._file_records import (
     REV,
+    BranchLine,
     ConvState,
+    CreateLine,
+    FileRecord,
+    HeadLine,
+    MaterializeLine,
     file_key,
     replay,
-    run_record,
+    result_line,
+    to_effect,
 )
 from ._neutral import check_append, check_messages, now_text, parse_time, safe_start, search_terms
 from ._records import (
@@ -73,11 +79,10 @@ class FileLogOps(FileBase):
         with self._locked(conversation_id) as path:
             state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
             stored = sum(
-                b['end'] - b['start']
-                for b in state.batches
-                if b['run_id'] == result.run_id and b['branch'] in state.branches
+                b.end - b.start for b in state.batches if b.run_id == result.run_id and b.branch in state.branches
             )
-            counted = state.runs.get(result.run_id, {}).get('status') == 'completed'
+            run = state.runs.get(result.run_id)
+            counted = run is not None and run.status == 'completed'
             fresh = new[stored:]
             if not fresh and counted:
                 return state.revision
@@ -87,7 +92,7 @@ class FileLogOps(FileBase):
                         state, state.head, self._length(state), fresh, 'server', result.run_id, state.chain_head
                     )
                 )
-            records.append(run_record(result, conversation_id, add_usage=not counted))
+            records.append(result_line(result, add_usage=not counted))
             self._index_run(result.run_id, conversation_id)
             self._append_lines(path, [*records, REV])
             return state.revision + 1
@@ -114,8 +119,8 @@ class FileLogOps(FileBase):
             return state.revision + 1
 
     def _replace_records(
-        self, state: ConvState, messages: builtins.list[ModelMessage], provenance: str, run_id: str | None
-    ) -> builtins.list[dict[str, Any]]:
+        self, state: ConvState, messages: builtins.list[ModelMessage], provenance: Provenance, run_id: str | None
+    ) -> builtins.list[FileRecord]:
         old = self._bodies(state, 0, self._length(state))
         bodies = [encoder.encode(m) for m in messages]
         shared = 0
@@ -127,13 +132,11 @@ class FileLogOps(FileBase):
             return []
         branch = max(state.branches) + 1
         prev = extend_chain(GENESIS, [b.encode() for _, b in old[:shared]])
-        records: builtins.list[dict[str, Any]] = [
-            {'t': 'branch', 'id': branch, 'parent': state.head, 'fork_position': shared}
-        ]
+        records: builtins.list[FileRecord] = [BranchLine(id=branch, parent=state.head, fork_position=shared)]
         if len(messages) > shared:
             records.append(self._batch(state, branch, shared, messages[shared:], provenance, run_id, prev))
         else:
-            records.append({'t': 'head', 'link': prev})
+            records.append(HeadLine(link=prev))
         return records
 
     def load(self, conversation_id: str, *, scope: str, last: int | None = None) -> StoredConversation:
@@ -143,10 +146,7 @@ class FileLogOps(FileBase):
         messages = self._decode(rows, conversation_id)
         raw = ('[' + ','.join(b for _, b in rows) + ']').encode()
         cut = 0 if last is None else (safe_start(messages, len(messages) - min(last, len(messages))) or 0)
-        batches = [
-            BatchInfo(b['start'], b['end'], b['provenance'], b['run_id'], b['link'], parse_time(b['at']), b['full'])
-            for b in self._lineage_batches(state)
-        ]
+        batches = self._lineage_batches(state)
         return StoredConversation(
             conversation_id=state.id,
             scope=state.scope,
@@ -164,19 +164,16 @@ class FileLogOps(FileBase):
             raw=raw if cut == 0 else None,
         )
 
-    def _lineage_batches(self, state: ConvState) -> builtins.list[dict[str, Any]]:
+    def _lineage_batches(self, state: ConvState) -> builtins.list[BatchInfo]:
         out = []
-        own = {(b['branch'], b['start']): b for b in state.batches}
         for branch, lo, hi in self._segments(state):
-            source = (
-                own
-                if branch.owner == state.id
-                else {(b['branch'], b['start']): b for b in self._get(branch.owner, None).batches}
-            )
-            for (branch_id, _), batch in sorted(source.items(), key=lambda kv: kv[0][1]):
-                if branch_id == branch.id and batch['start'] < hi and batch['end'] > lo:
-                    full = batch['start'] >= lo and batch['end'] <= hi
-                    out.append({**batch, 'start': max(batch['start'], lo), 'end': min(batch['end'], hi), 'full': full})
+            owner = state if branch.owner == state.id else self._get(branch.owner, None)
+            for batch in sorted(owner.batches, key=lambda b: b.start):
+                if batch.branch == branch.id and batch.start < hi and batch.end > lo:
+                    complete = batch.start >= lo and batch.end <= hi
+                    start, end = max(batch.start, lo), min(batch.end, hi)
+                    at = parse_time(batch.at)
+                    out.append(BatchInfo(start, end, batch.provenance, batch.run_id, batch.link, at, complete))
         return out
 
     def list(
@@ -206,7 +203,7 @@ class FileLogOps(FileBase):
         out = []
         for path in (self.root / 'conversations').glob('*.jsonl'):
             records = self._read_lines(path, path.stem)
-            if records and records[0].get('t') == 'create':
+            if records and isinstance(records[0], CreateLine):
                 out.append(replay(records))
         return out
 
@@ -225,19 +222,17 @@ class FileLogOps(FileBase):
                 self._append_lines(
                     path,
                     [
-                        {
-                            't': 'create',
-                            'id': fork_id,
-                            'scope': scope,
-                            'at': now_text(),
-                            'head': 1,
-                            'forked_from': conversation_id,
-                            'forked_at': position,
-                            'parent_branch': [conversation_id, source.head],
-                            'link': link,
-                            'title': source.title,
-                            'usage': msgspec.to_builtins(source.usage) if position == length else None,
-                        }
+                        CreateLine(
+                            id=fork_id,
+                            scope=scope,
+                            at=now_text(),
+                            forked_from=conversation_id,
+                            forked_at=position,
+                            parent_branch=(conversation_id, source.head),
+                            link=link,
+                            title=source.title,
+                            usage=source.usage if position == length else None,
+                        )
                     ],
                 )
         return fork_id
@@ -261,7 +256,7 @@ class FileLogOps(FileBase):
         with self._locked(child.id) as path:
             prefix = self._bodies(child, 0, child.forked_at or 0)
             root = min(child.branches)
-            self._append_lines(path, [{'t': 'materialize', 'branch': root, 'bodies': [b for _, b in prefix]}])
+            self._append_lines(path, [MaterializeLine(branch=root, bodies=[b for _, b in prefix])])
 
     def prune(
         self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | None = None
@@ -324,7 +319,7 @@ class FileLogOps(FileBase):
             state = self._get(conversation_id, scope)
             rows = self._bodies(state)
             batches = self._lineage_batches(state)
-        recorded = {b['end']: (b['start'], b['link']) for b in batches if b['full']}
+        recorded = {b.end: (b.start, b.link) for b in batches if b.complete}
         link = GENESIS
         for position, body in rows:
             link = extend_chain(link, [body.encode()])
@@ -345,7 +340,7 @@ class FileLogOps(FileBase):
 
     def tool_effects_for_conversation(self, conversation_id: str) -> builtins.list[ToolEffect]:
         state = self._state(conversation_id)
-        return [msgspec.convert(e, ToolEffect) for e in state.effects.values()] if state else []
+        return [to_effect(e) for e in state.effects.values()] if state else []
 
     def branches(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[int, int]]:
         state = self._get(conversation_id, scope)

@@ -14,28 +14,39 @@ import contextlib
 import os
 import secrets
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
-
-import msgspec
 
 from ..messages import ModelMessage
 from ._face import AsyncStore
 from ._file_log import FileLogOps
 from ._file_records import (
     REV,
+    BranchLine,
     ConvState,
-    finish_record,
-    seen,
-    snapshot_record,
-    strip_tag,
-    to_run,
+    FileRecord,
+    OutcomeLine,
+    QuarantineLine,
+    RunLine,
+    WaitLine,
+    WaitResolvedLine,
+    audit_event_line,
+    effect_line,
+    event_line,
+    finish_line,
+    snapshot_line,
+    to_audit_event,
+    to_effect,
+    to_event,
+    to_outcome,
     to_snapshot,
+    to_wait,
 )
 from ._neutral import now_text
 from ._records import (
     AuditEvent,
     OutcomeReceipt,
+    ReceiptStrength,
     RunFinish,
     RunRecord,
     Snapshot,
@@ -62,7 +73,7 @@ class FileBackend(FileLogOps):
             bumps = bool(records)
             if write.register:
                 self._index_run(run_id, conversation_id)
-                records.append({'t': 'run', 'run_id': run_id, 'status': 'running', 'started_at': now_text()})
+                records.append(RunLine(run_id=run_id, started_at=now_text()))
             length = self._length(state)
             if history is not None:
                 changed = self._replace_records(state, list(history), provenance, run_id)
@@ -74,17 +85,15 @@ class FileBackend(FileLogOps):
                 length += len(messages)
                 bumps = True
             records += [
-                {'t': 'event', **msgspec.to_builtins(e)}
-                for e in write.events
-                if not seen(state.events, e.run_id, e.idempotency_key)
+                event_line(e) for e in write.events if not state.seen(state.events, e.run_id, e.idempotency_key)
             ]
-            if snapshot is not None and not seen(state.snapshots, run_id, snapshot.idempotency_key):
-                head = next((r['id'] for r in records if r.get('t') == 'branch'), state.head)
-                records.append(snapshot_record(run_id, head, length, snapshot))
+            if snapshot is not None and not state.seen(state.snapshots, run_id, snapshot.idempotency_key):
+                head = next((r.id for r in records if isinstance(r, BranchLine)), state.head)
+                records.append(snapshot_line(run_id, head, length, snapshot))
             if write.effect is not None:
-                records.append({'t': 'effect', **msgspec.to_builtins(write.effect)})
+                records.append(effect_line(write.effect))
             if finish is not None:
-                records.append(finish_record(finish, with_usage=True))
+                records.append(finish_line(finish, with_usage=True))
                 bumps = bumps or (finish.status == 'completed' and finish.usage is not None)
             if bumps:
                 records.append(REV)
@@ -108,7 +117,7 @@ class FileBackend(FileLogOps):
         with self._locked(conversation_id) as path:
             self._get(conversation_id, None)  # a row for a conversation that does not exist would orphan it
             self._index_run(effect.run_id, conversation_id)
-            self._append_lines(path, [{'t': 'effect', **msgspec.to_builtins(effect)}])
+            self._append_lines(path, [effect_line(effect)])
 
     def _owner_state(self, run_id: str) -> ConvState | None:
         owner = self._run_owner(run_id)
@@ -117,29 +126,30 @@ class FileBackend(FileLogOps):
     def get_run(self, run_id: str) -> RunRecord | None:
         state = self._owner_state(run_id)
         run = state.runs.get(run_id) if state else None
-        return to_run(run_id, state.id, run) if state and run else None
+        return run.record(run_id, state.id) if state and run else None
 
     def list_runs(self, conversation_id: str) -> list[RunRecord]:
         state = self._state(conversation_id)
         if state is None:
             return []
-        return sorted((to_run(r, state.id, v) for r, v in state.runs.items()), key=lambda r: (r.started_at, r.run_id))
+        runs = (run.record(run_id, state.id) for run_id, run in state.runs.items())
+        return sorted(runs, key=lambda r: (r.started_at, r.run_id))
 
     def list_events(self, run_id: str) -> list[StepEvent]:
         state = self._owner_state(run_id)
-        return [msgspec.convert(e, StepEvent) for e in state.events if e['run_id'] == run_id] if state else []
+        return [to_event(e) for e in state.events if e.run_id == run_id] if state else []
 
     def list_snapshots(self, run_id: str) -> list[Snapshot]:
         state = self._owner_state(run_id)
         if state is None:
             return []
-        return [to_snapshot(state.id, s) for s in state.snapshots if s['run_id'] == run_id]
+        return [to_snapshot(state.id, s) for s in state.snapshots if s.run_id == run_id]
 
     def tool_effects(self, run_id: str) -> list[ToolEffect]:
         state = self._owner_state(run_id)
         if state is None:
             return []
-        return [msgspec.convert(e, ToolEffect) for (r, _), e in state.effects.items() if r == run_id]
+        return [to_effect(e) for (r, _), e in state.effects.items() if r == run_id]
 
     # -- audit records ------------------------------------------------------------------------
     def audit_key(self) -> bytes:
@@ -157,7 +167,7 @@ class FileBackend(FileLogOps):
                 tmp.unlink(missing_ok=True)
             return bytes.fromhex(path.read_text().strip())
 
-    def _add(self, conversation_id: str, scope: str, record: dict[str, Any]) -> None:
+    def _add(self, conversation_id: str, scope: str, record: FileRecord) -> None:
         with self._locked(conversation_id) as path:
             self._get(conversation_id, scope)
             self._append_lines(path, [record])
@@ -173,28 +183,26 @@ class FileBackend(FileLogOps):
         idempotency_key: str | None = None,
         observed_revision: str | None = None,
         evidence_ref: str | None = None,
-        strength: str = 'outcome',
+        strength: ReceiptStrength = 'outcome',
         observed_at: datetime | None = None,
     ) -> OutcomeReceipt:
         check_strength(strength)
-        stamp = observed_at.isoformat() if observed_at else now_text()
-        record = {
-            't': 'outcome',
-            'conversation_id': conversation_id,
-            'run_id': run_id,
-            'expected_effect': expected_effect,
-            'destination': destination,
-            'idempotency_key': idempotency_key,
-            'observed_revision': observed_revision,
-            'evidence_ref': evidence_ref,
-            'strength': strength,
-            'observed_at': stamp,
-        }
-        self._add(conversation_id, scope, record)
-        return msgspec.convert(strip_tag(record), OutcomeReceipt)
+        line = OutcomeLine(
+            conversation_id=conversation_id,
+            run_id=run_id,
+            expected_effect=expected_effect,
+            destination=destination,
+            idempotency_key=idempotency_key,
+            observed_revision=observed_revision,
+            evidence_ref=evidence_ref,
+            strength=strength,
+            observed_at=observed_at or datetime.now(tz=UTC),
+        )
+        self._add(conversation_id, scope, line)
+        return to_outcome(line)
 
     def outcomes(self, conversation_id: str, *, scope: str) -> list[OutcomeReceipt]:
-        return [msgspec.convert(strip_tag(r), OutcomeReceipt) for r in self._get(conversation_id, scope).outcomes]
+        return [to_outcome(line) for line in self._get(conversation_id, scope).outcomes]
 
     def record_wait(
         self,
@@ -207,50 +215,49 @@ class FileBackend(FileLogOps):
         deadline: datetime,
         resume_token: str,
     ) -> WaitRecord:
-        record = {
-            't': 'wait',
-            'conversation_id': conversation_id,
-            'run_id': run_id,
-            'owner': owner,
-            'decision': decision,
-            'deadline': deadline.isoformat(),
-            'resume_token': resume_token,
-            'created_at': now_text(),
-        }
-        self._add(conversation_id, scope, record)
-        return msgspec.convert(strip_tag(record), WaitRecord)
+        line = WaitLine(
+            conversation_id=conversation_id,
+            run_id=run_id,
+            owner=owner,
+            decision=decision,
+            deadline=deadline,
+            resume_token=resume_token,
+            created_at=datetime.now(tz=UTC),
+        )
+        self._add(conversation_id, scope, line)
+        return to_wait(line, None)
 
     def resolve_wait(self, conversation_id: str, *, scope: str, resume_token: str) -> None:
-        self._add(conversation_id, scope, {'t': 'wait_resolved', 'resume_token': resume_token, 'at': now_text()})
+        self._add(conversation_id, scope, WaitResolvedLine(resume_token=resume_token, at=now_text()))
 
     def waits(self, conversation_id: str, *, scope: str) -> list[WaitRecord]:
-        return [msgspec.convert(strip_tag(w), WaitRecord) for w in self._get(conversation_id, scope).waits]
+        state = self._get(conversation_id, scope)
+        return [to_wait(line, state.resolved.get(line.resume_token)) for line in state.waits]
 
     def record_audit_events(self, conversation_id: str, events: Sequence[AuditEvent], *, scope: str) -> None:
         if events:
             with self._locked(conversation_id) as path:
                 self._get(conversation_id, scope)
-                self._append_lines(path, [{'t': 'audit_event', **msgspec.to_builtins(e)} for e in events])
+                self._append_lines(path, [audit_event_line(e) for e in events])
 
     def audit_events(self, conversation_id: str, *, scope: str) -> list[AuditEvent]:
-        return [msgspec.convert(strip_tag(e), AuditEvent) for e in self._get(conversation_id, scope).audit_events]
+        return [to_audit_event(line) for line in self._get(conversation_id, scope).audit_events]
 
     def quarantine(self, conversation_id: str, *, scope: str, report: dict[str, Any] | None) -> None:
-        self._add(conversation_id, scope, {'t': 'quarantine', 'report': report})
+        self._add(conversation_id, scope, QuarantineLine(report=report))
 
     def finish_run(self, finish: RunFinish) -> None:
         owner = self._run_owner(finish.run_id)
         if owner is None:
             return
         with self._locked(owner) as path:
-            self._append_lines(path, [finish_record(finish, with_usage=False)])
+            self._append_lines(path, [finish_line(finish, with_usage=False)])
 
     def register_run(self, run_id: str, *, conversation_id: str, model_name: str | None = None) -> None:
         with self._locked(conversation_id) as path:
             self._get(conversation_id, None)
             self._index_run(run_id, conversation_id)
-            record = {'t': 'run', 'run_id': run_id, 'status': 'running', 'started_at': now_text()}
-            self._append_lines(path, [{**record, 'model_name': model_name}])
+            self._append_lines(path, [RunLine(run_id=run_id, started_at=now_text(), model_name=model_name)])
 
     def append_event(self, event: StepEvent, *, conversation_id: str | None) -> None:
         if conversation_id is None:
@@ -258,12 +265,12 @@ class FileBackend(FileLogOps):
         with self._locked(conversation_id) as path:
             self._get(conversation_id, None)
             self._index_run(event.run_id, conversation_id)
-            self._append_lines(path, [{'t': 'event', **msgspec.to_builtins(event)}])
+            self._append_lines(path, [event_line(event)])
 
     def save_snapshot(self, request: SnapshotRequest) -> Snapshot:
         with self._locked(request.conversation_id) as path:
             state = self._get(request.conversation_id, request.scope)
-            record = snapshot_record(request.run_id, state.head, self._length(state), request.mark)
+            record = snapshot_line(request.run_id, state.head, self._length(state), request.mark)
             self._append_lines(path, [record])
         return to_snapshot(request.conversation_id, record)
 
