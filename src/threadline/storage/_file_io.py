@@ -15,7 +15,6 @@ import msgspec
 from ..exceptions import (
     BackendError,
     ConflictError,
-    ConversationNotFound,
     CorruptRecordError,
     MessageValidationError,
     UserError,
@@ -24,7 +23,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter
 from ..messages._codec import encoder
 from ._chain import extend_chain
 from ._file_records import BatchLine, Branch, ConvState, CreateLine, FileRecord, decode_line, file_key, replay
-from ._neutral import now_text
+from ._neutral import not_found, now_text
 from ._records import Provenance
 from ._text import title_of
 
@@ -119,9 +118,7 @@ class FileBase:
     def _get(self, conversation_id: str, scope: str | None) -> ConvState:
         state = self._state(conversation_id)
         if state is None or (scope is not None and state.scope != scope):
-            raise ConversationNotFound(
-                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
-            )
+            raise not_found(conversation_id)
         return state
 
     # -- lineage ----------------------------------------------------------------------------
@@ -178,14 +175,10 @@ class FileBase:
         self._cut_torn_tail(path)
         state = self._state(conversation_id)
         if state is not None and state.scope != scope:
-            raise ConversationNotFound(
-                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
-            )
+            raise not_found(conversation_id)
         if state is None:
             if not create or expected not in (None, 0):
-                raise ConversationNotFound(
-                    f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
-                )
+                raise not_found(conversation_id)
             if not isinstance(scope, str) or not scope:
                 raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
             record = CreateLine(id=conversation_id, scope=scope, at=now_text())

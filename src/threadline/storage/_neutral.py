@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import UserError
+from ..exceptions import ConversationNotFound, UserError
 from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from ..messages._adapter import to_python
 
@@ -15,6 +15,7 @@ __all__ = [
     'check_append',
     'check_messages',
     'is_cut',
+    'not_found',
     'now_text',
     'parse_time',
     'safe_start',
@@ -25,6 +26,14 @@ __all__ = [
 
 def now_text() -> str:
     return datetime.now(tz=UTC).isoformat()
+
+
+def not_found(conversation_id: str) -> ConversationNotFound:
+    """The one error for a conversation that is missing or belongs to another scope: the two are
+    indistinguishable to the caller, so an id never reveals that another tenant has it."""
+    return ConversationNotFound(
+        f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
+    )
 
 
 def parse_time(text: str | None) -> datetime:

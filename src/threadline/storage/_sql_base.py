@@ -23,7 +23,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
 from ..messages._codec import encoder
 from ._chain import GENESIS, canonical_json, extend_chain
 from ._dialect import Dialect
-from ._neutral import now_text, parse_time
+from ._neutral import not_found, now_text, parse_time
 from ._records import BatchInfo, Provenance
 from ._text import message_text, title_of
 
@@ -101,9 +101,7 @@ class SQLBase:
             (conversation_id,),
         )
         if row is None or (scope is not None and row[1] != scope):
-            raise ConversationNotFound(
-                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
-            )
+            raise not_found(conversation_id)
         return Conversation(*row)
 
     def _lineage(self, conn: Any, head: int) -> list[Segment]:
@@ -196,9 +194,7 @@ class SQLBase:
             raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
         existing = self._one(conn, 'SELECT scope FROM conversations WHERE id = ?', (conversation_id,))
         if existing is not None:
-            raise ConversationNotFound(
-                f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
-            )
+            raise not_found(conversation_id)
         stamp = now_text()
         branch = self._new_branch(conn, conversation_id, None, 0)
         self._exec(
