@@ -188,6 +188,7 @@ SURFACE: dict[str, set[str]] = {
         'PostgresStore',
         'RecoveryInspection',
         'RunFinish',
+        'RunNotFound',
         'RunRecord',
         'SQLStore',
         'SQLiteStore',

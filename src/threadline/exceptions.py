@@ -16,6 +16,7 @@ __all__ = [
     'MessageValidationError',
     'ModelHTTPError',
     'ModelRetry',
+    'RunNotFound',
     'StoreError',
     'ThreadlineError',
     'UndrainedPendingMessagesError',
@@ -97,6 +98,10 @@ class StoreError(ThreadlineError):
 
 class ConversationNotFound(StoreError, LookupError):
     """No such conversation in this scope (a conversation of another scope is reported the same way)."""
+
+
+class RunNotFound(StoreError, LookupError):
+    """No run with this id in this conversation and scope (a run of another scope is reported the same way)."""
 
 
 class ConflictError(StoreError):

@@ -138,7 +138,7 @@ async def test_streamed_runs_persist_like_plain_runs_and_cancel_leaves_store_con
         await result.get_output()
     stored = await store.load(result.conversation_id, scope='s')
     assert stored.messages == result.all_messages()
-    kinds = [e.kind for e in await store.list_events(result.run_id)]
+    kinds = [e.kind for e in await store.list_events(result.run_id, scope='s')]
     assert kinds[0] == 'run_started' and kinds[-1] == 'run_completed'
     async with agent.run_stream('again', **stored.run_kwargs()) as second:
         async for _ in second.stream_text():
@@ -146,7 +146,7 @@ async def test_streamed_runs_persist_like_plain_runs_and_cancel_leaves_store_con
             break
     after = await store.load(result.conversation_id, scope='s')
     assert after.messages[-1].state == 'interrupted' and after.messages == second.all_messages()
-    snapshots = await store.list_snapshots(second.run_id)
+    snapshots = await store.list_snapshots(second.run_id, scope='s')
     assert snapshots[-1].state == 'interrupted'
     third = await agent.run('and now?', **after.run_kwargs())  # the next run carries on from it
     assert third.output == JOKE

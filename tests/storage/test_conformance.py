@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.storage.conftest import fresh_postgres_url, needs_postgres
-from threadline.storage import AsyncStore, FileStore, MemoryStore, SQLiteStore
+from threadline.storage import AsyncStore, FileStore, MemoryStore, SQLiteStore, SyncStore
 from threadline.storage.testing import ConversationStoreConformance
 
 
 class TestMemoryStore(ConversationStoreConformance):
-    def make_store(self) -> AsyncStore[Any]:
+    def make_store(self) -> AsyncStore[SyncStore]:
         return MemoryStore()
 
 
@@ -22,7 +21,7 @@ class TestSQLiteStore(ConversationStoreConformance):
     def _tmp(self, tmp_path: Path) -> None:
         self.path = tmp_path / 'threadline.db'
 
-    def make_store(self) -> AsyncStore[Any]:
+    def make_store(self) -> AsyncStore[SyncStore]:
         return SQLiteStore(self.path)
 
 
@@ -31,13 +30,13 @@ class TestFileStore(ConversationStoreConformance):
     def _tmp(self, tmp_path: Path) -> None:
         self.path = tmp_path / 'files'
 
-    def make_store(self) -> AsyncStore[Any]:
+    def make_store(self) -> AsyncStore[SyncStore]:
         return FileStore(self.path)
 
 
 @needs_postgres
 class TestPostgresStore(ConversationStoreConformance):
-    def make_store(self) -> AsyncStore[Any]:
+    def make_store(self) -> AsyncStore[SyncStore]:
         from threadline.storage import PostgresStore
 
         return PostgresStore(fresh_postgres_url())

@@ -65,7 +65,7 @@ def check(target: str, conversation_id: str, lines: list[list[str]]) -> dict[str
         ended = {(line[1], line[2]) for line in lines if line[0] == 'tool-end'}
         unknown = 0
         for run_id, call_id in started - ended:  # killed inside the tool body
-            inspection = asyncio.run(inspect_recovery(store, run_id))
+            inspection = asyncio.run(inspect_recovery(store, run_id, scope='crash'))
             assert call_id in {e.tool_call_id for e in inspection.unknown}, inspection
             unknown += 1
         return {'saved': len(saved), 'unknown': unknown}

@@ -33,7 +33,10 @@ def describe(store: FileBackend) -> dict[str, Any]:
             'quarantined': s.quarantined,
             'verify': repr(store.verify(cid, scope='tenant')),
             'lineage': store.lineage(cid, scope='tenant'),
-            'runs': [repr((r.run_id, r.status, r.output_json, r.usage, r.model_name)) for r in store.list_runs(cid)],
+            'runs': [
+                repr((r.run_id, r.status, r.output_json, r.usage, r.model_name))
+                for r in store.list_runs(cid, scope='tenant')
+            ],
             'outcomes': [repr(o) for o in store.outcomes(cid, scope='tenant')],
             'waits': [
                 repr((w.owner, w.deadline, w.resume_token, w.resolved_at is not None))
@@ -42,12 +45,12 @@ def describe(store: FileBackend) -> dict[str, Any]:
             'audit_events': [repr(e) for e in store.audit_events(cid, scope='tenant')],
             'effects': [
                 repr((e.tool_call_id, e.status, e.idempotency_key, e.ended_at))
-                for e in store.tool_effects_for_conversation(cid)
+                for e in store.tool_effects_for_conversation(cid, scope='tenant')
             ],
         }
     out['run-2'] = {
-        'events': [repr(e) for e in store.list_events('run-2')],
-        'snapshots': [repr((s.position, s.state, s.step_index)) for s in store.list_snapshots('run-2')],
+        'events': [repr(e) for e in store.list_events('run-2', scope='tenant')],
+        'snapshots': [repr((s.position, s.state, s.step_index)) for s in store.list_snapshots('run-2', scope='tenant')],
     }
     return out
 

@@ -43,7 +43,7 @@ def support_agent(store: Any, **kwargs: Any) -> Agent[Any, Any]:
 
 async def test_a_run_is_recorded_step_by_step(store: Any) -> None:
     result = await support_agent(store).run('refund my order')
-    kinds = [e.kind for e in await store.list_events(result.run_id)]
+    kinds = [e.kind for e in await store.list_events(result.run_id, scope='acme')]
     assert kinds == [
         'run_started',
         'model_request_started',
@@ -54,20 +54,20 @@ async def test_a_run_is_recorded_step_by_step(store: Any) -> None:
         'model_request_completed',
         'run_completed',
     ]
-    snapshots = await store.list_snapshots(result.run_id)
+    snapshots = await store.list_snapshots(result.run_id, scope='acme')
     assert [(s.position, s.state) for s in snapshots] == [
         (2, 'interrupted'),
         (3, 'complete'),
         (4, 'complete'),
         (4, 'complete'),
     ]
-    [effect] = await store.tool_effects(result.run_id)
+    [effect] = await store.tool_effects(result.run_id, scope='acme')
     assert (effect.status, effect.idempotency_key, effect.summary) == ('completed', 'refund-a', 'refund a')
     stored = await store.load(result.conversation_id, scope='acme')
     assert stored.messages == result.all_messages() and stored.usage.requests == 2
     assert await store.save(result, scope='acme') == stored.revision  # saving the same run adds nothing
     assert (await store.load(result.conversation_id, scope='acme')).length == 4
-    [run] = await store.list_runs(result.conversation_id)
+    [run] = await store.list_runs(result.conversation_id, scope='acme')
     assert run.status == 'completed' and run.usage.requests == 2
 
 
@@ -83,7 +83,7 @@ async def test_continue_fork_and_inspect(store: Any) -> None:
     assert forked.conversation_id != first.conversation_id and forked.shared_prefix == 4
     branch = await agent.run('another question', **forked.run_kwargs())
     assert branch.conversation_id == forked.conversation_id
-    inspection = await inspect_recovery(store, first.run_id)
+    inspection = await inspect_recovery(store, first.run_id, scope='acme')
     assert inspection.unknown == [] and [e.tool_name for e in inspection.completed] == ['issue_refund']
     assert inspection.latest_settled is not None and inspection.latest_settled.position == 4
 
@@ -101,8 +101,8 @@ async def test_a_run_that_fails_mid_tool_leaves_an_unknown_effect_and_an_interru
 
     with pytest.raises(Crash):
         await agent.run('charge me')
-    run = (await store.list_runs((await store.list('acme'))[0].conversation_id))[0]
-    inspection = await inspect_recovery(store, run.run_id)
+    run = (await store.list_runs((await store.list('acme'))[0].conversation_id, scope='acme'))[0]
+    inspection = await inspect_recovery(store, run.run_id, scope='acme')
     assert [(e.tool_name, e.idempotency_key, e.status) for e in inspection.unknown] == [
         ('charge', 'charge-42', 'started')
     ]
@@ -126,5 +126,5 @@ async def test_compaction_by_a_processor_is_stored_as_a_branch(store: Any) -> No
     branches = store.sync.branches(first.conversation_id, scope='acme')
     # the old tip (run 1 plus run 2's prompt, stored before the processor ran) stays reachable
     assert len(branches) == 2 and branches[0][1] == 5
-    snapshot = (await store.list_snapshots(second.run_id))[-1]
+    snapshot = (await store.list_snapshots(second.run_id, scope='acme'))[-1]
     assert snapshot.branch_id == branches[-1][0]

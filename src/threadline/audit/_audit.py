@@ -122,6 +122,6 @@ def _store_facts(facts: Facts, context: AuditContext, stored: StoredConversation
         facts.lineage = store.sync.lineage(lineage_id, scope=scope)
         facts.receipts = store.sync.outcomes(lineage_id, scope=scope)
         facts.waits = store.sync.waits(lineage_id, scope=scope)
-        facts.effects = {e.tool_call_id: e for e in store.sync.tool_effects_for_conversation(lineage_id)}
+        facts.effects = {e.tool_call_id: e for e in store.sync.tool_effects_for_conversation(lineage_id, scope=scope)}
     except ConversationNotFound:
         facts.stored = None

@@ -77,7 +77,7 @@ def run_demo(db: Path, console: Console) -> None:
 
     console.rule('[bold]2. A second process asks for a refund and is killed inside the refund tool')
     run_id = _killed_refund(db, cid, payments, console)
-    inspection = asyncio.run(inspect_recovery(store, run_id))
+    inspection = asyncio.run(inspect_recovery(store, run_id, scope=SCOPE))
     _check([e.tool_name for e in inspection.unknown] == ['issue_refund'], 'recovery reports the refund as unknown')
     effect = inspection.unknown[0]
     console.print(
@@ -193,7 +193,7 @@ def _killed_refund(db: Path, cid: str, payments: Payments, console: Console) -> 
     child.wait()
     console.print(f'  process {child.pid} entered issue_refund and was killed with SIGKILL')
     store = SQLiteStore(db)
-    runs = store.sync.list_runs(cid)
+    runs = store.sync.list_runs(cid, scope=SCOPE)
     store.close()
     unfinished = [r for r in runs if r.status == 'running']
     _check(len(unfinished) == 1, 'the killed run is recorded as still running')

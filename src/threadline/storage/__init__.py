@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._public import publish
-from ..exceptions import BackendError, ConflictError, ConversationNotFound, CorruptRecordError, StoreError
+from ..exceptions import BackendError, ConflictError, ConversationNotFound, CorruptRecordError, RunNotFound, StoreError
 from ._contract import AuditStore, ConversationStore, FinishedRun, StepStore, SyncStore
 from ._face import AsyncStore
 from ._records import (
@@ -64,6 +64,7 @@ __all__ = [
     'PostgresStore',
     'RecoveryInspection',
     'RunFinish',
+    'RunNotFound',
     'RunRecord',
     'SQLStore',
     'SQLiteStore',

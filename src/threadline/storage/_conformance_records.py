@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
@@ -33,17 +32,17 @@ class RecordConformance:
     """Step records and audit records behave the same on every backend."""
 
     @pytest.fixture
-    def store(self) -> Iterator[AsyncStore[Any]]:  # pragma: no cover - replaced by the suite's fixture
+    def store(self) -> Iterator[AsyncStore[SyncStore]]:  # pragma: no cover - replaced by the suite's fixture
         raise NotImplementedError
         yield
 
-    def test_backend_implements_the_whole_contract(self, store: AsyncStore[Any]) -> None:
+    def test_backend_implements_the_whole_contract(self, store: AsyncStore[SyncStore]) -> None:
         for protocol in (ConversationStore, StepStore, AuditStore, SyncStore):
             assert isinstance(store.sync, protocol), protocol.__name__
         declared = {name for name in dir(SyncStore) if not name.startswith('_')} - {'close'}
         assert declared == set(contract_operations())
 
-    def test_step_write_is_one_boundary(self, store: AsyncStore[Any]) -> None:
+    def test_step_write_is_one_boundary(self, store: AsyncStore[SyncStore]) -> None:
         event = StepEvent('r1', 'run_started', 0, T0, idempotency_key='e0')
         effect = ToolEffect('r1', 'call-0', 'lookup', 'started', T0, idempotency_key='refund-42')
         revision = store.sync.step_write(
@@ -61,46 +60,48 @@ class RecordConformance:
         )
         assert store.sync.conversation_state('w1', scope='s') == (revision, 4)
         assert store.sync.conversation_state('w1', scope='other') is None
-        assert [e.kind for e in store.sync.list_events('r1')] == ['run_started']
-        [snapshot] = store.sync.list_snapshots('r1')
+        assert [e.kind for e in store.sync.list_events('r1', scope='s')] == ['run_started']
+        [snapshot] = store.sync.list_snapshots('r1', scope='s')
         assert (snapshot.position, snapshot.state, snapshot.step_index) == (4, 'complete', 1)
         assert (
             store.sync.load_at('w1', scope='s', branch_id=snapshot.branch_id, position=2)
             == turn(0, conversation_id='w1', run_id='r1')[:2]
         )
-        assert [(e.tool_call_id, e.status) for e in store.sync.tool_effects('r1')] == [('call-0', 'started')]
-        assert [e.idempotency_key for e in store.sync.tool_effects_for_conversation('w1')] == ['refund-42']
+        assert [(e.tool_call_id, e.status) for e in store.sync.tool_effects('r1', scope='s')] == [('call-0', 'started')]
+        assert [e.idempotency_key for e in store.sync.tool_effects_for_conversation('w1', scope='s')] == ['refund-42']
         usage = RunUsage(requests=1, input_tokens=7)
         finished = store.sync.step_write(
             StepWrite('w1', 's', 'r1', revision, finish=RunFinish('r1', 'completed', '"ok"', usage))
         )
-        run = store.sync.get_run('r1')
+        run = store.sync.get_run('r1', scope='s')
         assert run is not None and (run.status, run.output_json) == ('completed', '"ok"')
         assert finished == revision + 1 and store.sync.load('w1', scope='s').usage.input_tokens == 7
 
-    def test_run_records_and_snapshots_outside_a_boundary(self, store: AsyncStore[Any]) -> None:
+    def test_run_records_and_snapshots_outside_a_boundary(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('w2', turn(0, conversation_id='w2'), scope='s')
-        store.sync.register_run('r2', conversation_id='w2', model_name='test')
-        store.sync.append_event(StepEvent('r2', 'run_started', 0, T0, idempotency_key='k'), conversation_id='w2')
+        store.sync.register_run('r2', conversation_id='w2', scope='s', model_name='test')
+        store.sync.append_event(
+            StepEvent('r2', 'run_started', 0, T0, idempotency_key='k'), conversation_id='w2', scope='s'
+        )
         snapshot = store.sync.save_snapshot(SnapshotRequest('r2', 'w2', 's', SnapshotMark('interrupted', 2)))
         assert (snapshot.position, snapshot.state) == (4, 'interrupted')
-        assert store.sync.list_snapshots('r2') == [snapshot]
-        store.sync.finish_run(RunFinish('r2', 'failed'))
-        assert [(r.run_id, r.status) for r in store.sync.list_runs('w2')] == [('r2', 'failed')]
-        assert [e.run_id for e in store.sync.list_events('r2')] == ['r2']
+        assert store.sync.list_snapshots('r2', scope='s') == [snapshot]
+        store.sync.finish_run(RunFinish('r2', 'failed'), scope='s')
+        assert [(r.run_id, r.status) for r in store.sync.list_runs('w2', scope='s')] == [('r2', 'failed')]
+        assert [e.run_id for e in store.sync.list_events('r2', scope='s')] == ['r2']
         with pytest.raises(ConversationNotFound):
             store.sync.save_snapshot(SnapshotRequest('r2', 'w2', 'other', SnapshotMark('complete', 3)))
 
-    def test_ledger_row_moves_on_and_keeps_its_key(self, store: AsyncStore[Any]) -> None:
+    def test_ledger_row_moves_on_and_keeps_its_key(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('w3', turn(0, conversation_id='w3'), scope='s')
         started = ToolEffect('r3', 'call-1', 'refund', 'started', T0, idempotency_key='key-1')
-        store.sync.record_tool_effect(started, conversation_id='w3')
+        store.sync.record_tool_effect(started, conversation_id='w3', scope='s')
         done = ToolEffect('r3', 'call-1', 'refund', 'completed', T0, ended_at=T0 + timedelta(seconds=1))
-        store.sync.record_tool_effect(done, conversation_id='w3')
-        [row] = store.sync.tool_effects('r3')
+        store.sync.record_tool_effect(done, conversation_id='w3', scope='s')
+        [row] = store.sync.tool_effects('r3', scope='s')
         assert (row.status, row.idempotency_key) == ('completed', 'key-1')
 
-    def test_audit_records_round_trip_and_respect_scope(self, store: AsyncStore[Any]) -> None:
+    def test_audit_records_round_trip_and_respect_scope(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('w4', turn(0, conversation_id='w4'), scope='s')
         key = store.sync.audit_key()
         assert isinstance(key, bytes) and key and store.sync.audit_key() == key
@@ -132,7 +133,7 @@ class RecordConformance:
             with pytest.raises(ConversationNotFound):
                 call()
 
-    def test_lineage_branches_and_raw_history(self, store: AsyncStore[Any]) -> None:
+    def test_lineage_branches_and_raw_history(self, store: AsyncStore[SyncStore]) -> None:
         revision = store.sync.append('w5', turn(0, conversation_id='w5'), scope='s')
         store.sync.replace('w5', turn(0, conversation_id='w5')[:2], scope='s', expected_revision=revision)
         assert [length for _, length in store.sync.branches('w5', scope='s')] == [4, 2]
@@ -142,12 +143,12 @@ class RecordConformance:
         raw = store.sync.raw_history('w5', scope='s')
         assert raw.startswith(b'[') and raw.count(b'"kind"') >= 2
 
-    def test_every_operation_has_an_async_form(self, store: AsyncStore[Any]) -> None:
+    def test_every_operation_has_an_async_form(self, store: AsyncStore[SyncStore]) -> None:
         async def main() -> None:
             await store.append('w6', turn(0, conversation_id='w6'), scope='s')
-            await store.register_run('r6', conversation_id='w6')
-            await store.finish_run(RunFinish('r6', 'completed', '1'))
-            run = await store.get_run('r6')
+            await store.register_run('r6', conversation_id='w6', scope='s')
+            await store.finish_run(RunFinish('r6', 'completed', '1'), scope='s')
+            run = await store.get_run('r6', scope='s')
             assert run is not None and run.status == 'completed'
             assert (await store.audit_key()) == store.sync.audit_key()
             assert await store.conversation_state('w6', scope='s') == store.sync.conversation_state('w6', scope='s')

@@ -20,7 +20,7 @@ __all__ = ['AsyncStore']
 
 P = ParamSpec('P')
 R = TypeVar('R')
-B = TypeVar('B', bound=SyncStore)
+B = TypeVar('B', bound=SyncStore, covariant=True)
 
 
 class _AsyncOp(Generic[P, R]):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
@@ -23,7 +24,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter
 from ..messages._codec import encoder
 from ._chain import extend_chain
 from ._file_records import BatchLine, Branch, ConvState, CreateLine, FileRecord, decode_line, file_key, replay
-from ._neutral import not_found, now_text
+from ._neutral import check_scope, not_found, now_text, run_not_found
 from ._records import Provenance
 from ._text import title_of
 
@@ -115,9 +116,10 @@ class FileBase:
             return None
         return replay(records)
 
-    def _get(self, conversation_id: str, scope: str | None) -> ConvState:
+    def _get(self, conversation_id: str, scope: str) -> ConvState:
+        check_scope(scope)
         state = self._state(conversation_id)
-        if state is None or (scope is not None and state.scope != scope):
+        if state is None or state.scope != scope:
             raise not_found(conversation_id)
         return state
 
@@ -222,9 +224,22 @@ class FileBase:
         except FileNotFoundError:
             return None
 
-    def _index_run(self, run_id: str, conversation_id: str) -> None:
+    def _claim_run(self, run_id: str, conversation_id: str) -> None:
+        """Record that the run belongs to `conversation_id`, or check that it already does (a run
+        belongs to one conversation for good). The index entry is created atomically."""
         target = self.root / 'runs' / file_key(run_id)
         if not target.exists():
-            tmp = target.with_suffix('.tmp')
+            tmp = target.with_suffix(f'.{os.getpid()}.{threading.get_ident()}.tmp')
             tmp.write_text(conversation_id)
-            os.replace(tmp, target)
+            with contextlib.suppress(FileExistsError):  # a concurrent claim wins, and is checked below
+                os.link(tmp, target)
+            tmp.unlink(missing_ok=True)
+        if self._run_owner(run_id) != conversation_id:
+            raise run_not_found(run_id)
+
+    def _run_state(self, run_id: str, scope: str) -> ConvState | None:
+        """The conversation that owns the run, when it is in `scope`."""
+        check_scope(scope)
+        owner = self._run_owner(run_id)
+        state = self._state(owner) if owner else None
+        return state if state is not None and state.scope == scope else None

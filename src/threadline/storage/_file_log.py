@@ -78,6 +78,7 @@ class FileLogOps(FileBase):
         check_messages(new, 'result.new_messages()')
         with self._locked(conversation_id) as path:
             state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
+            self._claim_run(result.run_id, conversation_id)
             stored = sum(
                 b.end - b.start for b in state.batches if b.run_id == result.run_id and b.branch in state.branches
             )
@@ -93,7 +94,6 @@ class FileLogOps(FileBase):
                     )
                 )
             records.append(result_line(result, add_usage=not counted))
-            self._index_run(result.run_id, conversation_id)
             self._append_lines(path, [*records, REV])
             return state.revision + 1
 
@@ -167,7 +167,7 @@ class FileLogOps(FileBase):
     def _lineage_batches(self, state: ConvState) -> builtins.list[BatchInfo]:
         out = []
         for branch, lo, hi in self._segments(state):
-            owner = state if branch.owner == state.id else self._get(branch.owner, None)
+            owner = state if branch.owner == state.id else self._get(branch.owner, state.scope)
             for batch in sorted(owner.batches, key=lambda b: b.start):
                 if batch.branch == branch.id and batch.start < hi and batch.end > lo:
                     complete = batch.start >= lo and batch.end <= hi
@@ -237,7 +237,7 @@ class FileLogOps(FileBase):
                 )
         return fork_id
 
-    def delete(self, conversation_id: str, *, scope: str | None) -> None:
+    def delete(self, conversation_id: str, *, scope: str) -> None:
         with self._lock:
             state = self._get(conversation_id, scope)
             for child in self._all_states():
@@ -338,9 +338,8 @@ class FileLogOps(FileBase):
         state = self._get(conversation_id, scope)
         return [(branch.owner, lo, hi) for branch, lo, hi in self._segments(state)]
 
-    def tool_effects_for_conversation(self, conversation_id: str) -> builtins.list[ToolEffect]:
-        state = self._state(conversation_id)
-        return [to_effect(e) for e in state.effects.values()] if state else []
+    def tool_effects_for_conversation(self, conversation_id: str, *, scope: str) -> builtins.list[ToolEffect]:
+        return [to_effect(e) for e in self._get(conversation_id, scope).effects.values()]
 
     def branches(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[int, int]]:
         state = self._get(conversation_id, scope)

@@ -7,17 +7,21 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import ConversationNotFound, UserError
+from ..exceptions import ConversationNotFound, RunNotFound, UserError
 from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from ..messages._adapter import to_python
+from ._records import StepWrite
 
 __all__ = [
     'check_append',
     'check_messages',
+    'check_scope',
+    'check_step_write',
     'is_cut',
     'not_found',
     'now_text',
     'parse_time',
+    'run_not_found',
     'safe_start',
     'search_terms',
     'to_python_output',
@@ -34,6 +38,27 @@ def not_found(conversation_id: str) -> ConversationNotFound:
     return ConversationNotFound(
         f'conversation {conversation_id!r} not found in this scope', conversation_id=conversation_id
     )
+
+
+def run_not_found(run_id: str) -> RunNotFound:
+    """The one error for a run that is missing, or recorded in another conversation or scope."""
+    return RunNotFound(f'run {run_id!r} not found in this conversation and scope')
+
+
+def check_scope(scope: object) -> str:
+    """A scope must be a non-empty string: `None`, `''` and non-strings are refused, never taken as
+    "every scope" or a default, so a missing tenant id can never widen what a call sees."""
+    if not isinstance(scope, str) or not scope:
+        raise UserError(f'scope must be a non-empty string decided by the server (a tenant or owner id), not {scope!r}')
+    return scope
+
+
+def check_step_write(write: StepWrite) -> None:
+    """Every record of a step write belongs to its run: events or a ledger row of another run would
+    land in a conversation that does not own that run."""
+    strays = [r.run_id for r in (*write.events, write.effect) if r is not None and r.run_id != write.run_id]
+    if strays:
+        raise UserError(f'a step write for run {write.run_id!r} carries records of run {strays[0]!r}')
 
 
 def parse_time(text: str | None) -> datetime:

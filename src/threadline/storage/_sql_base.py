@@ -23,7 +23,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
 from ..messages._codec import encoder
 from ._chain import GENESIS, canonical_json, extend_chain
 from ._dialect import Dialect
-from ._neutral import not_found, now_text, parse_time
+from ._neutral import not_found, now_text, parse_time, run_not_found
 from ._records import BatchInfo, Provenance
 from ._text import message_text, title_of
 
@@ -379,3 +379,15 @@ class SQLBase:
             else prev_link
         )
         return self._finish_write(conn, conversation, head=branch, length=len(messages), link=link)
+
+    def _claim_run(self, conn: Any, run_id: str, conversation_id: str, model_name: str | None = None) -> None:
+        """Create the run record for `conversation_id`, or check that the existing one is its own."""
+        self._exec(
+            conn,
+            "INSERT INTO runs (run_id, conversation_id, model_name, status, started_at) VALUES (?, ?, ?, 'running', ?) "
+            'ON CONFLICT (run_id) DO NOTHING',
+            (run_id, conversation_id, model_name, now_text()),
+        )
+        owner = self._one(conn, 'SELECT conversation_id FROM runs WHERE run_id = ?', (run_id,))
+        if owner[0] != conversation_id:
+            raise run_not_found(run_id)

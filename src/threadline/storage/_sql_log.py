@@ -65,6 +65,7 @@ class LogOps(SQLBase):
         check_messages(new, 'result.new_messages()')
         with self._write() as conn:
             conversation = self._open_for_write(conn, conversation_id, scope, expected_revision, create=True)
+            self._claim_run(conn, result.run_id, conversation_id)
             stored = self._stored_for_run(conn, conversation, result.run_id)
             fresh = new[stored:]
             known = self._one(conn, 'SELECT status FROM runs WHERE run_id = ?', (result.run_id,))

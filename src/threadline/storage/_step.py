@@ -322,16 +322,18 @@ def annotate_tool_effect(
         idempotency_key=idempotency_key,
         summary=summary,
     )
-    scope.persistence.store.sync.record_tool_effect(effect, conversation_id=scope.state.conversation_id)
+    store = scope.persistence.store.sync
+    store.record_tool_effect(effect, conversation_id=scope.state.conversation_id, scope=scope.state.scope)
 
 
-async def inspect_recovery(store: AsyncStore[Any], run_id: str) -> RecoveryInspection:
-    """What the store knows about `run_id`: latest snapshot, latest settled one, and its tool
-    effects, with calls still `started` reported as unknown (read-only; not permission to replay)."""
-    run = await store.get_run(run_id)
-    snapshots = await store.list_snapshots(run_id)
-    effects = await store.tool_effects(run_id)
-    events = await store.list_events(run_id)
+async def inspect_recovery(store: AsyncStore[Any], run_id: str, *, scope: str) -> RecoveryInspection:
+    """What the store knows about `run_id` in `scope`: latest snapshot, latest settled one, and its
+    tool effects, with calls still `started` reported as unknown (read-only; not permission to
+    replay). A run of another scope looks exactly like one that does not exist."""
+    run = await store.get_run(run_id, scope=scope)
+    snapshots = await store.list_snapshots(run_id, scope=scope)
+    effects = await store.tool_effects(run_id, scope=scope)
+    events = await store.list_events(run_id, scope=scope)
     settled = [s for s in snapshots if s.state == 'complete']
     return RecoveryInspection(
         run_id=run_id,
@@ -349,7 +351,9 @@ async def continue_run(
     store: AsyncStore[Any], run_id: str, *, scope: str, include_interrupted: bool = False
 ) -> StoredConversation:
     """The conversation as of the run's latest (settled, unless `include_interrupted`) snapshot."""
-    snapshots = [s for s in await store.list_snapshots(run_id) if include_interrupted or s.state == 'complete']
+    snapshots = [
+        s for s in await store.list_snapshots(run_id, scope=scope) if include_interrupted or s.state == 'complete'
+    ]
     if not snapshots:
         raise LookupError(f'run {run_id!r} has no {"" if include_interrupted else "settled "}snapshot')
     snap = snapshots[-1]
@@ -363,7 +367,9 @@ async def fork_run(
     store: AsyncStore[Any], run_id: str, *, scope: str, include_interrupted: bool = False
 ) -> StoredConversation:
     """A new conversation sharing the history up to the run's latest snapshot (no copy)."""
-    snapshots = [s for s in await store.list_snapshots(run_id) if include_interrupted or s.state == 'complete']
+    snapshots = [
+        s for s in await store.list_snapshots(run_id, scope=scope) if include_interrupted or s.state == 'complete'
+    ]
     if not snapshots:
         raise LookupError(f'run {run_id!r} has no {"" if include_interrupted else "settled "}snapshot')
     snap = snapshots[-1]

@@ -8,7 +8,7 @@ import msgspec
 
 from ..exceptions import ConversationNotFound
 from ..messages import ModelMessage, RunUsage
-from ._neutral import now_text, parse_time
+from ._neutral import check_scope, check_step_write, not_found, now_text, parse_time, run_not_found
 from ._records import RunFinish, RunRecord, Snapshot, SnapshotMark, SnapshotRequest, StepEvent, StepWrite, ToolEffect
 from ._sql_base import SQLBase
 
@@ -18,20 +18,34 @@ __all__ = ['StepOps']
 class StepOps(SQLBase):
     """The step half of the contract. Every write is idempotent under retry: a repeated
     `(run_id, idempotency_key)` is dropped. A boundary's messages, events, snapshot and ledger row
-    go in one transaction (`step_write`): one commit, and all or nothing on a crash."""
+    go in one transaction (`step_write`): one commit, and all or nothing on a crash.
 
-    def register_run(self, run_id: str, *, conversation_id: str, model_name: str | None = None) -> None:
-        with self._write() as conn:
-            self._exec(
-                conn,
-                "INSERT INTO runs (run_id, conversation_id, model_name, status, started_at) VALUES (?, ?, ?, 'running', ?) "
-                'ON CONFLICT (run_id) DO NOTHING',
-                (run_id, conversation_id, model_name, now_text()),
-            )
+    Tenancy: a run belongs to one conversation, and so to one scope, for good (`_claim_run`). Every
+    read takes the scope and sees only runs of that scope's conversations; a write naming a run of
+    another conversation is refused as `RunNotFound`, exactly like a run that does not exist.
+    """
 
-    def finish_run(self, finish: RunFinish) -> None:
+    def register_run(self, run_id: str, *, conversation_id: str, scope: str, model_name: str | None = None) -> None:
         with self._write() as conn:
+            self._conversation(conn, conversation_id, scope)
+            self._claim_run(conn, run_id, conversation_id, model_name)
+
+    def finish_run(self, finish: RunFinish, *, scope: str) -> None:
+        with self._write() as conn:
+            if self._run_in_scope(conn, finish.run_id, scope) is None:
+                raise run_not_found(finish.run_id)
             self._close_run(conn, finish)
+
+    def _run_in_scope(self, conn: Any, run_id: str, scope: str) -> str | None:
+        """The run's conversation, when the run is recorded in one of `scope`'s conversations."""
+        check_scope(scope)
+        row = self._one(
+            conn,
+            'SELECT r.conversation_id FROM runs r JOIN conversations c ON c.id = r.conversation_id '
+            'WHERE r.run_id = ? AND c.scope = ?',
+            (run_id, scope),
+        )
+        return None if row is None else str(row[0])
 
     def _close_run(self, conn: Any, finish: RunFinish) -> None:
         usage = msgspec.json.encode(finish.usage).decode() if finish.usage else None
@@ -42,31 +56,27 @@ class StepOps(SQLBase):
             (finish.status, now_text(), finish.output_json, usage, finish.run_id),
         )
 
-    def get_run(self, run_id: str) -> RunRecord | None:
+    def get_run(self, run_id: str, *, scope: str) -> RunRecord | None:
         with self._read() as conn:
-            row = self._one(
-                conn,
-                'SELECT run_id, conversation_id, started_at, finished_at, model_name, output, usage, status '
-                'FROM runs WHERE run_id = ?',
-                (run_id,),
-            )
+            check_scope(scope)
+            row = self._one(conn, _RUNS + 'WHERE r.run_id = ? AND c.scope = ?', (run_id, scope))
         return _run(row) if row else None
 
-    def list_runs(self, conversation_id: str) -> list[RunRecord]:
+    def list_runs(self, conversation_id: str, *, scope: str) -> list[RunRecord]:
         with self._read() as conn:
+            self._conversation(conn, conversation_id, scope)
             rows = self._all(
-                conn,
-                'SELECT run_id, conversation_id, started_at, finished_at, model_name, output, usage, status '
-                'FROM runs WHERE conversation_id = ? ORDER BY started_at, run_id',
-                (conversation_id,),
+                conn, _RUNS + 'WHERE r.conversation_id = ? ORDER BY r.started_at, r.run_id', (conversation_id,)
             )
         return [_run(r) for r in rows]
 
-    def append_event(self, event: StepEvent, *, conversation_id: str | None) -> None:
+    def append_event(self, event: StepEvent, *, conversation_id: str, scope: str) -> None:
         with self._write() as conn:
+            self._conversation(conn, conversation_id, scope)
+            self._claim_run(conn, event.run_id, conversation_id)
             self._insert_event(conn, event, conversation_id)
 
-    def _insert_event(self, conn: Any, event: StepEvent, conversation_id: str | None) -> None:
+    def _insert_event(self, conn: Any, event: StepEvent, conversation_id: str) -> None:
         """Record one event; a replayed event (same idempotency key) is ignored."""
         self._exec(
             conn,
@@ -85,18 +95,22 @@ class StepOps(SQLBase):
             ),
         )
 
-    def list_events(self, run_id: str) -> list[StepEvent]:
+    def list_events(self, run_id: str, *, scope: str) -> list[StepEvent]:
         with self._read() as conn:
+            check_scope(scope)
             rows = self._all(
                 conn,
-                'SELECT run_id, kind, step_index, timestamp, tool_call_id, tool_name, error, idempotency_key '
-                'FROM events WHERE run_id = ? ORDER BY id',
-                (run_id,),
+                'SELECT e.run_id, e.kind, e.step_index, e.timestamp, e.tool_call_id, e.tool_name, e.error, '
+                'e.idempotency_key FROM events e JOIN conversations c ON c.id = e.conversation_id '
+                'WHERE e.run_id = ? AND c.scope = ? ORDER BY e.id',
+                (run_id, scope),
             )
         return [StepEvent(r[0], r[1], r[2], parse_time(r[3]), r[4], r[5], r[6], r[7]) for r in rows]
 
     def save_snapshot(self, request: SnapshotRequest) -> Snapshot:
         with self._write() as conn:
+            self._conversation(conn, request.conversation_id, request.scope)
+            self._claim_run(conn, request.run_id, request.conversation_id)
             return self._snapshot(conn, request.run_id, request.conversation_id, request.scope, request.mark)
 
     def _snapshot(self, conn: Any, run_id: str, conversation_id: str, scope: str, mark: SnapshotMark) -> Snapshot:
@@ -127,23 +141,27 @@ class StepOps(SQLBase):
             parse_time(stamp),
         )
 
-    def list_snapshots(self, run_id: str) -> list[Snapshot]:
+    def list_snapshots(self, run_id: str, *, scope: str) -> list[Snapshot]:
         with self._read() as conn:
+            check_scope(scope)
             rows = self._all(
                 conn,
-                'SELECT run_id, conversation_id, position, branch_id, state, step_index, timestamp '
-                'FROM snapshots WHERE run_id = ? ORDER BY id',
-                (run_id,),
+                'SELECT s.run_id, s.conversation_id, s.position, s.branch_id, s.state, s.step_index, s.timestamp '
+                'FROM snapshots s JOIN conversations c ON c.id = s.conversation_id '
+                'WHERE s.run_id = ? AND c.scope = ? ORDER BY s.id',
+                (run_id, scope),
             )
         return [Snapshot(r[0], r[1], r[2], r[3], r[4], r[5], parse_time(r[6])) for r in rows]
 
-    def record_tool_effect(self, effect: ToolEffect, *, conversation_id: str | None) -> None:
+    def record_tool_effect(self, effect: ToolEffect, *, conversation_id: str, scope: str) -> None:
         """Upsert the ledger row of `(run_id, tool_call_id)`; a later status wins, and an
         idempotency key or summary already recorded is kept unless a new one is given."""
         with self._write() as conn:
+            self._conversation(conn, conversation_id, scope)
+            self._claim_run(conn, effect.run_id, conversation_id)
             self._upsert_effect(conn, effect, conversation_id)
 
-    def _upsert_effect(self, conn: Any, effect: ToolEffect, conversation_id: str | None) -> None:
+    def _upsert_effect(self, conn: Any, effect: ToolEffect, conversation_id: str) -> None:
         self._exec(
             conn,
             'INSERT INTO tool_effects (run_id, tool_call_id, conversation_id, tool_name, status, started_at, '
@@ -164,47 +182,32 @@ class StepOps(SQLBase):
             ),
         )
 
-    def tool_effects(self, run_id: str) -> list[ToolEffect]:
+    def tool_effects(self, run_id: str, *, scope: str) -> list[ToolEffect]:
         with self._read() as conn:
+            check_scope(scope)
             rows = self._all(
                 conn,
-                'SELECT run_id, tool_call_id, tool_name, status, started_at, ended_at, idempotency_key, '
-                'summary FROM tool_effects WHERE run_id = ? ORDER BY started_at, tool_call_id',
-                (run_id,),
+                _EFFECTS + 'WHERE t.run_id = ? AND c.scope = ? ORDER BY t.started_at, t.tool_call_id',
+                (run_id, scope),
             )
-        return [
-            ToolEffect(r[0], r[1], r[2], r[3], parse_time(r[4]), parse_time(r[5]) if r[5] else None, r[6], r[7])
-            for r in rows
-        ]
+        return [_effect(r) for r in rows]
 
-    def tool_effects_for_conversation(self, conversation_id: str) -> list[ToolEffect]:
+    def tool_effects_for_conversation(self, conversation_id: str, *, scope: str) -> list[ToolEffect]:
         with self._read() as conn:
-            rows = self._all(
-                conn,
-                'SELECT run_id, tool_call_id, tool_name, status, started_at, ended_at, idempotency_key, '
-                'summary FROM tool_effects WHERE conversation_id = ? ORDER BY started_at',
-                (conversation_id,),
-            )
-        return [
-            ToolEffect(r[0], r[1], r[2], r[3], parse_time(r[4]), parse_time(r[5]) if r[5] else None, r[6], r[7])
-            for r in rows
-        ]
+            self._conversation(conn, conversation_id, scope)
+            rows = self._all(conn, _EFFECTS + 'WHERE t.conversation_id = ? ORDER BY t.started_at', (conversation_id,))
+        return [_effect(r) for r in rows]
 
     def step_write(self, write: StepWrite) -> int:
         """Apply one boundary (see `StepWrite`); returns the revision after the write. A completed
         run's usage is added to the conversation's total."""
+        check_step_write(write)
         with self._write() as conn:
             conversation = self._open_for_write(
                 conn, write.conversation_id, write.scope, write.expected_revision, create=True
             )
+            self._claim_run(conn, write.run_id, write.conversation_id)
             revision = conversation.revision
-            if write.register:
-                self._exec(
-                    conn,
-                    "INSERT INTO runs (run_id, conversation_id, status, started_at) VALUES (?, ?, 'running', ?) "
-                    'ON CONFLICT (run_id) DO NOTHING',
-                    (write.run_id, write.conversation_id, now_text()),
-                )
             if write.history is not None:
                 revision = self._replace_locked(conn, conversation, list(write.history), write.provenance, write.run_id)
             elif write.messages:
@@ -244,6 +247,7 @@ class StepOps(SQLBase):
     def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
         """(revision, length) of a conversation, or None if it does not exist in this scope."""
         with self._read() as conn:
+            check_scope(scope)
             try:
                 conversation = self._conversation(conn, conversation_id, scope)
             except ConversationNotFound:
@@ -253,7 +257,10 @@ class StepOps(SQLBase):
     def load_at(self, conversation_id: str, *, scope: str, branch_id: int, position: int) -> list[ModelMessage]:
         """The history of `branch_id`'s lineage up to `position` (what a snapshot points at)."""
         with self._read() as conn:
-            self._conversation(conn, conversation_id, scope)
+            conversation = self._conversation(conn, conversation_id, scope)
+            owner = self._one(conn, 'SELECT conversation_id FROM branches WHERE id = ?', (branch_id,))
+            if owner is None or owner[0] != conversation.id:  # a guessed branch id of another conversation
+                raise not_found(conversation_id)
             segments = self._lineage(conn, branch_id)
             rows = self._raw_messages(conn, segments, 0, position)
         return self._decode(rows, conversation_id)
@@ -264,3 +271,17 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
     return RunRecord(
         row[0], row[1], parse_time(row[2]), parse_time(row[3]) if row[3] else None, row[4], row[5], usage, row[7]
     )
+
+
+_RUNS = (
+    'SELECT r.run_id, r.conversation_id, r.started_at, r.finished_at, r.model_name, r.output, r.usage, r.status '
+    'FROM runs r JOIN conversations c ON c.id = r.conversation_id '
+)
+_EFFECTS = (
+    'SELECT t.run_id, t.tool_call_id, t.tool_name, t.status, t.started_at, t.ended_at, t.idempotency_key, t.summary '
+    'FROM tool_effects t JOIN conversations c ON c.id = t.conversation_id '
+)
+
+
+def _effect(r: tuple[Any, ...]) -> ToolEffect:
+    return ToolEffect(r[0], r[1], r[2], r[3], parse_time(r[4]), parse_time(r[5]) if r[5] else None, r[6], r[7])

@@ -23,7 +23,6 @@ from ._file_log import FileLogOps
 from ._file_records import (
     REV,
     BranchLine,
-    ConvState,
     FileRecord,
     OutcomeLine,
     QuarantineLine,
@@ -42,7 +41,7 @@ from ._file_records import (
     to_snapshot,
     to_wait,
 )
-from ._neutral import now_text
+from ._neutral import check_scope, check_step_write, not_found, now_text, run_not_found
 from ._records import (
     AuditEvent,
     OutcomeReceipt,
@@ -66,13 +65,14 @@ class FileBackend(FileLogOps):
 
     # -- step store ---------------------------------------------------------------------------
     def step_write(self, write: StepWrite) -> int:
+        check_step_write(write)
         conversation_id, run_id, snapshot, finish = write.conversation_id, write.run_id, write.snapshot, write.finish
         history, messages, provenance = write.history, write.messages, write.provenance
         with self._locked(conversation_id) as path:
             state, records = self._open(path, conversation_id, write.scope, write.expected_revision, create=True)
             bumps = bool(records)
-            if write.register:
-                self._index_run(run_id, conversation_id)
+            self._claim_run(run_id, conversation_id)
+            if write.register or run_id not in state.runs:
                 records.append(RunLine(run_id=run_id, started_at=now_text()))
             length = self._length(state)
             if history is not None:
@@ -102,6 +102,7 @@ class FileBackend(FileLogOps):
             return state.revision + (1 if bumps else 0)
 
     def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
+        check_scope(scope)
         state = self._state(conversation_id)
         if state is None or state.scope != scope:
             return None
@@ -109,47 +110,37 @@ class FileBackend(FileLogOps):
 
     def load_at(self, conversation_id: str, *, scope: str, branch_id: int, position: int) -> list[ModelMessage]:
         state = self._get(conversation_id, scope)
+        if branch_id not in state.branches:  # a guessed branch id of another conversation
+            raise not_found(conversation_id)
         return self._decode(self._bodies(state, 0, position, branch_id), conversation_id)
 
-    def record_tool_effect(self, effect: ToolEffect, *, conversation_id: str | None) -> None:
-        if conversation_id is None:
-            return
+    def record_tool_effect(self, effect: ToolEffect, *, conversation_id: str, scope: str) -> None:
         with self._locked(conversation_id) as path:
-            self._get(conversation_id, None)  # a row for a conversation that does not exist would orphan it
-            self._index_run(effect.run_id, conversation_id)
+            self._get(conversation_id, scope)  # a row for a conversation that does not exist would orphan it
+            self._claim_run(effect.run_id, conversation_id)
             self._append_lines(path, [effect_line(effect)])
 
-    def _owner_state(self, run_id: str) -> ConvState | None:
-        owner = self._run_owner(run_id)
-        return self._state(owner) if owner else None
-
-    def get_run(self, run_id: str) -> RunRecord | None:
-        state = self._owner_state(run_id)
+    def get_run(self, run_id: str, *, scope: str) -> RunRecord | None:
+        state = self._run_state(run_id, scope)
         run = state.runs.get(run_id) if state else None
         return run.record(run_id, state.id) if state and run else None
 
-    def list_runs(self, conversation_id: str) -> list[RunRecord]:
-        state = self._state(conversation_id)
-        if state is None:
-            return []
+    def list_runs(self, conversation_id: str, *, scope: str) -> list[RunRecord]:
+        state = self._get(conversation_id, scope)
         runs = (run.record(run_id, state.id) for run_id, run in state.runs.items())
         return sorted(runs, key=lambda r: (r.started_at, r.run_id))
 
-    def list_events(self, run_id: str) -> list[StepEvent]:
-        state = self._owner_state(run_id)
+    def list_events(self, run_id: str, *, scope: str) -> list[StepEvent]:
+        state = self._run_state(run_id, scope)
         return [to_event(e) for e in state.events if e.run_id == run_id] if state else []
 
-    def list_snapshots(self, run_id: str) -> list[Snapshot]:
-        state = self._owner_state(run_id)
-        if state is None:
-            return []
-        return [to_snapshot(state.id, s) for s in state.snapshots if s.run_id == run_id]
+    def list_snapshots(self, run_id: str, *, scope: str) -> list[Snapshot]:
+        state = self._run_state(run_id, scope)
+        return [to_snapshot(state.id, s) for s in state.snapshots if s.run_id == run_id] if state else []
 
-    def tool_effects(self, run_id: str) -> list[ToolEffect]:
-        state = self._owner_state(run_id)
-        if state is None:
-            return []
-        return [to_effect(e) for (r, _), e in state.effects.items() if r == run_id]
+    def tool_effects(self, run_id: str, *, scope: str) -> list[ToolEffect]:
+        state = self._run_state(run_id, scope)
+        return [to_effect(e) for (r, _), e in state.effects.items() if r == run_id] if state else []
 
     # -- audit records ------------------------------------------------------------------------
     def audit_key(self) -> bytes:
@@ -246,30 +237,29 @@ class FileBackend(FileLogOps):
     def quarantine(self, conversation_id: str, *, scope: str, report: dict[str, Any] | None) -> None:
         self._add(conversation_id, scope, QuarantineLine(report=report))
 
-    def finish_run(self, finish: RunFinish) -> None:
-        owner = self._run_owner(finish.run_id)
-        if owner is None:
-            return
-        with self._locked(owner) as path:
+    def finish_run(self, finish: RunFinish, *, scope: str) -> None:
+        state = self._run_state(finish.run_id, scope)
+        if state is None:
+            raise run_not_found(finish.run_id)
+        with self._locked(state.id) as path:
             self._append_lines(path, [finish_line(finish, with_usage=False)])
 
-    def register_run(self, run_id: str, *, conversation_id: str, model_name: str | None = None) -> None:
+    def register_run(self, run_id: str, *, conversation_id: str, scope: str, model_name: str | None = None) -> None:
         with self._locked(conversation_id) as path:
-            self._get(conversation_id, None)
-            self._index_run(run_id, conversation_id)
+            self._get(conversation_id, scope)
+            self._claim_run(run_id, conversation_id)
             self._append_lines(path, [RunLine(run_id=run_id, started_at=now_text(), model_name=model_name)])
 
-    def append_event(self, event: StepEvent, *, conversation_id: str | None) -> None:
-        if conversation_id is None:
-            return
+    def append_event(self, event: StepEvent, *, conversation_id: str, scope: str) -> None:
         with self._locked(conversation_id) as path:
-            self._get(conversation_id, None)
-            self._index_run(event.run_id, conversation_id)
+            self._get(conversation_id, scope)
+            self._claim_run(event.run_id, conversation_id)
             self._append_lines(path, [event_line(event)])
 
     def save_snapshot(self, request: SnapshotRequest) -> Snapshot:
         with self._locked(request.conversation_id) as path:
             state = self._get(request.conversation_id, request.scope)
+            self._claim_run(request.run_id, request.conversation_id)
             record = snapshot_line(request.run_id, state.head, self._length(state), request.mark)
             self._append_lines(path, [record])
         return to_snapshot(request.conversation_id, record)

@@ -17,13 +17,13 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from ..exceptions import ConflictError, ConversationNotFound, UserError
 from ..messages import ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
 from ._conformance_records import RecordConformance
+from ._contract import SyncStore
 from ._face import AsyncStore
 from ._samples import T0, SampleResult, turn
 
@@ -34,16 +34,16 @@ class ConversationStoreConformance(RecordConformance):
     """Behaviours every store must have, over the whole contract. Override `make_store` to return
     your backend wrapped in its async face (`AsyncStore(MyBackend(...))`, or a ready-made store)."""
 
-    def make_store(self) -> AsyncStore[Any]:  # pragma: no cover - provided by the subclass
+    def make_store(self) -> AsyncStore[SyncStore]:  # pragma: no cover - provided by the subclass
         raise NotImplementedError
 
     @pytest.fixture
-    def store(self) -> Iterator[AsyncStore[Any]]:
+    def store(self) -> Iterator[AsyncStore[SyncStore]]:
         store = self.make_store()
         yield store
         store.close()
 
-    def test_append_load_round_trip(self, store: AsyncStore[Any]) -> None:
+    def test_append_load_round_trip(self, store: AsyncStore[SyncStore]) -> None:
         rev1 = store.sync.append('c1', turn(0, conversation_id='c1'), scope='s')
         rev2 = store.sync.append('c1', turn(1, conversation_id='c1'), scope='s', expected_revision=rev1)
         assert rev2 == rev1 + 1
@@ -53,17 +53,17 @@ class ConversationStoreConformance(RecordConformance):
         assert [(b.start, b.end, b.provenance) for b in loaded.batches] == [(0, 4, 'server'), (4, 8, 'server')]
         assert loaded.title == 'hello question 0'
 
-    def test_save_records_run_and_usage_once(self, store: AsyncStore[Any]) -> None:
+    def test_save_records_run_and_usage_once(self, store: AsyncStore[SyncStore]) -> None:
         result = SampleResult(turn(0, conversation_id='c2', run_id='r0'), 'r0', 'c2')
         revision = store.sync.save(result, scope='s')
         assert store.sync.save(result, scope='s') == revision  # saving again adds nothing
         loaded = store.sync.load('c2', scope='s')
         assert len(loaded.messages) == 4 and loaded.usage.requests == 2 and loaded.usage.input_tokens == 20
         assert loaded.run_kwargs()['conversation_id'] == 'c2'
-        [run] = store.sync.list_runs('c2')
-        assert run.run_id == 'r0' and run.status == 'completed' and run.usage.tool_calls == 1
+        [run] = store.sync.list_runs('c2', scope='s')
+        assert run.run_id == 'r0' and run.status == 'completed' and run.usage is not None and run.usage.tool_calls == 1
 
-    def test_stale_revision_conflicts_and_writes_nothing(self, store: AsyncStore[Any]) -> None:
+    def test_stale_revision_conflicts_and_writes_nothing(self, store: AsyncStore[SyncStore]) -> None:
         revision = store.sync.append('c3', turn(0, conversation_id='c3'), scope='s')
         store.sync.append('c3', turn(1, conversation_id='c3'), scope='s', expected_revision=revision)
         with pytest.raises(ConflictError) as info:
@@ -71,7 +71,7 @@ class ConversationStoreConformance(RecordConformance):
         assert (info.value.expected, info.value.actual) == (revision, revision + 1)
         assert store.sync.load('c3', scope='s').length == 8
 
-    def test_concurrent_appends_never_interleave(self, store: AsyncStore[Any]) -> None:
+    def test_concurrent_appends_never_interleave(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c4', [], scope='s')
         errors: list[BaseException] = []
 
@@ -93,7 +93,7 @@ class ConversationStoreConformance(RecordConformance):
         for first, second in zip(messages[::2], messages[1::2], strict=True):
             assert first.run_id == second.run_id  # each batch stayed together
 
-    def test_scope_is_enforced(self, store: AsyncStore[Any]) -> None:
+    def test_scope_is_enforced(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c5', turn(0, conversation_id='c5'), scope='tenant-a')
         calls: list[Callable[[], object]] = [
             lambda: store.sync.load('c5', scope='tenant-b'),
@@ -109,7 +109,7 @@ class ConversationStoreConformance(RecordConformance):
         with pytest.raises(UserError):
             store.sync.append('c6', turn(0), scope='')
 
-    def test_replace_makes_a_branch_and_keeps_the_old_tip(self, store: AsyncStore[Any]) -> None:
+    def test_replace_makes_a_branch_and_keeps_the_old_tip(self, store: AsyncStore[SyncStore]) -> None:
         revision = store.sync.append('c7', turn(0, conversation_id='c7') + turn(1, conversation_id='c7'), scope='s')
         before = store.sync.load('c7', scope='s')
         compacted = [
@@ -126,7 +126,7 @@ class ConversationStoreConformance(RecordConformance):
         old_branch = next(branch for branch, length in old if length == 8)
         assert store.sync.load_at('c7', scope='s', branch_id=old_branch, position=8) == before.messages
 
-    def test_fork_shares_the_prefix_and_survives_the_parent(self, store: AsyncStore[Any]) -> None:
+    def test_fork_shares_the_prefix_and_survives_the_parent(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c8', turn(0, conversation_id='c8') + turn(1, conversation_id='c8'), scope='s')
         fork_id = store.sync.fork('c8', scope='s', at=4)
         fork = store.sync.load(fork_id, scope='s')
@@ -138,16 +138,16 @@ class ConversationStoreConformance(RecordConformance):
         assert kept.messages == turn(0, conversation_id='c8') + turn(5, conversation_id=fork_id)
         assert store.sync.verify(fork_id, scope='s').ok
 
-    def test_delete_erases_everything(self, store: AsyncStore[Any]) -> None:
+    def test_delete_erases_everything(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.save(SampleResult(turn(0, conversation_id='c9', run_id='r9'), 'r9', 'c9'), scope='s')
         assert store.sync.search('zebra0', scope='s', conversation_id='c9')
         store.sync.delete('c9', scope='s')
         with pytest.raises(ConversationNotFound):
             store.sync.load('c9', scope='s')
         assert store.sync.search('zebra0', scope='s') == []
-        assert store.sync.list_runs('c9') == []
+        assert store.sync.get_run('r9', scope='s') is None  # the run record went with it
 
-    def test_prune_by_age_and_count(self, store: AsyncStore[Any]) -> None:
+    def test_prune_by_age_and_count(self, store: AsyncStore[SyncStore]) -> None:
         for k in range(4):
             store.sync.append(f'p{k}', turn(k, conversation_id=f'p{k}'), scope='s')
         store.sync.append('other', turn(0), scope='t')
@@ -161,7 +161,7 @@ class ConversationStoreConformance(RecordConformance):
         with pytest.raises(UserError):
             store.sync.prune()
 
-    def test_last_n_cuts_where_calls_keep_their_results(self, store: AsyncStore[Any]) -> None:
+    def test_last_n_cuts_where_calls_keep_their_results(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c10', turn(0, conversation_id='c10') + turn(1, conversation_id='c10'), scope='s')
         window = store.sync.load('c10', scope='s', last=3)
         assert window.offset == 4 + 2 or window.offset <= 4
@@ -172,7 +172,7 @@ class ConversationStoreConformance(RecordConformance):
         assert results <= calls
         assert store.sync.load('c10', scope='s', last=100).offset == 0
 
-    def test_search_ranks_and_scopes(self, store: AsyncStore[Any]) -> None:
+    def test_search_ranks_and_scopes(self, store: AsyncStore[SyncStore]) -> None:
         for k in range(3):
             store.sync.append(f's{k}', turn(k, conversation_id=f's{k}', text=f'topic{k}'), scope='s')
         hits = store.sync.search('zebra1', scope='s')
@@ -182,13 +182,13 @@ class ConversationStoreConformance(RecordConformance):
         assert {h.conversation_id for h in store.sync.search('question', scope='s', limit=10)} == {'s0', 's1', 's2'}
         assert store.sync.search('"; DROP TABLE messages; --', scope='s') == []
 
-    def test_chain_verifies(self, store: AsyncStore[Any]) -> None:
+    def test_chain_verifies(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c11', turn(0, conversation_id='c11'), scope='s')
         store.sync.append('c11', turn(1, conversation_id='c11'), scope='s')
         check = store.sync.verify('c11', scope='s')
         assert check.ok and check.checked == 8 and check.chain_head == store.sync.load('c11', scope='s').chain_head
 
-    def test_async_face(self, store: AsyncStore[Any]) -> None:
+    def test_async_face(self, store: AsyncStore[SyncStore]) -> None:
         async def main() -> None:
             revision = await store.append('c12', turn(0, conversation_id='c12'), scope='s')
             loaded = await store.load('c12', scope='s')
