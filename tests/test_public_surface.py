@@ -169,6 +169,8 @@ SURFACE: dict[str, set[str]] = {
         'ReinjectSystemPrompt',
     },
     'threadline.storage': {
+        'EVERY_SCOPE',
+        'EveryScope',
         'AsyncStore',
         'AuditEvent',
         'AuditStore',

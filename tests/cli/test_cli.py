@@ -183,3 +183,17 @@ def test_chat_in_a_pseudo_terminal(tmp_path: Path, capsys: pytest.CaptureFixture
         os.close(leader)
     _, out, _ = run(capsys, 'conversations', 'show', 'chat-1', '--db', db, '--scope', 'me')
     assert 'Where is order 42?' in out and 'You are welcome' in out
+
+
+@pytest.mark.parametrize('where', ['option', 'environment'])
+def test_an_empty_scope_is_refused_not_replaced_by_the_default(
+    db: str, where: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ['conversations', 'list', '--db', db]
+    if where == 'option':
+        args += ['--scope', '']
+    else:
+        monkeypatch.setenv('THREADLINE_SCOPE', '')
+    code, out, err = run(capsys, *args)
+    assert code != 0 and 'conv-' not in out
+    assert err.startswith('error:') and 'scope' in err and 'Traceback' not in err

@@ -115,3 +115,16 @@ def test_postgres_schema_is_idempotent_and_migrations_recorded() -> None:
     finally:
         first.close()
         second.close()
+
+
+@pytest.mark.parametrize('target', ['mongodb://db/x', 'mysql://root@localhost/test', 'postgresq://typo/db'])
+def test_an_unknown_store_url_is_refused_naming_the_schemes(
+    target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from threadline.exceptions import UserError
+    from threadline.storage import open_store
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=r'postgresql://.*sqlite:///path.*file:<directory>'):
+        open_store(target)
+    assert list(tmp_path.iterdir()) == []  # no stray SQLite file named after the URL

@@ -41,7 +41,9 @@ def default_scope() -> str:
 class _State:
     def __init__(self, db: str | None, scope: str | None, debug: bool) -> None:
         self.db = db or default_db()
-        self.scope = scope or default_scope()
+        self.scope = default_scope() if scope is None else scope
+        if not self.scope.strip():
+            raise click.UsageError('--scope (or THREADLINE_SCOPE) must not be empty: name the tenant or owner')
         self.debug = debug
         self._store: Any = None
 
@@ -67,7 +69,7 @@ def _state(db: str | None, scope: str | None, debug: bool) -> _State:
     parent = ctx.find_object(_State)
     return _State(
         db or (parent.db if parent and parent.db != default_db() else None),
-        scope or (parent.scope if parent else None),
+        scope if scope is not None else (parent.scope if parent else None),
         debug or bool(parent and parent.debug),
     )
 
@@ -297,9 +299,13 @@ def prune(
     older_than: str | None, keep_last: int | None, all_scopes: bool, db: str | None, scope: str | None, debug: bool
 ) -> None:
     """Delete old conversations (retention)."""
+    from ..storage import EVERY_SCOPE
+
     state = _state(db, scope, debug)
     cutoff = datetime.now(tz=UTC) - _age(older_than) if older_than else None
-    deleted = state.store.sync.prune(older_than=cutoff, keep_last=keep_last, scope=None if all_scopes else state.scope)
+    deleted = state.store.sync.prune(
+        older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE if all_scopes else state.scope
+    )
     click.echo(f'deleted {len(deleted)} conversation(s)')
 
 

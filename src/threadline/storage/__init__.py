@@ -10,17 +10,28 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from .._public import publish
-from ..exceptions import BackendError, ConflictError, ConversationNotFound, CorruptRecordError, RunNotFound, StoreError
+from ..exceptions import (
+    BackendError,
+    ConflictError,
+    ConversationNotFound,
+    CorruptRecordError,
+    RunNotFound,
+    StoreError,
+    UserError,
+)
 from ._contract import AuditStore, ConversationStore, FinishedRun, StepStore, SyncStore
 from ._face import AsyncStore
 from ._records import (
+    EVERY_SCOPE,
     AuditEvent,
     BatchInfo,
     ChainCheck,
     ConversationSummary,
+    EveryScope,
     OutcomeReceipt,
     RecoveryInspection,
     RunFinish,
@@ -45,6 +56,8 @@ if TYPE_CHECKING:
     from .postgres import PostgresStore
 
 __all__ = [
+    'EVERY_SCOPE',
+    'EveryScope',
     'AsyncStore',
     'AuditEvent',
     'AuditStore',
@@ -99,7 +112,8 @@ def __getattr__(name: str) -> Any:
 
 def open_store(target: str) -> AsyncStore[SQLStore] | AsyncStore[FileBackend]:
     """A store for `target`: a `postgresql://` URL, `file:<directory>` (JSON lines), `':memory:'`,
-    or a SQLite file path."""
+    `sqlite:///<path>`, or a SQLite file path. Any other `scheme://` is refused (naming the ones
+    that work) rather than taken as a file name."""
     if target.startswith('file:'):
         return FileStore(target.removeprefix('file:').removeprefix('//'))
     if target.startswith(('postgresql://', 'postgres://')):
@@ -108,6 +122,14 @@ def open_store(target: str) -> AsyncStore[SQLStore] | AsyncStore[FileBackend]:
         return PostgresStore(target)
     if target == ':memory:':
         return MemoryStore()
+    if target.startswith('sqlite://'):
+        return SQLiteStore(target.removeprefix('sqlite://').removeprefix('/') or ':memory:')
+    scheme = re.match(r'([A-Za-z][A-Za-z0-9+.-]*)://', target)
+    if scheme:
+        raise UserError(
+            f'unknown store URL scheme {scheme.group(1)!r} in {target!r}: use postgresql://..., '
+            'sqlite:///path, file:<directory>, :memory:, or a SQLite file path'
+        )
     return SQLiteStore(target)
 
 

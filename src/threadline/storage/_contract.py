@@ -30,6 +30,7 @@ from ._records import (
     AuditEvent,
     ChainCheck,
     ConversationSummary,
+    EveryScope,
     OutcomeReceipt,
     Provenance,
     ReceiptStrength,
@@ -124,9 +125,10 @@ class ConversationStore(Protocol):
         ...
 
     def prune(
-        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | None = None
+        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope
     ) -> builtins.list[str]:
-        """Delete conversations not updated since `older_than`, or beyond the `keep_last` newest."""
+        """Delete the scope's conversations not updated since `older_than`, or beyond its `keep_last`
+        newest; `scope=EVERY_SCOPE` applies the rule to every scope (an operator action)."""
         ...
 
     def search(

@@ -32,11 +32,13 @@ from ._file_records import (
     result_line,
     to_effect,
 )
-from ._neutral import check_append, check_messages, now_text, parse_time, safe_start, search_terms
+from ._neutral import check_append, check_messages, check_scope, now_text, parse_time, safe_start, search_terms
 from ._records import (
+    EVERY_SCOPE,
     BatchInfo,
     ChainCheck,
     ConversationSummary,
+    EveryScope,
     Provenance,
     SearchHit,
     StoredConversation,
@@ -179,6 +181,7 @@ class FileLogOps(FileBase):
     def list(
         self, scope: str, *, limit: int = 50, offset: int = 0, query: str | None = None
     ) -> builtins.list[ConversationSummary]:
+        check_scope(scope)
         rows = []
         for state in self._all_states():
             if state.scope != scope or (query and query.lower() not in (state.title or '').lower()):
@@ -259,12 +262,14 @@ class FileLogOps(FileBase):
             self._append_lines(path, [MaterializeLine(branch=root, bodies=[b for _, b in prefix])])
 
     def prune(
-        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | None = None
+        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope
     ) -> builtins.list[str]:
         if older_than is None and keep_last is None:
             raise UserError('prune() needs older_than, keep_last, or both')
+        if scope is not EVERY_SCOPE:
+            check_scope(scope)
         states = sorted(
-            (s for s in self._all_states() if scope is None or s.scope == scope),
+            (s for s in self._all_states() if scope is EVERY_SCOPE or s.scope == scope),
             key=lambda s: (s.scope, s.updated_at, s.id),
             reverse=True,
         )
@@ -283,6 +288,7 @@ class FileLogOps(FileBase):
     def search(
         self, query: str, *, scope: str, conversation_id: str | None = None, limit: int = 10
     ) -> builtins.list[SearchHit]:
+        check_scope(scope)
         terms = search_terms(query)
         if not terms:
             return []

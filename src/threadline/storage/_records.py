@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,6 +12,8 @@ from ..exceptions import UserError
 from ..messages import ModelMessage, RunUsage
 
 __all__ = [
+    'EVERY_SCOPE',
+    'EveryScope',
     'RECEIPT_STRENGTHS',
     'check_strength',
     'AuditEvent',
@@ -36,6 +39,16 @@ __all__ = [
 ]
 
 Provenance = Literal['server', 'client']
+
+
+class EveryScope(enum.Enum):
+    """The explicit "all tenants" of an operator action (`prune(scope=EVERY_SCOPE)`): never implied
+    by a missing or empty scope."""
+
+    EVERY_SCOPE = 'every scope'
+
+
+EVERY_SCOPE = EveryScope.EVERY_SCOPE
 EventKind = Literal[
     'run_started',
     'run_completed',

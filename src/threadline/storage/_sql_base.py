@@ -23,7 +23,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
 from ..messages._codec import encoder
 from ._chain import GENESIS, canonical_json, extend_chain
 from ._dialect import Dialect
-from ._neutral import not_found, now_text, parse_time, run_not_found
+from ._neutral import check_scope, not_found, now_text, parse_time, run_not_found
 from ._records import BatchInfo, Provenance
 from ._text import message_text, title_of
 
@@ -92,7 +92,8 @@ class SQLBase:
         return int(self._one(conn, sql + ' RETURNING id', params)[0])
 
     # -- reading rows --------------------------------------------------------------------------
-    def _conversation(self, conn: Any, conversation_id: str, scope: str | None) -> Conversation:
+    def _conversation(self, conn: Any, conversation_id: str, scope: str) -> Conversation:
+        check_scope(scope)
         row = self._one(
             conn,
             'SELECT c.id, c.scope, c.head_branch, c.revision, b.length, c.title, c.usage, c.forked_from, '
@@ -100,7 +101,7 @@ class SQLBase:
             'FROM conversations c JOIN branches b ON b.id = c.head_branch WHERE c.id = ?',
             (conversation_id,),
         )
-        if row is None or (scope is not None and row[1] != scope):
+        if row is None or row[1] != scope:
             raise not_found(conversation_id)
         return Conversation(*row)
 

@@ -13,8 +13,25 @@ from ..exceptions import ConversationNotFound, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, RunUsage
 from ..messages._codec import encoder
 from ._chain import GENESIS, extend_chain
-from ._neutral import check_append, check_messages, now_text, parse_time, safe_start, search_terms, to_python_output
-from ._records import ChainCheck, ConversationSummary, Provenance, SearchHit, StoredConversation
+from ._neutral import (
+    check_append,
+    check_messages,
+    check_scope,
+    now_text,
+    parse_time,
+    safe_start,
+    search_terms,
+    to_python_output,
+)
+from ._records import (
+    EVERY_SCOPE,
+    ChainCheck,
+    ConversationSummary,
+    EveryScope,
+    Provenance,
+    SearchHit,
+    StoredConversation,
+)
 from ._sql_base import Conversation, Segment, SQLBase, usage_decoder
 from ._text import message_text
 
@@ -178,6 +195,7 @@ class LogOps(SQLBase):
         self, scope: str, *, limit: int = 50, offset: int = 0, query: str | None = None
     ) -> builtins.list[ConversationSummary]:
         """Conversations of `scope`, most recently updated first; `query` filters on title text."""
+        check_scope(scope)
         sql = (
             'SELECT id, scope, title, message_count, run_count, created_at, updated_at, revision, forked_from '
             'FROM conversations WHERE scope = ?'
@@ -230,7 +248,7 @@ class LogOps(SQLBase):
             )
         return fork_id
 
-    def delete(self, conversation_id: str, *, scope: str | None) -> None:
+    def delete(self, conversation_id: str, *, scope: str) -> None:
         """Erase the conversation and everything recorded about it, in one transaction. Forks keep
         their shared prefix: it is copied into them first."""
         with self._write() as conn:
@@ -296,16 +314,18 @@ class LogOps(SQLBase):
             self._exec(conn, 'UPDATE branches SET parent_branch = NULL, fork_position = 0 WHERE id = ?', (child,))
 
     def prune(
-        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | None = None
+        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope
     ) -> builtins.list[str]:
         """Delete conversations not updated since `older_than` and/or beyond the newest `keep_last`
-        (per scope). `scope=None` covers every scope (an operator action). Returns the deleted ids."""
+        (per scope). `scope=EVERY_SCOPE` covers every scope (an operator action). Returns the deleted ids."""
         if older_than is None and keep_last is None:
             raise UserError('prune() needs older_than, keep_last, or both')
+        if scope is not EVERY_SCOPE:
+            check_scope(scope)
         with self._read() as conn:
             sql = 'SELECT id, scope, updated_at FROM conversations'
             params: builtins.list[Any] = []
-            if scope is not None:
+            if isinstance(scope, str):
                 sql += ' WHERE scope = ?'
                 params.append(scope)
             rows = self._all(conn, sql + ' ORDER BY scope, updated_at DESC, id DESC', params)
@@ -328,6 +348,7 @@ class LogOps(SQLBase):
         self, query: str, *, scope: str, conversation_id: str | None = None, limit: int = 10
     ) -> builtins.list[SearchHit]:
         """Ranked full-text matches of every word of `query` in `scope` (or one conversation)."""
+        check_scope(scope)
         terms = search_terms(query)
         if not terms:
             return []

@@ -23,14 +23,16 @@ import pytest
 from ..exceptions import ConflictError, ConversationNotFound, UserError
 from ..messages import ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
 from ._conformance_records import RecordConformance
+from ._conformance_scope import ScopeConformance
 from ._contract import SyncStore
 from ._face import AsyncStore
+from ._records import EVERY_SCOPE
 from ._samples import T0, SampleResult, turn
 
 __all__ = ['ConversationStoreConformance', 'turn']
 
 
-class ConversationStoreConformance(RecordConformance):
+class ConversationStoreConformance(RecordConformance, ScopeConformance):
     """Behaviours every store must have, over the whole contract. Override `make_store` to return
     your backend wrapped in its async face (`AsyncStore(MyBackend(...))`, or a ready-made store)."""
 
@@ -153,13 +155,13 @@ class ConversationStoreConformance(RecordConformance):
         store.sync.append('other', turn(0), scope='t')
         assert sorted(store.sync.prune(keep_last=2, scope='s')) == ['p0', 'p1']
         assert [c.conversation_id for c in store.sync.list('s')] == ['p3', 'p2']
-        assert sorted(store.sync.prune(older_than=datetime.now(tz=UTC) + timedelta(seconds=1))) == [
+        assert sorted(store.sync.prune(older_than=datetime.now(tz=UTC) + timedelta(seconds=1), scope=EVERY_SCOPE)) == [
             'other',
             'p2',
             'p3',
         ]
         with pytest.raises(UserError):
-            store.sync.prune()
+            store.sync.prune(scope='s')
 
     def test_last_n_cuts_where_calls_keep_their_results(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c10', turn(0, conversation_id='c10') + turn(1, conversation_id='c10'), scope='s')
