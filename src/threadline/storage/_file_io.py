@@ -9,7 +9,9 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -45,6 +47,9 @@ class FileBase:
         except OSError as exc:
             raise BackendError(f'cannot use {self.root} as a FileStore directory: {exc}') from None
         self._lock = threading.RLock()
+        self._cache: dict[Path, _Cached] = {}
+        self.bytes_read = 0
+        """Bytes read from conversation files so far (how tests show a write's reads do not grow)."""
 
     def __repr__(self) -> str:
         return f'FileBackend({str(self.root)!r})'
@@ -62,6 +67,7 @@ class FileBase:
         with self._lock, open(path.with_suffix('.lock'), 'a') as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
+                self._cut_torn_tail(path)  # every writer, whatever it writes, appends behind whole lines
                 yield path
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
@@ -77,44 +83,84 @@ class FileBase:
             raise BackendError(f'cannot write {path.name}: {exc}') from None
 
     def _read_lines(self, path: Path, conversation_id: str) -> list[FileRecord]:
+        """Every complete record of a file (a torn last line from a crash was never acknowledged)."""
         try:
-            raw = path.read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise BackendError(f'cannot read {path.name}: {exc}') from None
-        lines = raw.split(b'\n')
-        if lines and lines[-1] != b'':
-            lines = lines[:-1]  # a torn last line from a crash: never acknowledged, so ignored
-        records: list[FileRecord] = []
-        for number, line in enumerate(lines):
-            if not line:
-                continue
-            try:
-                records.append(decode_line(line))
-            except msgspec.DecodeError:
-                raise CorruptRecordError(
-                    f'conversation {conversation_id!r}: line {number + 1} of its file is damaged or was written by a newer '
-                    'version of Threadline; restore the file from a backup, or upgrade',
-                    conversation_id=conversation_id,
-                ) from None
-        return records
+        self.bytes_read += len(data)
+        return _parse(data, conversation_id, first_line=1)[0]
 
     def _cut_torn_tail(self, path: Path) -> None:
+        """Cut a torn last line (a writer killed mid-line) before appending behind it. Reads only
+        the end of the file."""
         try:
-            raw = path.read_bytes()
+            with open(path, 'r+b') as handle:
+                size = handle.seek(0, os.SEEK_END)
+                end = size
+                while end > 0:
+                    start = max(0, end - _TAIL_CHUNK)
+                    handle.seek(start)
+                    chunk = handle.read(end - start)
+                    self.bytes_read += len(chunk)
+                    if end == size and chunk.endswith(b'\n'):
+                        return
+                    newline = chunk.rfind(b'\n')
+                    if newline >= 0:
+                        end = start + newline + 1
+                        break
+                    end = start
+                handle.truncate(end)
+                os.fsync(handle.fileno())
         except FileNotFoundError:
             return
-        if raw and not raw.endswith(b'\n'):
-            with open(path, 'r+b') as handle:
-                handle.truncate(raw.rfind(b'\n') + 1)
-                os.fsync(handle.fileno())
 
     def _state(self, conversation_id: str) -> ConvState | None:
-        records = self._read_lines(self._path(conversation_id), conversation_id)
+        """The conversation's state, reading only what was appended since this store last read the
+        file (a write costs the size of the turn, not of the conversation)."""
+        path = self._path(conversation_id)
+        with self._lock:
+            try:
+                with open(path, 'rb') as handle:
+                    return self._refresh(handle, path, conversation_id)
+            except FileNotFoundError:
+                self._cache.pop(path, None)
+                return None
+            except OSError as exc:
+                raise BackendError(f'cannot read {path.name}: {exc}') from None
+
+    def _refresh(self, handle: BinaryIO, path: Path, conversation_id: str) -> ConvState | None:
+        info = os.fstat(handle.fileno())
+        cached = self._cache.get(path)
+        if cached is not None and cached.matches(handle, info):
+            self.bytes_read += len(cached.head)
+            handle.seek(cached.offset)
+            data = handle.read(info.st_size - cached.offset)
+            self.bytes_read += len(data)
+            records, used = _parse(data, conversation_id, first_line=cached.lines + 1)
+            try:
+                for record in records:
+                    cached.state.apply(record)
+            except (msgspec.ValidationError, KeyError):
+                self._cache.pop(path, None)
+                raise _damaged(conversation_id, cached.lines + 1) from None
+            cached.offset, cached.lines = cached.offset + used, cached.lines + len(records)
+            return cached.state
+        handle.seek(0)
+        data = handle.read()
+        self.bytes_read += len(data)
+        records, used = _parse(data, conversation_id, first_line=1)
         if not records or not isinstance(records[0], CreateLine):
             return None
-        return replay(records)
+        try:
+            state = replay(records)
+        except (msgspec.ValidationError, KeyError):
+            raise _damaged(conversation_id, 1) from None
+        head = data[: data.index(b'\n') + 1]
+        self._cache[path] = _Cached(info.st_dev, info.st_ino, head, used, len(records), state)
+        return state
 
     def _get(self, conversation_id: str, scope: str) -> ConvState:
         check_scope(scope)
@@ -174,7 +220,6 @@ class FileBase:
     def _open(
         self, path: Path, conversation_id: str, scope: str, expected: int | None, create: bool
     ) -> tuple[ConvState, list[FileRecord]]:
-        self._cut_torn_tail(path)
         state = self._state(conversation_id)
         if state is not None and state.scope != scope:
             raise not_found(conversation_id)
@@ -243,3 +288,45 @@ class FileBase:
         owner = self._run_owner(run_id)
         state = self._state(owner) if owner else None
         return state if state is not None and state.scope == scope else None
+
+
+_TAIL_CHUNK = 4096
+
+
+@dataclass
+class _Cached:
+    """A file's state as last read: which file (device, inode and first line, so a deleted and
+    recreated file is never mistaken for it), how far it was read, and what that said."""
+
+    device: int
+    inode: int
+    head: bytes
+    offset: int
+    lines: int
+    state: ConvState
+
+    def matches(self, handle: BinaryIO, info: os.stat_result) -> bool:
+        if (info.st_dev, info.st_ino) != (self.device, self.inode) or info.st_size < self.offset:
+            return False
+        handle.seek(0)
+        return handle.read(len(self.head)) == self.head
+
+
+def _parse(data: bytes, conversation_id: str, *, first_line: int) -> tuple[list[FileRecord], int]:
+    """The complete records in `data` and how many bytes they take (a torn last line is left)."""
+    used = data.rfind(b'\n') + 1
+    records: list[FileRecord] = []
+    for number, line in enumerate(data[:used].split(b'\n')[:-1], start=first_line):
+        try:
+            records.append(decode_line(line))
+        except msgspec.DecodeError:
+            raise _damaged(conversation_id, number) from None
+    return records, used
+
+
+def _damaged(conversation_id: str, line: int) -> CorruptRecordError:
+    return CorruptRecordError(
+        f'conversation {conversation_id!r}: line {line} of its file is damaged or was written by a newer version '
+        'of Threadline; restore the file from a backup, or upgrade',
+        conversation_id=conversation_id,
+    )
