@@ -99,14 +99,18 @@ class FileBase:
         try:
             with open(path, 'r+b') as handle:
                 size = handle.seek(0, os.SEEK_END)
+                if size == 0:
+                    return
+                handle.seek(size - 1)
+                self.bytes_read += 1
+                if handle.read(1) == b'\n':
+                    return  # the common case: one byte read
                 end = size
                 while end > 0:
                     start = max(0, end - _TAIL_CHUNK)
                     handle.seek(start)
                     chunk = handle.read(end - start)
                     self.bytes_read += len(chunk)
-                    if end == size and chunk.endswith(b'\n'):
-                        return
                     newline = chunk.rfind(b'\n')
                     if newline >= 0:
                         end = start + newline + 1
