@@ -120,7 +120,7 @@ def safe_start(messages: list[ModelMessage], start: int) -> int | None:
     return None
 
 
-_TERM_CHARS = str.maketrans({c: ' ' for c in '"\'*^:()[]{}-+.,;!?/\\<>=&|~`@#$%'})
+_TERM_CHARS = str.maketrans({c: ' ' for c in '"\'*^:()[]{}-+.,;!?/\\<>=&|~`@#$%\x00'})
 
 
 def search_terms(query: str) -> list[str]:

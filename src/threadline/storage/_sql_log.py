@@ -202,8 +202,9 @@ class LogOps(SQLBase):
         )
         params: builtins.list[Any] = [scope]
         if query:
-            sql += " AND LOWER(COALESCE(title, '')) LIKE ?"
-            params.append(f'%{query.lower()}%')
+            sql += " AND LOWER(COALESCE(title, '')) LIKE ? ESCAPE '\\'"
+            literal = query.lower().replace('\\', '\\\\').replace('%', '\\%').replace('_', '\\_')
+            params.append(f'%{literal}%')  # the query is text to find, never a pattern
         sql += ' ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?'
         params += [limit, offset]
         with self._read() as conn:

@@ -12,10 +12,12 @@ from ._audit_sql import AuditOps
 from ._dialect import Dialect
 from ._sql_log import LogOps
 from ._steps_sql import StepOps
+from ._validate import validated
 
 __all__ = ['SQLStore']
 
 
+@validated
 class SQLStore(LogOps, StepOps, AuditOps):
     """The synchronous store on a SQL database (what `SQLiteStore(...).sync` is)."""
 

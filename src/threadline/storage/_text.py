@@ -55,7 +55,8 @@ def message_text(message: ModelMessage) -> str:
             out.append(_json_text(part.content))
         elif kind is RetryFeedbackPart or kind is RetryPromptPart:
             out.append(_json_text(part.content))
-    return '\n'.join(t for t in out if isinstance(t, str) and t)
+    # NUL cannot live in a PostgreSQL text column; the stored message keeps it, the index does not.
+    return '\n'.join(t for t in out if isinstance(t, str) and t).replace('\x00', ' ')
 
 
 def title_of(messages: list[ModelMessage]) -> str | None:
@@ -69,7 +70,7 @@ def title_of(messages: list[ModelMessage]) -> str | None:
                         if isinstance(part.content, str)
                         else ' '.join(i for i in part.content if isinstance(i, str))
                     )
-                    text = ' '.join(text.split())
+                    text = ' '.join(text.replace('\x00', ' ').split())
                     if text:
                         return text if len(text) <= 80 else text[:77] + '...'
     return None

@@ -56,10 +56,12 @@ from ._records import (
     WaitRecord,
     check_strength,
 )
+from ._validate import validated
 
 __all__ = ['FileBackend', 'FileStore']
 
 
+@validated
 class FileBackend(FileLogOps):
     """The synchronous store over a directory of JSON-lines files (what `FileStore(...).sync` is)."""
 

@@ -1,0 +1,140 @@
+"""Every store parameter checked at the boundary, by name, before any backend code runs.
+
+`validated(cls)` wraps each contract operation of a backend class so that a bad argument raises a
+`UserError` naming the parameter and what it must be, instead of hanging a worker (`last=-10**12`),
+overflowing (`limit=2**63`), or failing deep inside a driver (a lone surrogate, a NUL byte). The
+rules are keyed by parameter name, so the contract states each rule once for every backend:
+
+- ids (`conversation_id`, `run_id`, `new_id`, `resume_token`) are non-empty strings of at most
+  512 characters, valid UTF-8 (no lone surrogates), without NUL or other control characters;
+- `scope` is a non-empty string (or `EVERY_SCOPE` where an operation allows it);
+- counts and positions (`limit`, `offset`, `last`, `at`, `position`, `branch_id`,
+  `expected_revision`) are integers (not bools) in a stated range;
+- free text (`query`, `expected_effect`, `owner`, `decision`, ...) is valid UTF-8 of bounded length.
+
+A parameter whose default is None may be None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..exceptions import UserError
+from ._neutral import check_scope
+from ._records import EVERY_SCOPE
+
+__all__ = ['validated']
+
+C = TypeVar('C', bound=type)
+
+MAX_ID = 512
+MAX_TEXT = 10_000
+_COUNTS: dict[str, tuple[int, int]] = {
+    'limit': (1, 100_000),
+    'offset': (0, 2**53),
+    'last': (0, 2**53),
+    'at': (0, 2**53),
+    'position': (0, 2**53),
+    'branch_id': (0, 2**53),
+    'expected_revision': (0, 2**53),
+}
+_IDS = {'conversation_id', 'run_id', 'new_id', 'resume_token'}
+_TEXTS = {'query', 'expected_effect', 'owner', 'decision', 'destination', 'observed_revision', 'evidence_ref'}
+
+
+def _check_id(name: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise UserError(f'{name} must be a non-empty string, not {_show(value)}')
+    if len(value) > MAX_ID:
+        raise UserError(f'{name} is {len(value)} characters long; ids are at most {MAX_ID}')
+    _check_encodable(name, value)
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UserError(f'{name} contains a control character (NUL, newline, ...); ids are printable text')
+
+
+def _check_text(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise UserError(f'{name} must be a string, not {_show(value)}')
+    if len(value) > MAX_TEXT:
+        raise UserError(f'{name} is {len(value)} characters long; at most {MAX_TEXT} are accepted')
+    _check_encodable(name, value)
+
+
+def _check_encodable(name: str, value: str) -> None:
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError as exc:
+        raise UserError(
+            f'{name} is not valid Unicode text (a lone surrogate at character {exc.start}); send UTF-8 text'
+        ) from None
+
+
+def _check_count(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f'{name} must be an integer, not {_show(value)}')
+    if not low <= value <= high:
+        raise UserError(f'{name} must be between {low} and {high}, not {value}')
+
+
+def _show(value: object) -> str:
+    return type(value).__name__ if not isinstance(value, (str, int, float, type(None))) else repr(value)[:40]
+
+
+def check_argument(name: str, value: object, default: object) -> None:
+    """Apply the rule for parameter `name` (see the module docstring)."""
+    if value is None and default is None:
+        return
+    if name == 'scope':
+        if value is not EVERY_SCOPE:
+            check_scope(value)
+    elif name in _IDS:
+        _check_id(name, value)
+    elif name in _COUNTS:
+        _check_count(name, value, *_COUNTS[name])
+    elif name in _TEXTS:
+        _check_text(name, value)
+
+
+def _check_record(value: object) -> None:
+    """The same rules for the fields of a record passed whole (`StepWrite`, `SnapshotRequest`, ...)."""
+    for field in dataclasses.fields(value):  # type: ignore[arg-type]
+        if field.name == 'scope' or field.name in _IDS or field.name in _COUNTS or field.name in _TEXTS:
+            default = None if field.default is None else dataclasses.MISSING
+            check_argument(field.name, getattr(value, field.name), default)
+
+
+def _wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(method)
+    checked = [
+        (name, parameter.default)
+        for name, parameter in signature.parameters.items()
+        if name == 'scope' or name in _IDS or name in _COUNTS or name in _TEXTS
+    ]
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        for name, default in checked:
+            if name in bound.arguments:
+                check_argument(name, bound.arguments[name], default)
+        for value in bound.arguments.values():
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                _check_record(value)
+        return method(*args, **kwargs)
+
+    return call
+
+
+def validated(cls: C) -> C:
+    """Wrap every contract operation `cls` defines or inherits with the argument checks."""
+    from ._face import contract_operations
+
+    for name in contract_operations():
+        method = getattr(cls, name, None)
+        if method is not None:
+            setattr(cls, name, _wrap(method))
+    return cls
