@@ -34,7 +34,7 @@ C = TypeVar('C', bound=type)
 MAX_ID = 512
 MAX_TEXT = 10_000
 _COUNTS: dict[str, tuple[int, int]] = {
-    'limit': (1, 100_000),
+    'limit': (1, 10**9),
     'offset': (0, 2**53),
     'last': (0, 2**53),
     'at': (0, 2**53),
@@ -103,8 +103,7 @@ def _check_record(value: object) -> None:
     """The same rules for the fields of a record passed whole (`StepWrite`, `SnapshotRequest`, ...)."""
     for field in dataclasses.fields(value):  # type: ignore[arg-type]
         if field.name == 'scope' or field.name in _IDS or field.name in _COUNTS or field.name in _TEXTS:
-            default = None if field.default is None else dataclasses.MISSING
-            check_argument(field.name, getattr(value, field.name), default)
+            check_argument(field.name, getattr(value, field.name), None)  # a record's None means "not given"
 
 
 def _wrap(method: Callable[..., Any]) -> Callable[..., Any]:
