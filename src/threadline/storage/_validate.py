@@ -12,7 +12,7 @@ rules are keyed by parameter name, so the contract states each rule once for eve
   `expected_revision`) are integers (not bools) in a stated range;
 - free text (`query`, `expected_effect`, `owner`, `decision`, ...) is valid UTF-8 of bounded length.
 
-A parameter whose default is None may be None.
+A parameter whose default is None, or whose type admits None, may be None.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _check_record(value: object) -> None:
 def _wrap(method: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(method)
     checked = [
-        (name, parameter.default)
+        (name, None if parameter.default is None or 'None' in str(parameter.annotation) else parameter.default)
         for name, parameter in signature.parameters.items()
         if name == 'scope' or name in _IDS or name in _COUNTS or name in _TEXTS
     ]
