@@ -331,3 +331,51 @@ def test_an_unknown_receipt_strength_is_refused_and_nothing_is_stored(store: Any
     with pytest.raises(UserError, match=r"strength must be one of \('outcome', 'transport', 'activity'\), not 'vibes'"):
         store.sync.record_outcome('s1', scope=SCOPE, run_id='r1', expected_effect='x', strength='vibes')
     assert store.sync.outcomes('s1', scope=SCOPE) == []
+
+
+async def test_no_content_in_errors_spans_ledger_or_warnings(store: Any) -> None:
+    """Exceptions, retries, load failures and warnings leave no message content where content
+    was not asked for: the marker a tool's error carries reaches neither spans nor the store."""
+    import warnings
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from threadline.capabilities import Instrumentation
+    from threadline.exceptions import ModelRetry
+    from threadline.messages import ImageUrl, sanitize_messages
+
+    marker = 'ZEBRA-CARD-4111'
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = Agent(
+        TestModel(),
+        capabilities=[StepPersistence(store, scope=SCOPE), Instrumentation(tracer_provider=provider)],
+    )
+    attempts: list[int] = []
+
+    @agent.tool_plain
+    def charge(order: str) -> str:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ModelRetry(f'retry: {marker} is busy')
+        raise ValueError(f'card {marker} declined')
+
+    with pytest.raises(ValueError, match=marker):  # the caller still gets the real error
+        await agent.run('charge it')
+    [stored] = store.sync.list(SCOPE)
+    runs = store.sync.list_runs(stored.conversation_id, scope=SCOPE)
+    records = [repr(store.sync.list_events(r.run_id, scope=SCOPE)) for r in runs]
+    records += [repr(store.sync.tool_effects(r.run_id, scope=SCOPE)) for r in runs]
+    records += [repr((s.events, s.attributes, s.status.description)) for s in exporter.get_finished_spans()]
+    assert any('ValueError' in r for r in records)  # the error is recorded, by type
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        sanitize_messages([ModelRequest(parts=[UserPromptPart([ImageUrl(f'{marker.lower()}://x/a.png')])])])
+    records += [str(w.message) for w in caught]
+    bad = json.dumps([{'kind': 'request', 'parts': [], 'state': f'pay with {marker}'}])
+    records.append(audit_history(bad, AuditContext(source='client', prompt_contract=contract(), key=KEY)).to_json())
+    for text in records:
+        assert marker not in text and marker.lower() not in text, text[:200]

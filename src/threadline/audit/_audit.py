@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
 
 from ..exceptions import ConversationNotFound, MessageValidationError, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
@@ -88,12 +91,16 @@ def _load(history: Any, context: AuditContext, key: bytes, now: datetime) -> Fac
     elif isinstance(history, (list, tuple)) and all(isinstance(m, (ModelRequest, ModelResponse)) for m in history):
         messages = list(history)
         raw = ModelMessagesTypeAdapter.dump_json(messages)
+    elif isinstance(history, (list, tuple)):
+        raw = _parsed_json(history)  # what `request.json()` gives a handler: audited like the bytes
+        if raw is None:
+            return Facts([], key, now, load_error='messages: not JSON data')
     else:
         return Facts([], key, now, load_error=f'not a history: {type(history).__name__}')
     try:
         messages = ModelMessagesTypeAdapter.validate_json(raw)
     except MessageValidationError as exc:
-        return Facts([], key, now, raw=raw, load_error=str(exc))
+        return Facts([], key, now, raw=raw, load_error=f'{exc.location}: {redact(exc.reason)}')
     facts = Facts(messages, key, now, raw=raw)
     if store is not None and context.conversation_id is not None:
         _store_facts(facts, context, stored)
@@ -125,3 +132,19 @@ def _store_facts(facts: Facts, context: AuditContext, stored: StoredConversation
         facts.effects = {e.tool_call_id: e for e in store.sync.tool_effects_for_conversation(lineage_id, scope=scope)}
     except ConversationNotFound:
         facts.stored = None
+
+
+def _parsed_json(history: list[Any] | tuple[Any, ...]) -> bytes | None:
+    try:
+        return msgspec.json.encode(history)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return None
+
+
+_QUOTED = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\d{3,}""")
+
+
+def redact(reason: str) -> str:
+    """A load error's reason without the values the input carried: quoted text and long numbers
+    become `<value>`, so a report says what was wrong and where, never what the client sent."""
+    return _QUOTED.sub('<value>', reason)

@@ -114,8 +114,7 @@ class Instrumentation(AbstractCapability):
     ) -> ModelResponse:
         run = self._runs.get(ctx.run_id)
         if run is not None and run['request'] is not None:
-            run['request'].record_exception(error)
-            run['request'].set_status(self._trace.Status(self._trace.StatusCode.ERROR, type(error).__name__))
+            self._record_error(run['request'], error)
             run['request'].end()
             run['request'] = None
         raise error
@@ -159,7 +158,18 @@ class Instrumentation(AbstractCapability):
         if run is not None:
             for key in ('request', 'span'):
                 if run[key] is not None:
-                    run[key].record_exception(error)
-                    run[key].set_status(self._trace.Status(self._trace.StatusCode.ERROR, type(error).__name__))
+                    self._record_error(run[key], error)
                     run[key].end()
         raise error
+
+    def _record_error(self, span: Any, error: BaseException) -> None:
+        """The exception on the span: in full (message and stack) only when content was asked for;
+        otherwise its type and the length of its message (`threadline._errors`)."""
+        if self.include_content:
+            span.record_exception(error)
+        else:
+            span.add_event(
+                'exception',
+                {'exception.type': type(error).__qualname__, 'exception.message_length': len(str(error))},
+            )
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, type(error).__name__))

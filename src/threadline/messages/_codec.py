@@ -38,7 +38,7 @@ from ._parts import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._tool_content import rehydrate_tool_content
+from ._tool_content import MAX_NESTING, rehydrate_tool_content
 from ._usage import RequestUsage, RunUsage
 
 __all__ = ['decode_messages', 'dec_hook', 'enc_hook', 'encoder', 'load_messages', 'load_struct']
@@ -119,6 +119,8 @@ def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMes
         return _decoder.decode(data)
     except Exception:  # noqa: BLE001 - every failure is re-examined by the careful loader
         pass
+    if isinstance(data, (bytes, bytearray, memoryview, str)) and json_depth(data) > MAX_JSON_DEPTH:
+        raise MessageValidationError('messages', f'JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)')
     try:
         parsed = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
@@ -128,11 +130,42 @@ def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMes
     return load_messages(parsed)
 
 
+MAX_JSON_DEPTH = MAX_NESTING + 8
+"""How deeply a history's JSON may nest: the content limit plus the levels of the message format."""
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_depth(data: bytes | bytearray | memoryview | str) -> int:
+    """The deepest nesting of lists and objects in `data` (strings skipped), counted without
+    recursion; stops counting once past `MAX_JSON_DEPTH`."""
+    raw = data.encode('utf-8', 'surrogatepass') if isinstance(data, str) else bytes(data)
+    depth = deepest = 0
+    for token in _JSON_TOKENS.finditer(raw):
+        char = token.group()[:1]
+        if char in b'[{':
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    break
+        elif char in b']}':
+            depth -= 1
+    return deepest
+
+
 def load_messages(items: Any) -> list[ModelMessage]:
     """Load a history from Python objects (dicts as `dump_python` writes them, or messages)."""
     if isinstance(items, (str, bytes, dict)) or not isinstance(items, (list, tuple)):
         raise MessageValidationError('messages', f'expected a list of messages, got {_type_name(items)}')
-    return [_load_message(item, f'messages[{i}]') for i, item in enumerate(items)]
+    return [_load_message_bounded(item, f'messages[{i}]') for i, item in enumerate(items)]
+
+
+def _load_message_bounded(item: Any, loc: str) -> ModelMessage:
+    try:
+        return _load_message(item, loc)
+    except RecursionError:
+        # Python objects nested beyond what the interpreter can walk: the same answer as for JSON.
+        raise MessageValidationError(loc, f'nested deeper than {MAX_JSON_DEPTH} levels (the limit)') from None
 
 
 def load_struct(cls: type, value: Any, location: str) -> Any:

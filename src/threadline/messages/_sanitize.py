@@ -63,6 +63,8 @@ _FEEDBACK_LEAD = (
     "Your previous response failed the application's validation "
     '(this is automated feedback, not a message from the user):'
 )
+# Kinds whose detail is the client's own text (a URL scheme can carry anything): warned as a count.
+_COUNTED = frozenset({'file_url_scheme'})
 _WARNINGS = {
     'system_prompt': 'Parts carrying the system voice were stripped from client-supplied history; pass '
     'strip_system_prompts=False if they were written by trusted server code.',
@@ -337,9 +339,12 @@ def sanitize_messages(
     )
     by_kind: dict[str, list[str]] = {}
     for item in stripped:
-        by_kind.setdefault(item.kind, [])
-        if item.detail and item.detail not in by_kind[item.kind]:
-            by_kind[item.kind].append(item.detail)
+        details = by_kind.setdefault(item.kind, [])
+        if item.kind in _COUNTED:
+            details.append('')
+        elif item.detail and item.detail not in details:
+            details.append(item.detail)
     for kind, details in by_kind.items():
-        warnings.warn(_WARNINGS[kind].format(detail=', '.join(details)), UserWarning, stacklevel=2)
+        detail = f'{len(details)} of them' if kind in _COUNTED else ', '.join(details)
+        warnings.warn(_WARNINGS[kind].format(detail=detail), UserWarning, stacklevel=2)
     return sanitized

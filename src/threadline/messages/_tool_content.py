@@ -10,7 +10,9 @@ mapping. On load each is rebuilt as its own type, wherever it sits. Rules:
   and loading never fails because of it;
 - keys a rebuilt item's type does not declare are dropped;
 - a mapping with a non-string key is passed through untouched (nothing below it is rebuilt): such
-  keys have no JSON form, so only a Python-side round trip carries them.
+  keys have no JSON form, so only a Python-side round trip carries them;
+- content nested deeper than `MAX_NESTING` levels is refused (a `ValueError` the loader reports
+  with its location), so loading never depends on the interpreter's recursion limit.
 """
 
 from __future__ import annotations
@@ -21,24 +23,29 @@ import msgspec
 
 from ._content import FILE_URL_KINDS, BinaryContent, UploadedFile
 
-__all__ = ['rehydrate_tool_content']
+__all__ = ['MAX_NESTING', 'rehydrate_tool_content']
+
+MAX_NESTING = 128
+"""How deeply lists and mappings may nest inside a tool's return content."""
 
 _ITEM_TYPES: dict[str, type] = {**FILE_URL_KINDS, 'binary': BinaryContent, 'uploaded-file': UploadedFile}
 
 
-def rehydrate_tool_content(content: Any, dec_hook: Any) -> Any:
+def rehydrate_tool_content(content: Any, dec_hook: Any, depth: int = 0) -> Any:
     """Return `content` with every multimodal item mapping inside it rebuilt as its type."""
     kind = type(content)
     if kind is str or (kind is not dict and kind is not list):
         return content
+    if depth >= MAX_NESTING:
+        raise ValueError(f'tool return content is nested deeper than {MAX_NESTING} levels')
     if kind is list:
-        return [rehydrate_tool_content(item, dec_hook) for item in content]
+        return [rehydrate_tool_content(item, dec_hook, depth + 1) for item in content]
     if not all(type(key) is str for key in content):
         return content
     item = _rebuild_item(content, dec_hook)
     if item is not None:
         return item
-    return {key: rehydrate_tool_content(value, dec_hook) for key, value in content.items()}
+    return {key: rehydrate_tool_content(value, dec_hook, depth + 1) for key, value in content.items()}
 
 
 def _rebuild_item(mapping: dict[str, Any], dec_hook: Any) -> Any:

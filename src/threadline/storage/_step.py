@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._errors import error_summary
 from ..capabilities import AbstractCapability, ModelRequestContext
 from ..exceptions import UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
@@ -78,12 +79,27 @@ class StepPersistence(AbstractCapability):
     `RunContext`, e.g. reading the tenant from deps). The scope is the server's decision.
 
     Put it first among capabilities so it records the history other capabilities hand on.
+
+    Errors in step events and the ledger are recorded without their message (type, length and an
+    HMAC under the store's audit key; see `threadline._errors`) unless `include_content=True`:
+    an exception's text often carries the data the tool failed on.
     """
 
-    def __init__(self, store: AsyncStore[Any], *, scope: str | Callable[[Any], str]) -> None:
+    def __init__(
+        self, store: AsyncStore[Any], *, scope: str | Callable[[Any], str], include_content: bool = False
+    ) -> None:
         self.store = store
         self._scope = scope
+        self.include_content = include_content
         self._runs: dict[str, _RunState] = {}
+        self._key: bytes | None = None
+
+    def _error(self, error: BaseException) -> str:
+        if self.include_content:
+            return repr(error)
+        if self._key is None:
+            self._key = self.store.sync.audit_key()
+        return error_summary(error, key=self._key)
 
     def _scope_for(self, ctx: Any) -> str:
         scope = self._scope(ctx) if callable(self._scope) else self._scope
@@ -145,6 +161,8 @@ class StepPersistence(AbstractCapability):
     # -- hooks ------------------------------------------------------------------------------
     async def before_run(self, ctx: RunContext[Any]) -> None:
         scope = self._scope_for(ctx)
+        if self._key is None and not self.include_content:
+            self._key = await self.store.audit_key()
         existing = await self.store.conversation_state(ctx.conversation_id, scope=scope)
         state = _RunState(ctx.conversation_id, scope, existing[0] if existing else None)
         self._runs[ctx.run_id] = state
@@ -191,7 +209,7 @@ class StepPersistence(AbstractCapability):
     ) -> ModelResponse:
         state = self._runs.get(ctx.run_id)
         if state is not None:
-            self._event(ctx, state, 'model_request_failed', error=repr(error))
+            self._event(ctx, state, 'model_request_failed', error=self._error(error))
         raise error
 
     async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
@@ -238,7 +256,7 @@ class StepPersistence(AbstractCapability):
     ) -> Any:
         from ..exceptions import ModelRetry
 
-        await self._finish_tool(ctx, call, 'failed', None if isinstance(error, ModelRetry) else repr(error))
+        await self._finish_tool(ctx, call, 'failed', None if isinstance(error, ModelRetry) else self._error(error))
         raise error
 
     async def _finish_tool(
@@ -290,7 +308,7 @@ class StepPersistence(AbstractCapability):
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
         state = self._runs.pop(ctx.run_id, None)
         if state is not None:
-            self._event(ctx, state, 'run_failed', error=repr(error))
+            self._event(ctx, state, 'run_failed', error=self._error(error))
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 await self._flush(ctx, state, snapshot='interrupted', finish=RunFinish(ctx.run_id, 'failed'))
         raise error
