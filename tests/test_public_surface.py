@@ -226,6 +226,7 @@ SURFACE: dict[str, set[str]] = {
         'audit_history',
         'keyed_hash',
         'reconcile_tool_call',
+        'release_quarantine',
         'record_repair_events',
         'sanitize_loaded',
     },

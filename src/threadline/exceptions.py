@@ -12,6 +12,7 @@ __all__ = [
     'BackendError',
     'ConflictError',
     'ConversationNotFound',
+    'ConversationQuarantined',
     'CorruptRecordError',
     'MessageValidationError',
     'ModelHTTPError',
@@ -21,6 +22,7 @@ __all__ = [
     'ThreadlineError',
     'UndrainedPendingMessagesError',
     'UnexpectedModelBehavior',
+    'UnresolvedToolEffect',
     'UsageLimitExceeded',
     'UserError',
 ]
@@ -104,6 +106,11 @@ class RunNotFound(StoreError, LookupError):
     """No run with this id in this conversation and scope (a run of another scope is reported the same way)."""
 
 
+class ConversationQuarantined(StoreError):
+    """The conversation is quarantined (an audit refused it): no run or append until it is released
+    with `threadline.audit.release_quarantine`."""
+
+
 class ConflictError(StoreError):
     """The conversation changed since the revision the caller read; nothing was written. Reload and retry."""
 
@@ -126,6 +133,11 @@ class CorruptRecordError(StoreError):
 
 class BackendError(StoreError):
     """The database failed (down, locked, disk full); the operation was rolled back."""
+
+
+class UnresolvedToolEffect(UserError):
+    """A tool call started before a crash and its effect is unknown: running over this history could
+    make the effect twice. Check the destination, then `reconcile_tool_call`, or opt out."""
 
 
 class UndrainedPendingMessagesError(AgentRunError):

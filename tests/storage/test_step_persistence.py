@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from threadline import Agent, ModelMessage, ModelRequest, RunContext
+from threadline import Agent, ModelMessage, ModelRequest, ModelResponse, RunContext
 from threadline.capabilities import ProcessHistory
 from threadline.models.test import TestModel
 from threadline.storage import (
@@ -56,6 +56,7 @@ async def test_a_run_is_recorded_step_by_step(store: Any) -> None:
     ]
     snapshots = await store.list_snapshots(result.run_id, scope='acme')
     assert [(s.position, s.state) for s in snapshots] == [
+        (0, 'complete'),  # at run start, so a crash before the first request is resumable
         (2, 'interrupted'),
         (3, 'complete'),
         (4, 'complete'),
@@ -128,3 +129,92 @@ async def test_compaction_by_a_processor_is_stored_as_a_branch(store: Any) -> No
     assert len(branches) == 2 and branches[0][1] == 5
     snapshot = (await store.list_snapshots(second.run_id, scope='acme'))[-1]
     assert snapshot.branch_id == branches[-1][0]
+
+
+class ToolCrash(BaseException):
+    """Stands in for the process dying inside the tool body: no error hook sees it."""
+
+
+def crashing_agent(store: Any, **options: Any) -> Agent[Any, str]:
+    agent = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme', **options)])
+
+    @agent.tool
+    def charge(ctx: RunContext[Any], amount: int) -> str:
+        annotate_tool_effect(ctx, idempotency_key='charge-42')
+        if not ctx.deps:
+            raise ToolCrash
+        return 'charged'
+
+    return agent
+
+
+async def test_after_a_crash_in_a_tool_nothing_reruns_it_until_it_is_reconciled(store: Any) -> None:
+    from threadline.audit import reconcile_tool_call
+    from threadline.exceptions import UnresolvedToolEffect
+
+    agent = crashing_agent(store)
+    with pytest.raises(ToolCrash):
+        await agent.run('charge me')
+    [summary] = await store.list('acme')
+    [run] = await store.list_runs(summary.conversation_id, scope='acme')
+    stored = await store.load(summary.conversation_id, scope='acme')
+    with pytest.raises(UnresolvedToolEffect, match=r'charge.*charge-42.*reconcile_tool_call'):
+        await agent.run('try again', deps=True, **stored.run_kwargs())
+    with pytest.raises(UnresolvedToolEffect):
+        await continue_run(store, run.run_id, scope='acme', include_interrupted=True)
+    [effect] = (await inspect_recovery(store, run.run_id, scope='acme')).unknown
+    reconcile_tool_call(
+        store, summary.conversation_id, effect.tool_call_id, scope='acme', result='charged', evidence='psp:charge-42'
+    )
+    assert (await inspect_recovery(store, run.run_id, scope='acme')).unknown == []
+    resumed = await continue_run(store, run.run_id, scope='acme', include_interrupted=True)
+    stored = await store.load(summary.conversation_id, scope='acme')
+    done = await agent.run('thanks', deps=True, **stored.run_kwargs())
+    assert done.output and resumed.conversation_id == summary.conversation_id
+
+
+async def test_opting_out_lets_an_idempotent_tool_run_again(store: Any) -> None:
+    agent = crashing_agent(store)
+    with pytest.raises(ToolCrash):
+        await agent.run('charge me')
+    [summary] = await store.list('acme')
+    stored = await store.load(summary.conversation_id, scope='acme')
+    relaxed = crashing_agent(store, allow_unknown_effects=True)
+    assert (await relaxed.run(deps=True, **stored.run_kwargs())).output  # runs the open call again
+
+
+async def test_a_crash_before_the_first_model_request_is_resumable(store: Any) -> None:
+    class Crash(BaseException):
+        pass
+
+    def die(messages: list[ModelMessage], info: Any) -> ModelResponse:
+        raise Crash
+
+    from threadline.models.function import FunctionModel
+
+    agent = Agent(FunctionModel(die), capabilities=[StepPersistence(store, scope='acme')])
+    with pytest.raises(Crash):
+        await agent.run('hello')
+    [summary] = await store.list('acme')
+    [run] = await store.list_runs(summary.conversation_id, scope='acme')
+    resumed = await continue_run(store, run.run_id, scope='acme')
+    assert resumed.conversation_id == summary.conversation_id and resumed.length == 0
+
+
+async def test_a_quarantined_conversation_refuses_runs_and_appends_until_released(store: Any) -> None:
+    from threadline.audit import release_quarantine
+    from threadline.exceptions import ConversationQuarantined
+
+    agent = support_agent(store)
+    first = await agent.run('refund my order')
+    store.sync.quarantine(first.conversation_id, scope='acme', report={'verdict': 'UNTRUSTED_HISTORY'})
+    stored = await store.load(first.conversation_id, scope='acme')
+    with pytest.raises(ConversationQuarantined, match='release_quarantine'):
+        await agent.run('again', **stored.run_kwargs())
+    with pytest.raises(ConversationQuarantined):
+        store.sync.append(first.conversation_id, stored.messages[:1], scope='acme')
+    assert (await store.load(first.conversation_id, scope='acme')).length == stored.length
+    release_quarantine(store, first.conversation_id, scope='acme', reason='ticket-7')
+    assert [e.kind for e in store.sync.audit_events(first.conversation_id, scope='acme')][-1] == 'quarantine_released'
+    later = await agent.run('again', **(await store.load(first.conversation_id, scope='acme')).run_kwargs())
+    assert later.conversation_id == first.conversation_id

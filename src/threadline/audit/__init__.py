@@ -20,6 +20,7 @@ from ._records import (
     audit_events_from_sanitize,
     reconcile_tool_call,
     record_repair_events,
+    release_quarantine,
     sanitize_loaded,
 )
 from ._replay_gate import ReplayGate, ReplayRefused
@@ -38,6 +39,7 @@ __all__ = [
     'audit_history',
     'keyed_hash',
     'reconcile_tool_call',
+    'release_quarantine',
     'record_repair_events',
     'sanitize_loaded',
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Unpack
@@ -20,6 +21,7 @@ __all__ = [
     'audit_events_from_repair',
     'audit_events_from_sanitize',
     'reconcile_tool_call',
+    'release_quarantine',
     'record_repair_events',
     'sanitize_loaded',
 ]
@@ -69,9 +71,25 @@ def reconcile_tool_call(
                 parts = list(message.parts)
                 parts[j] = real
                 messages[index] = msgspec.structs.replace(message, parts=parts)
-                return int(store.sync.replace(conversation_id, messages, scope=scope, expected_revision=revision))
+                revision = int(store.sync.replace(conversation_id, messages, scope=scope, expected_revision=revision))
+                _close_ledger(store, conversation_id, tool_call_id, scope=scope, evidence=evidence)
+                return revision
     request = ModelRequest(parts=[real], timestamp=real.timestamp, conversation_id=conversation_id)
-    return int(store.sync.append(conversation_id, [request], scope=scope, expected_revision=revision))
+    revision = int(store.sync.append(conversation_id, [request], scope=scope, expected_revision=revision))
+    _close_ledger(store, conversation_id, tool_call_id, scope=scope, evidence=evidence)
+    return revision
+
+
+def _close_ledger(
+    store: AsyncStore[Any], conversation_id: str, tool_call_id: str, *, scope: str, evidence: str
+) -> None:
+    """Mark the call's ledger row completed: its effect is known now (the summary says how)."""
+    for effect in store.sync.tool_effects_for_conversation(conversation_id, scope=scope):
+        if effect.tool_call_id == tool_call_id and effect.status == 'started':
+            done = dataclasses.replace(
+                effect, status='completed', ended_at=datetime.now(tz=UTC), summary=f'reconciled ({evidence})'
+            )
+            store.sync.record_tool_effect(done, conversation_id=conversation_id, scope=scope)
 
 
 def audit_events_from_sanitize(
@@ -101,3 +119,14 @@ def sanitize_loaded(
             conversation_id, audit_events_from_sanitize(stripped, conversation_id=conversation_id), scope=scope
         )
     return sanitized
+
+
+def release_quarantine(store: AsyncStore[Any], conversation_id: str, *, scope: str, reason: str) -> None:
+    """Lift a quarantine after review, and record that it was lifted as a content-free audit event.
+    `reason` (who reviewed it, a ticket id) is required so a release is always a decision; like all
+    audit events, the record holds no free text."""
+    if not reason or not isinstance(reason, str):
+        raise UserError('release_quarantine needs a reason (who reviewed it, a ticket id)')
+    store.sync.quarantine(conversation_id, scope=scope, report=None)
+    event = AuditEvent(conversation_id, 'quarantine_released', None, None, datetime.now(tz=UTC))
+    store.sync.record_audit_events(conversation_id, [event], scope=scope)

@@ -26,7 +26,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter
 from ..messages._codec import encoder
 from ._chain import extend_chain
 from ._file_records import BatchLine, Branch, ConvState, CreateLine, FileRecord, decode_line, file_key, replay
-from ._neutral import check_scope, not_found, now_text, run_not_found
+from ._neutral import check_scope, not_found, now_text, quarantined, run_not_found
 from ._records import Provenance
 from ._text import title_of
 
@@ -222,7 +222,14 @@ class FileBase:
 
     # -- writes -----------------------------------------------------------------------------
     def _open(
-        self, path: Path, conversation_id: str, scope: str, expected: int | None, create: bool
+        self,
+        path: Path,
+        conversation_id: str,
+        scope: str,
+        expected: int | None,
+        create: bool,
+        *,
+        changes_history: bool = True,
     ) -> tuple[ConvState, list[FileRecord]]:
         state = self._state(conversation_id)
         if state is not None and state.scope != scope:
@@ -242,6 +249,8 @@ class FileBase:
                 expected=expected,
                 actual=state.revision,
             )
+        if changes_history and state.quarantine is not None:
+            raise quarantined(conversation_id)
         return state, []
 
     def _batch(

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import ConversationNotFound, RunNotFound, UserError
+from ..exceptions import ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
 from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from ..messages._adapter import to_python
 from ._records import StepWrite
@@ -21,6 +21,7 @@ __all__ = [
     'not_found',
     'now_text',
     'parse_time',
+    'quarantined',
     'run_not_found',
     'safe_start',
     'search_terms',
@@ -43,6 +44,15 @@ def not_found(conversation_id: str) -> ConversationNotFound:
 def run_not_found(run_id: str) -> RunNotFound:
     """The one error for a run that is missing, or recorded in another conversation or scope."""
     return RunNotFound(f'run {run_id!r} not found in this conversation and scope')
+
+
+def quarantined(conversation_id: str) -> ConversationQuarantined:
+    """The error for a write to a quarantined conversation."""
+    return ConversationQuarantined(
+        f'conversation {conversation_id!r} is quarantined (an audit refused it): release it with '
+        'threadline.audit.release_quarantine(...) after review before running or appending',
+        conversation_id=conversation_id,
+    )
 
 
 def check_scope(scope: object) -> str:

@@ -329,3 +329,8 @@ class StepWrite:
     effect: ToolEffect | None = None
     register: bool = False
     finish: RunFinish | None = None
+
+    @property
+    def changes_history(self) -> bool:
+        """Whether the write starts a run or changes the stored history (what quarantine refuses)."""
+        return self.register or bool(self.messages) or self.history is not None

@@ -23,7 +23,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
 from ..messages._codec import encoder
 from ._chain import GENESIS, canonical_json, extend_chain
 from ._dialect import Dialect
-from ._neutral import check_scope, not_found, now_text, parse_time, run_not_found
+from ._neutral import check_scope, not_found, now_text, parse_time, quarantined, run_not_found
 from ._records import BatchInfo, Provenance
 from ._text import message_text, title_of
 
@@ -207,8 +207,17 @@ class SQLBase:
         return self._conversation(conn, conversation_id, scope)
 
     def _open_for_write(
-        self, conn: Any, conversation_id: str, scope: str, expected_revision: int | None, create: bool
+        self,
+        conn: Any,
+        conversation_id: str,
+        scope: str,
+        expected_revision: int | None,
+        create: bool,
+        *,
+        changes_history: bool = True,
     ) -> Conversation:
+        """The conversation, locked for a write that expects `expected_revision`. A quarantined
+        conversation refuses any write that changes its history or starts a run."""
         self._dialect.lock_conversation(conn, conversation_id)
         try:
             conversation = self._conversation(conn, conversation_id, scope)
@@ -224,6 +233,8 @@ class SQLBase:
                 expected=expected_revision,
                 actual=conversation.revision,
             )
+        if changes_history and conversation.quarantine is not None:
+            raise quarantined(conversation_id)
         return conversation
 
     def _link_at(self, conn: Any, segments: list[Segment], position: int) -> str:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import error_summary
 from ..capabilities import AbstractCapability, ModelRequestContext
-from ..exceptions import UserError
+from ..exceptions import UnresolvedToolEffect, UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ._audit_events import record_repair_events
 from ._face import AsyncStore
@@ -83,14 +83,25 @@ class StepPersistence(AbstractCapability):
     Errors in step events and the ledger are recorded without their message (type, length and an
     HMAC under the store's audit key; see `threadline._errors`) unless `include_content=True`:
     an exception's text often carries the data the tool failed on.
+
+    Safe by default after a crash: a run over a conversation whose ledger holds a tool call that
+    started and never finished (its effect is unknown) is refused with `UnresolvedToolEffect`
+    naming the call, until `reconcile_tool_call` records what really happened. Pass
+    `allow_unknown_effects=True` only when the tools are idempotent at their destination.
     """
 
     def __init__(
-        self, store: AsyncStore[Any], *, scope: str | Callable[[Any], str], include_content: bool = False
+        self,
+        store: AsyncStore[Any],
+        *,
+        scope: str | Callable[[Any], str],
+        include_content: bool = False,
+        allow_unknown_effects: bool = False,
     ) -> None:
         self.store = store
         self._scope = scope
         self.include_content = include_content
+        self.allow_unknown_effects = allow_unknown_effects
         self._runs: dict[str, _RunState] = {}
         self._key: bytes | None = None
 
@@ -164,6 +175,9 @@ class StepPersistence(AbstractCapability):
         if self._key is None and not self.include_content:
             self._key = await self.store.audit_key()
         existing = await self.store.conversation_state(ctx.conversation_id, scope=scope)
+        if existing is not None and not self.allow_unknown_effects:
+            effects = await self.store.tool_effects_for_conversation(ctx.conversation_id, scope=scope)
+            refuse_unknown_effects(ctx.conversation_id, effects)
         state = _RunState(ctx.conversation_id, scope, existing[0] if existing else None)
         self._runs[ctx.run_id] = state
         history = ctx.messages
@@ -173,7 +187,9 @@ class StepPersistence(AbstractCapability):
         # A history the store has not seen is imported as the caller's (provenance 'client'): the
         # store cannot vouch for it, so the audit will not either.
         imported = bool(history) and (existing is None or existing[1] == 0)
-        await self._flush(ctx, state, register=True, messages=imported)
+        # A settled snapshot at run start: a crash before the first model request is resumable too.
+        start: Literal['complete', 'interrupted'] = 'complete' if _settled(history) else 'interrupted'
+        await self._flush(ctx, state, register=True, messages=imported, snapshot=start)
         if imported:
             state.stored, state.first, state.last = len(history), history[0], history[-1]
 
@@ -366,9 +382,20 @@ async def inspect_recovery(store: AsyncStore[Any], run_id: str, *, scope: str) -
 
 
 async def continue_run(
-    store: AsyncStore[Any], run_id: str, *, scope: str, include_interrupted: bool = False
+    store: AsyncStore[Any],
+    run_id: str,
+    *,
+    scope: str,
+    include_interrupted: bool = False,
+    allow_unknown_effects: bool = False,
 ) -> StoredConversation:
-    """The conversation as of the run's latest (settled, unless `include_interrupted`) snapshot."""
+    """The conversation as of the run's latest (settled, unless `include_interrupted`) snapshot.
+
+    Refuses (`UnresolvedToolEffect`) while the run's ledger holds a tool call whose effect is
+    unknown, unless `allow_unknown_effects=True`: continuing would let the model make it again.
+    """
+    if not allow_unknown_effects:
+        refuse_unknown_effects(run_id, await store.tool_effects(run_id, scope=scope))
     snapshots = [
         s for s in await store.list_snapshots(run_id, scope=scope) if include_interrupted or s.state == 'complete'
     ]
@@ -393,3 +420,18 @@ async def fork_run(
     snap = snapshots[-1]
     fork_id = await store.fork(snap.conversation_id, scope=scope, at=snap.position)
     return await store.load(fork_id, scope=scope)
+
+
+def refuse_unknown_effects(where: str, effects: Sequence[ToolEffect]) -> None:
+    """Raise `UnresolvedToolEffect` naming the first tool call that started and never finished."""
+    unknown = [e for e in effects if e.status == 'started']
+    if not unknown:
+        return
+    first = unknown[0]
+    key = f', idempotency key {first.idempotency_key!r}' if first.idempotency_key else ''
+    raise UnresolvedToolEffect(
+        f'{where}: tool call {first.tool_call_id!r} ({first.tool_name}{key}) started and never finished, so its '
+        f'effect is unknown ({len(unknown)} such call(s)). Check the destination, then record what happened with '
+        'threadline.audit.reconcile_tool_call(store, conversation_id, tool_call_id, scope=..., result=..., '
+        'evidence=...); or pass allow_unknown_effects=True if the tool is idempotent at its destination.'
+    )

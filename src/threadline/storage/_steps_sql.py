@@ -204,7 +204,12 @@ class StepOps(SQLBase):
         check_step_write(write)
         with self._write() as conn:
             conversation = self._open_for_write(
-                conn, write.conversation_id, write.scope, write.expected_revision, create=True
+                conn,
+                write.conversation_id,
+                write.scope,
+                write.expected_revision,
+                create=True,
+                changes_history=write.changes_history,
             )
             self._claim_run(conn, write.run_id, write.conversation_id)
             revision = conversation.revision

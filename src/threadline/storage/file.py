@@ -71,7 +71,14 @@ class FileBackend(FileLogOps):
         conversation_id, run_id, snapshot, finish = write.conversation_id, write.run_id, write.snapshot, write.finish
         history, messages, provenance = write.history, write.messages, write.provenance
         with self._locked(conversation_id) as path:
-            state, records = self._open(path, conversation_id, write.scope, write.expected_revision, create=True)
+            state, records = self._open(
+                path,
+                conversation_id,
+                write.scope,
+                write.expected_revision,
+                create=True,
+                changes_history=write.changes_history,
+            )
             bumps = bool(records)
             self._claim_run(run_id, conversation_id)
             if write.register or run_id not in state.runs:
