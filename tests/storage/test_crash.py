@@ -1,8 +1,11 @@
-"""Crash safety: a child process persisting a conversation is killed with SIGKILL at random points.
+"""Crash safety: a child process persisting a conversation is killed with SIGKILL at chosen points.
 
-After each kill the store opens, every turn the child reported as saved is there, the stored
-history re-hashes against its chain (nothing half-written), and a tool killed mid-body is reported
-as unknown by `inspect_recovery`. 20 trials run by default on SQLite (10 on PostgreSQL and the file store); `-m slow` runs 200.
+Each trial picks a turn and a point (before a run, inside the model call, inside the tool body,
+after a save); the child signals when it gets there and is killed there, so every trial is
+deterministic. After each kill the store opens, every turn the child reported as saved is there
+(no lost committed turn), the stored history re-hashes against its chain (no half-written turn),
+and a tool killed mid-body is reported as unknown by `inspect_recovery`. 12 trials run by default
+per backend; `-m slow` runs 200.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -27,24 +29,30 @@ CHILD = Path(__file__).with_name('_crash_child.py')
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def one_trial(target: str, conversation_id: str, rng: random.Random) -> dict[str, int]:
+POINTS = ('start', 'model', 'tool', 'saved')
+
+
+def one_trial(target: str, conversation_id: str, turn: int, point: str) -> dict[str, int]:
     env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    child = subprocess.Popen(
-        [sys.executable, str(CHILD), target, conversation_id], stdout=subprocess.PIPE, text=True, env=env
-    )
-    lines: list[str] = []
+    command = [sys.executable, str(CHILD), target, conversation_id, str(turn), point]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[list[str]] = []
+    reached = threading.Event()
 
     def read() -> None:
         assert child.stdout is not None
         for line in child.stdout:
             lines.append(line.split())
+            if line.startswith('at-kill-point'):
+                reached.set()
 
     reader = threading.Thread(target=read)
     reader.start()
-    time.sleep(rng.uniform(0.4, 1.6))
+    arrived = reached.wait(timeout=60)
     child.send_signal(signal.SIGKILL)
     child.wait()
     reader.join()
+    assert arrived, f'the child never reached {point} of turn {turn}: {child.stderr.read() if child.stderr else ""}'
     return check(target, conversation_id, lines)
 
 
@@ -73,29 +81,34 @@ def check(target: str, conversation_id: str, lines: list[list[str]]) -> dict[str
         store.close()
 
 
-def run_trials(target_for: object, trials: int, seed: int) -> None:
+def run_trials(target_for: object, trials: int, seed: int) -> dict[str, int]:
     rng = random.Random(seed)
-    totals = {'saved': 0, 'unknown': 0}
+    totals = {'trials': trials, 'saved': 0, 'unknown': 0, 'killed_in_tool': 0}
     for trial in range(trials):
         target = target_for(trial)  # type: ignore[operator]
-        result = one_trial(target, f'crash-{trial}', rng)
-        for key in totals:
+        point = POINTS[trial % len(POINTS)]
+        result = one_trial(target, f'crash-{trial}', rng.randrange(3), point)
+        totals['killed_in_tool'] += point == 'tool'
+        for key in ('saved', 'unknown'):
             totals[key] += result[key]
     assert totals['saved'] > 0  # the trials did reach saved turns
+    assert totals['unknown'] == totals['killed_in_tool']  # every kill inside a tool is reported unknown
+    print(f'crash trials: {totals}')  # shown with -s; quoted in notes
+    return totals
 
 
 def test_sqlite_survives_sigkill(tmp_path: Path) -> None:
-    run_trials(lambda t: str(tmp_path / 'crash.db'), 20, seed=1)
+    run_trials(lambda t: str(tmp_path / 'crash.db'), 12, seed=1)
 
 
 def test_file_store_survives_sigkill(tmp_path: Path) -> None:
-    run_trials(lambda t: f'file:{tmp_path / "files"}', 10, seed=5)
+    run_trials(lambda t: f'file:{tmp_path / "files"}', 12, seed=5)
 
 
 @needs_postgres
 def test_postgres_survives_sigkill() -> None:
     url = fresh_postgres_url()
-    run_trials(lambda t: url, 10, seed=2)
+    run_trials(lambda t: url, 12, seed=2)
 
 
 @pytest.mark.slow
