@@ -379,3 +379,32 @@ async def test_no_content_in_errors_spans_ledger_or_warnings(store: Any) -> None
     records.append(audit_history(bad, AuditContext(source='client', prompt_contract=contract(), key=KEY)).to_json())
     for text in records:
         assert marker not in text and marker.lower() not in text, text[:200]
+
+
+def test_a_run_paused_for_approval_without_a_wait_is_blocked_once_its_window_closes(store: Any) -> None:
+    paused = [
+        *_turn('p1', 'r1', call=None, answer=False),
+        ModelResponse(
+            parts=[ToolCallPart('issue_refund', {'order': 42}, 'approve-me')],
+            timestamp=NOW - timedelta(hours=3),
+            run_id='r1',
+            conversation_id='p1',
+        ),
+    ]
+    store.sync.append('p1', paused, scope=SCOPE)
+    loaded = store.sync.load('p1', scope=SCOPE)
+    within = context(store, 'p1', progress_window=timedelta(days=1))
+    assert 'BLOCKED' not in audit_history(loaded, within).failures
+    closed = context(store, 'p1', progress_window=timedelta(hours=1))
+    report = audit_history(loaded, closed)
+    assert 'BLOCKED' in report.failures and report.gate('outcome').evidence['pending_calls'] == 1
+    store.sync.record_wait(
+        'p1',
+        scope=SCOPE,
+        run_id='r1',
+        owner='ops',
+        decision='approve refund',
+        deadline=NOW + timedelta(days=1),
+        resume_token='approval-1',
+    )
+    assert 'BLOCKED' not in audit_history(loaded, closed).failures

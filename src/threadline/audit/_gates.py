@@ -259,6 +259,12 @@ def gate_outcome(facts: Facts, context: AuditContext) -> tuple[GateResult, bool]
     if not isinstance(last, ModelResponse):
         return GateResult('outcome', True, (), evidence), bool(waits)
     if any(isinstance(p, ToolCallPart) for p in last.parts):
+        # Paused on tool calls (approval, external execution): fine while the window is open, or
+        # while a wait record says who owes the decision; past the window with neither, BLOCKED.
+        if not waits and _window_closed(last, context, facts.now):
+            evidence['pending_calls'] = sum(isinstance(p, ToolCallPart) for p in last.parts)
+            evidence['progress_window'] = 'closed'
+            return GateResult('outcome', False, ('BLOCKED',), evidence), False
         return GateResult('outcome', True, (), evidence), bool(waits)
     run_id = last.run_id
     accepted = [r for r in facts.receipts if r.run_id == run_id and r.strength in context.accepted_strengths]
@@ -271,9 +277,13 @@ def gate_outcome(facts: Facts, context: AuditContext) -> tuple[GateResult, bool]
         evidence['weaker_receipts'] = sorted({r.strength for r in recorded})
     if waits:
         return GateResult('outcome', True, (), evidence), True
-    window = context.progress_window
-    stamp = last.timestamp if last.timestamp.tzinfo else last.timestamp.replace(tzinfo=UTC)
-    if window is not None and facts.now > stamp + window:
+    if _window_closed(last, context, facts.now):
         evidence['progress_window'] = 'closed'
         return GateResult('outcome', False, ('BLOCKED',), evidence), False
     return GateResult('outcome', False, ('MISSING_OUTCOME_RECEIPT',), evidence), False
+
+
+def _window_closed(last: ModelResponse, context: AuditContext, now: datetime) -> bool:
+    window = context.progress_window
+    stamp = last.timestamp if last.timestamp.tzinfo else last.timestamp.replace(tzinfo=UTC)
+    return window is not None and now > stamp + window
