@@ -1,0 +1,177 @@
+"""`threadline conversations ...`: list, show, search, fork, delete, export, import, prune."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from ._app import cli, console, dump, shared_options, state_for
+
+__all__ = ['conversations']
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def conversations(ctx: click.Context) -> None:
+    """Stored conversations (default: list)."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_conversations)
+
+
+@conversations.command('list')
+@click.option('-q', '--query', default=None, help='Only conversations whose title contains this.')
+@click.option('-n', 'limit', default=20, show_default=True, help='How many.')
+@click.option('--json', 'as_json', is_flag=True)
+@shared_options
+def list_conversations(
+    query: str | None, limit: int, as_json: bool, db: str | None = None, scope: str | None = None, debug: bool = False
+) -> None:
+    """Conversations, most recent first."""
+    from rich.table import Table
+
+    state = state_for(db, scope, debug)
+    rows = state.store.sync.list(state.scope, limit=limit, query=query)
+    if as_json:
+        dump([r.__dict__ for r in rows])
+        return
+    table = Table('title', 'messages', 'runs', 'updated')
+    table.add_column('id', no_wrap=True)
+    for r in rows:
+        table.add_row(
+            escape(r.title or ''),
+            str(r.message_count),
+            str(r.run_count),
+            r.updated_at.strftime('%Y-%m-%d %H:%M'),
+            r.conversation_id,
+        )
+    console.print(table)
+
+
+@conversations.command()
+@click.argument('conversation_id')
+@click.option('--json', 'as_json', is_flag=True, help='The wire-format JSON.')
+@shared_options
+def show(conversation_id: str, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
+    """One conversation's messages."""
+    from ..messages import ModelMessagesTypeAdapter
+
+    state = state_for(db, scope, debug)
+    stored = state.store.sync.load(conversation_id, scope=state.scope)
+    if as_json:
+        click.echo(ModelMessagesTypeAdapter.dump_json(stored.messages, indent=2).decode())
+        return
+    console.print(
+        f'{stored.conversation_id}  revision {stored.revision}  {stored.length} messages'
+        + (f'  forked from {stored.forked_from} at {stored.shared_prefix}' if stored.forked_from else '')
+    )
+    for position, message in enumerate(stored.messages, start=stored.offset):
+        for part in message.parts:
+            console.print(f'  {position:>4} {message.kind:<8} {part.part_kind:<14} {escape(_summary(part))}')
+
+
+def _summary(part: Any) -> str:
+    if part.part_kind in ('tool-call', 'builtin-tool-call'):
+        return f'{part.tool_name}({part.args_as_json_str()})'
+    if part.part_kind in ('tool-return', 'builtin-tool-return'):
+        return f'{part.tool_name} -> {str(part.content)[:100]} [{part.outcome}]'
+    content = getattr(part, 'content', '')
+    return (content if isinstance(content, str) else json.dumps(str(content)))[:120].replace('\n', ' ')
+
+
+@conversations.command()
+@click.argument('query')
+@click.option('-n', 'limit', default=10, show_default=True)
+@click.option('--json', 'as_json', is_flag=True)
+@shared_options
+def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
+    """Full-text search over the stored history of the scope."""
+    state = state_for(db, scope, debug)
+    hits = state.store.sync.search(query, scope=state.scope, limit=limit)
+    if as_json:
+        dump([h.__dict__ for h in hits])
+        return
+    for hit in hits:
+        console.print(f'{hit.conversation_id} #{hit.position}  {hit.score:.2f}  {escape(repr(hit.snippet))}')
+    if not hits:
+        console.print('no matches')
+
+
+@conversations.command()
+@click.argument('conversation_id')
+@click.option('--at', type=int, default=None, help='Share only the first N messages.')
+@shared_options
+def fork(conversation_id: str, at: int | None, db: str | None, scope: str | None, debug: bool) -> None:
+    """Fork a conversation (the shared prefix is not copied); prints the new id."""
+    state = state_for(db, scope, debug)
+    click.echo(state.store.sync.fork(conversation_id, scope=state.scope, at=at))
+
+
+@conversations.command()
+@click.argument('conversation_id')
+@shared_options
+def delete(conversation_id: str, db: str | None, scope: str | None, debug: bool) -> None:
+    """Erase a conversation and everything recorded about it."""
+    state = state_for(db, scope, debug)
+    state.store.sync.delete(conversation_id, scope=state.scope)
+    click.echo(f'deleted {conversation_id}')
+
+
+@conversations.command()
+@click.argument('conversation_id')
+@shared_options
+def export(conversation_id: str, db: str | None, scope: str | None, debug: bool) -> None:
+    """The conversation's history as wire-format JSON (as stored)."""
+    state = state_for(db, scope, debug)
+    click.echo(state.store.sync.raw_history(conversation_id, scope=state.scope).decode())
+
+
+@conversations.command('import')
+@click.argument('file', type=click.Path(dir_okay=False, path_type=Path))
+@click.option('--cid', default=None, help='Conversation id (default: the one in the file, else a new one).')
+@shared_options
+def import_(file: Path, cid: str | None, db: str | None, scope: str | None, debug: bool) -> None:
+    """Import a history file (validated; stored with provenance 'client'); prints its id."""
+    from .._uuid import uuid7
+    from ..messages import ModelMessagesTypeAdapter
+
+    state = state_for(db, scope, debug)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise click.ClickException(f'cannot read {file}: {exc.strerror}') from None
+    messages = ModelMessagesTypeAdapter.validate_json(data)
+    cid = cid or next((m.conversation_id for m in reversed(messages) if m.conversation_id), None) or uuid7()
+    state.store.sync.append(cid, messages, scope=state.scope, provenance='client')
+    click.echo(cid)
+
+
+@conversations.command()
+@click.option('--older-than', 'older_than', default=None, help='Age like 30d, 12h, 90m.')
+@click.option('--keep-last', type=int, default=None, help='Keep the newest N per scope.')
+@click.option('--all-scopes', is_flag=True, help='Prune every scope (an operator action).')
+@shared_options
+def prune(
+    older_than: str | None, keep_last: int | None, all_scopes: bool, db: str | None, scope: str | None, debug: bool
+) -> None:
+    """Delete old conversations (retention)."""
+    from ..storage import EVERY_SCOPE
+
+    state = state_for(db, scope, debug)
+    cutoff = datetime.now(tz=UTC) - _age(older_than) if older_than else None
+    deleted = state.store.sync.prune(
+        older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE if all_scopes else state.scope
+    )
+    click.echo(f'deleted {len(deleted)} conversation(s)')
+
+
+def _age(text: str) -> timedelta:
+    units = {'d': 'days', 'h': 'hours', 'm': 'minutes', 's': 'seconds', 'w': 'weeks'}
+    try:
+        return timedelta(**{units[text[-1]]: float(text[:-1])})
+    except (KeyError, ValueError):
+        raise click.ClickException(f'--older-than {text!r}: use a number and a unit, like 30d, 12h or 90m') from None
