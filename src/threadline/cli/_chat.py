@@ -62,7 +62,7 @@ def chat(model: str, cont: bool, cid: str | None, db: str | None, scope: str | N
         cid = latest[0].conversation_id if latest else None
     cid = cid or uuid7()
     kwargs: dict[str, Any] = {'conversation_id': cid}
-    if store.sync.conversationstate_for(cid, scope=state.scope) is not None:
+    if store.sync.conversation_state(cid, scope=state.scope) is not None:
         kwargs = store.sync.load(cid, scope=state.scope).run_kwargs()
     console.print(f'conversation {cid} (model {model}); /quit to leave')
     while True:

@@ -41,7 +41,7 @@ def audit(
         from ._support import SUPPORT_PROMPT
 
         contract = PromptContract.for_text(SUPPORT_PROMPT, name='support-v3 (demo default)', store=store)
-    if path.exists() and not store.sync.conversationstate_for(target, scope=state.scope):
+    if path.exists() and not store.sync.conversation_state(target, scope=state.scope):
         history: Any = path.read_bytes()
         context = AuditContext(source='client', prompt_contract=contract, store=store, scope=state.scope)
     else:
