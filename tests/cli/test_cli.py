@@ -105,7 +105,7 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
     path = tmp_path / 'client.json'
     path.write_bytes(ModelMessagesTypeAdapter.dump_json(turn(0)))
     code, out, _ = run(capsys, 'audit', str(path), '--db', db, '--scope', 'me', '--dynamic')
-    assert code == 0 and 'verdict: UNTRUSTED_HISTORY' in out
+    assert code == 17 and 'verdict: UNTRUSTED_HISTORY' in out  # a documented exit code per verdict
     code, out, _ = run(capsys, 'db', 'path', '--db', db)
     assert out.strip() == db
     code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'me')

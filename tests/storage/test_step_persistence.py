@@ -218,3 +218,17 @@ async def test_a_quarantined_conversation_refuses_runs_and_appends_until_release
     assert [e.kind for e in store.sync.audit_events(first.conversation_id, scope='acme')][-1] == 'quarantine_released'
     later = await agent.run('again', **(await store.load(first.conversation_id, scope='acme')).run_kwargs())
     assert later.conversation_id == first.conversation_id
+
+
+async def test_a_run_over_a_stale_history_is_refused_not_stored_on_top(store: Any) -> None:
+    from threadline.exceptions import ConflictError
+
+    agent = support_agent(store)
+    first = await agent.run('refund my order')
+    loaded = await store.load(first.conversation_id, scope='acme')  # both sessions load here
+    await agent.run('first session', **loaded.run_kwargs())
+    before = await store.load(first.conversation_id, scope='acme')
+    with pytest.raises(ConflictError, match='another writer'):
+        await agent.run('second session, stale', **loaded.run_kwargs())
+    after = await store.load(first.conversation_id, scope='acme')
+    assert after.messages == before.messages and after.revision == before.revision

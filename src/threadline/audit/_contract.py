@@ -38,7 +38,7 @@ class PromptContract:
 
     name: str
     digest: str | None
-    kind: Literal['system_prompt', 'dynamic_instructions'] = 'system_prompt'
+    kind: Literal['system_prompt', 'dynamic_instructions', 'unchecked'] = 'system_prompt'
 
     @classmethod
     def for_text(cls, text: str, *, name: str, key: bytes | str | None = None, store: Any = None) -> PromptContract:
@@ -59,3 +59,9 @@ class PromptContract:
     def dynamic(cls, name: str) -> PromptContract:
         """The app relies on instructions (sent with every request), not a stored system prompt."""
         return cls(name, None, 'dynamic_instructions')
+
+    @classmethod
+    def unchecked(cls, name: str = 'not checked') -> PromptContract:
+        """No prompt requirement: the prompt gate passes and its evidence says it was not checked
+        (for a tool that audits histories without knowing the agent that wrote them)."""
+        return cls(name, None, 'unchecked')

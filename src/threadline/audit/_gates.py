@@ -135,6 +135,8 @@ def gate_prompt(facts: Facts, context: AuditContext) -> GateResult:
     assert contract is not None
     text, parts = _standing_prompt(facts.messages)
     evidence: dict[str, Any] = {'contract': contract.name, 'kind': contract.kind, 'standing_parts': parts}
+    if contract.kind == 'unchecked':
+        return GateResult('prompt_continuity', True, (), {**evidence, 'found': 'not checked'})
     if contract.kind == 'dynamic_instructions':
         return GateResult('prompt_continuity', text is None, () if text is None else ('SYSTEM_PROMPT_GAP',), evidence)
     if text is None:

@@ -12,7 +12,20 @@ from typing import Any
 import click
 from rich.console import Console
 
-__all__ = ['State', 'cli', 'console', 'default_db', 'default_scope', 'dump', 'main', 'shared_options', 'state_for']
+__all__ = [
+    'refuse_if_tampered',
+    'one_line',
+    'warn_if_tampered',
+    'State',
+    'cli',
+    'console',
+    'default_db',
+    'default_scope',
+    'dump',
+    'main',
+    'shared_options',
+    'state_for',
+]
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -38,14 +51,73 @@ class State:
             raise click.UsageError('--scope (or THREADLINE_SCOPE) must not be empty: name the tenant or owner')
         self.debug = debug
         self._store: Any = None
+        self._read_only = False
 
     @property
     def store(self) -> Any:
+        """The store, for commands that write (created, with its directories, if it is new)."""
         if self._store is None:
             from ..storage import open_store
 
             self._store = open_store(self.db)
         return self._store
+
+    @property
+    def existing(self) -> Any:
+        """The store, for writes that need data already there (fork, delete): a missing database
+        is an error rather than created empty."""
+        self.reader  # noqa: B018 - refuses a database that does not exist
+        if self._read_only:
+            self._store.close()
+            self._store, self._read_only = None, False
+        return self.store
+
+    @property
+    def reader(self) -> Any:
+        """The store, for commands that only read: a database that does not exist is an error, not
+        created, and a SQLite file is opened read-only (so it can be read in a read-only place)."""
+        if self._store is not None:
+            return self._store
+        from ..storage import FileStore, SQLiteStore, open_store
+
+        if self.db.startswith(('postgresql://', 'postgres://')) or self.db == ':memory:':
+            self._store = open_store(self.db)
+        elif self.db.startswith('file:'):
+            directory = Path(self.db.removeprefix('file:').removeprefix('//'))
+            if not directory.is_dir():
+                raise click.ClickException(f'no store at {self.db}; nothing to read (pass --db, or write to it first)')
+            self._store = FileStore(directory)
+        else:
+            if not Path(self.db).is_file():
+                raise click.ClickException(
+                    f'no database at {self.db}; nothing to read (pass --db, or write to it first)'
+                )
+            self._store, self._read_only = SQLiteStore(self.db, read_only=True), True
+        return self._store
+
+
+def warn_if_tampered(store: Any, conversation_id: str, scope: str) -> None:
+    """Say so on stderr when the stored history no longer matches its hash chain."""
+    check = store.sync.verify(conversation_id, scope=scope)
+    if not check.ok:
+        click.echo(
+            f'warning: conversation {conversation_id!r} fails its hash chain ({check.reason}, at message '
+            f'{check.first_bad_position}); it was changed outside Threadline',
+            err=True,
+        )
+
+
+def refuse_if_tampered(store: Any, conversation_id: str, scope: str, *, force: bool, doing: str) -> None:
+    """Refuse to pass on a history that fails its hash chain, unless --force."""
+    check = store.sync.verify(conversation_id, scope=scope)
+    if check.ok:
+        return
+    if not force:
+        raise click.ClickException(
+            f'conversation {conversation_id!r} fails its hash chain ({check.reason}); it was changed outside '
+            f'Threadline. Audit it first; pass --force to {doing} it anyway'
+        )
+    warn_if_tampered(store, conversation_id, scope)
 
 
 def shared_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -85,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     debug = '--debug' in args
     try:
-        cli.main(args=args, prog_name='threadline', standalone_mode=False)
+        code = cli.main(args=args, prog_name='threadline', standalone_mode=False)
     except click.exceptions.Abort:
         click.echo('aborted', err=True)
         return 1
@@ -97,11 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ThreadlineError, OSError, ValueError) as exc:
         if debug:
             raise
-        click.echo(f'error: {_one_line(exc)}', err=True)
+        click.echo(f'error: {one_line(exc)}', err=True)
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

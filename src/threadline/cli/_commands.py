@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,19 +15,44 @@ from ._app import cli, console, shared_options, state_for
 __all__ = ['audit', 'db']
 
 
-@cli.command()
+# Exit codes of `threadline audit`, one per verdict class (0 only for READY), so a script can gate on it.
+EXIT_CODES = {
+    'READY': 0,
+    'WAITING': 10,
+    'MISSING_OUTCOME_RECEIPT': 11,
+    'BLOCKED': 12,
+    'ORPHAN_RESULT_REMOVED': 13,
+    'INTERRUPTED_TOOL': 14,
+    'SYSTEM_PROMPT_GAP': 15,
+    'SCOPE_DRIFT': 16,
+    'UNTRUSTED_HISTORY': 17,
+    'SERIALIZATION_FAILURE': 18,
+}
+_EXIT_HELP = ', '.join(f'{code} {verdict}' for verdict, code in EXIT_CODES.items())
+
+
+@cli.command(epilog=f'Exit codes: {_EXIT_HELP}; 1 an error, 2 a usage error.')
 @click.argument('target')
 @click.option('--json', 'as_json', is_flag=True, help='The report as JSON.')
 @click.option(
     '--prompt-file',
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help='The system prompt the agent requires (checked by keyed hash).',
+    help='The system prompt the agent requires (checked by keyed hash; a trailing newline is ignored). '
+    'Without it (or --dynamic) the prompt is not checked.',
 )
 @click.option('--dynamic', is_flag=True, help='The agent uses instructions, not a stored system prompt.')
 @shared_options
+@click.pass_context
 def audit(
-    target: str, as_json: bool, prompt_file: Path | None, dynamic: bool, db: str | None, scope: str | None, debug: bool
+    ctx: click.Context,
+    target: str,
+    as_json: bool,
+    prompt_file: Path | None,
+    dynamic: bool,
+    db: str | None,
+    scope: str | None,
+    debug: bool,
 ) -> None:
     """Audit a stored conversation (by id) or a JSON history file before replaying it."""
     from ..audit import AuditContext, PromptContract, audit_history
@@ -36,11 +63,10 @@ def audit(
     if dynamic:
         contract = PromptContract.dynamic('dynamic')
     elif prompt_file is not None:
-        contract = PromptContract.for_text(prompt_file.read_text(), name=prompt_file.name, store=store)
+        text = prompt_file.read_text().rstrip('\r\n')  # editors end files with a newline; prompts rarely do
+        contract = PromptContract.for_text(text, name=prompt_file.name, store=store)
     else:
-        from ._support import SUPPORT_PROMPT
-
-        contract = PromptContract.for_text(SUPPORT_PROMPT, name='support-v3 (demo default)', store=store)
+        contract = PromptContract.unchecked()
     if path.exists() and not store.sync.conversation_state(target, scope=state.scope):
         history: Any = path.read_bytes()
         context = AuditContext(source='client', prompt_contract=contract, store=store, scope=state.scope)
@@ -52,7 +78,7 @@ def audit(
     report = audit_history(history, context)
     if as_json:
         click.echo(report.to_json())
-        return
+        ctx.exit(EXIT_CODES.get(report.verdict, 1))
     from rich.table import Table
 
     table = Table('gate', 'result', 'evidence')
@@ -67,6 +93,7 @@ def audit(
     console.print(f'verdict: [bold]{report.verdict}[/]')
     for line in report.advice:
         console.print(f'  {line}')
+    ctx.exit(EXIT_CODES.get(report.verdict, 1))
 
 
 @cli.group()
@@ -86,7 +113,7 @@ def db_path(db: str | None, scope: str | None, debug: bool) -> None:
 def db_status(db: str | None, scope: str | None, debug: bool) -> None:
     """Migrations, conversations and size."""
     state = state_for(db, scope, debug)
-    store = state.store
+    store = state.reader
     rows = store.sync.list(state.scope, limit=1_000_000)
     size = Path(state.db).stat().st_size if Path(state.db).exists() else None
     migrations = store.migrations() if hasattr(store, 'migrations') else []
@@ -100,14 +127,36 @@ def db_status(db: str | None, scope: str | None, debug: bool) -> None:
 @click.argument('destination', type=click.Path(dir_okay=False, path_type=Path))
 @shared_options
 def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool) -> None:
-    """Copy a SQLite database consistently (online backup) to DESTINATION."""
+    """Copy a SQLite database consistently to DESTINATION, which must not exist yet.
+
+    The copy is checked and written beside DESTINATION under a temporary name, then moved into
+    place only if DESTINATION still does not exist: an existing file is never overwritten, and a
+    failure leaves nothing behind.
+    """
     import sqlite3
 
     state = state_for(db, scope, debug)
     if state.db.startswith(('postgresql://', 'postgres://')):
         raise click.ClickException('backup works on SQLite databases; use pg_dump for PostgreSQL')
-    if not Path(state.db).exists():
-        raise click.ClickException(f'no database at {state.db}; run a command that writes to it first')
-    with sqlite3.connect(state.db) as source, sqlite3.connect(destination) as target:
-        source.backup(target)
+    source = Path(state.db)
+    if not source.is_file():
+        raise click.ClickException(f'no database at {state.db}; nothing to back up')
+    if destination.exists():
+        raise click.ClickException(f'{destination} exists; choose a new file (a backup never overwrites)')
+    if not destination.parent.is_dir():
+        raise click.ClickException(f'{destination.parent} is not a directory')
+    partial = destination.with_name(f'.{destination.name}.partial-{os.getpid()}')
+    try:
+        with contextlib.closing(sqlite3.connect(f'file:{source.resolve()}?mode=ro', uri=True)) as conn:
+            check = conn.execute('PRAGMA quick_check').fetchone()[0]
+            if check != 'ok':
+                raise click.ClickException(f'{state.db} is damaged ({check}); restore it from an earlier backup')
+            conn.execute('VACUUM INTO ?', (str(partial),))
+        os.link(partial, destination)  # fails if DESTINATION appeared meanwhile: never overwrite
+    except sqlite3.DatabaseError as exc:
+        raise click.ClickException(f'cannot back up {state.db}: {exc}') from None
+    except FileExistsError:
+        raise click.ClickException(f'{destination} exists; choose a new file (a backup never overwrites)') from None
+    finally:
+        partial.unlink(missing_ok=True)
     click.echo(f'backed up {state.db} to {destination}')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ._app import cli, console, dump, shared_options, state_for
+from ..exceptions import MessageValidationError
+from ._app import cli, console, dump, refuse_if_tampered, shared_options, state_for, warn_if_tampered
 
 __all__ = ['conversations']
 
@@ -35,7 +37,7 @@ def list_conversations(
     from rich.table import Table
 
     state = state_for(db, scope, debug)
-    rows = state.store.sync.list(state.scope, limit=limit, query=query)
+    rows = state.reader.sync.list(state.scope, limit=limit, query=query)
     if as_json:
         dump([r.__dict__ for r in rows])
         return
@@ -61,7 +63,8 @@ def show(conversation_id: str, as_json: bool, db: str | None, scope: str | None,
     from ..messages import ModelMessagesTypeAdapter
 
     state = state_for(db, scope, debug)
-    stored = state.store.sync.load(conversation_id, scope=state.scope)
+    stored = state.reader.sync.load(conversation_id, scope=state.scope)
+    warn_if_tampered(state.reader, conversation_id, state.scope)
     if as_json:
         click.echo(ModelMessagesTypeAdapter.dump_json(stored.messages, indent=2).decode())
         return
@@ -91,7 +94,7 @@ def _summary(part: Any) -> str:
 def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """Full-text search over the stored history of the scope."""
     state = state_for(db, scope, debug)
-    hits = state.store.sync.search(query, scope=state.scope, limit=limit)
+    hits = state.reader.sync.search(query, scope=state.scope, limit=limit)
     if as_json:
         dump([h.__dict__ for h in hits])
         return
@@ -104,11 +107,13 @@ def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | N
 @conversations.command()
 @click.argument('conversation_id')
 @click.option('--at', type=int, default=None, help='Share only the first N messages.')
+@click.option('--force', is_flag=True, help='Fork even if the stored history fails its hash chain.')
 @shared_options
-def fork(conversation_id: str, at: int | None, db: str | None, scope: str | None, debug: bool) -> None:
+def fork(conversation_id: str, at: int | None, force: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """Fork a conversation (the shared prefix is not copied); prints the new id."""
     state = state_for(db, scope, debug)
-    click.echo(state.store.sync.fork(conversation_id, scope=state.scope, at=at))
+    refuse_if_tampered(state.existing, conversation_id, state.scope, force=force, doing='fork')
+    click.echo(state.existing.sync.fork(conversation_id, scope=state.scope, at=at))
 
 
 @conversations.command()
@@ -117,28 +122,50 @@ def fork(conversation_id: str, at: int | None, db: str | None, scope: str | None
 def delete(conversation_id: str, db: str | None, scope: str | None, debug: bool) -> None:
     """Erase a conversation and everything recorded about it."""
     state = state_for(db, scope, debug)
-    state.store.sync.delete(conversation_id, scope=state.scope)
+    state.existing.sync.delete(conversation_id, scope=state.scope)
     click.echo(f'deleted {conversation_id}')
 
 
 @conversations.command()
 @click.argument('conversation_id')
+@click.option('--force', is_flag=True, help='Export even if the stored history fails its hash chain.')
 @shared_options
-def export(conversation_id: str, db: str | None, scope: str | None, debug: bool) -> None:
-    """The conversation's history as wire-format JSON (as stored)."""
+def export(conversation_id: str, force: bool, db: str | None, scope: str | None, debug: bool) -> None:
+    """The conversation's history as wire-format JSON (as stored; checked before it is written)."""
+    from ..messages import ModelMessagesTypeAdapter
+
     state = state_for(db, scope, debug)
-    click.echo(state.store.sync.raw_history(conversation_id, scope=state.scope).decode())
+    refuse_if_tampered(state.reader, conversation_id, state.scope, force=force, doing='export')
+    raw = state.reader.sync.raw_history(conversation_id, scope=state.scope)
+    try:
+        ModelMessagesTypeAdapter.validate_json(raw)
+    except MessageValidationError as exc:
+        raise click.ClickException(
+            f'conversation {conversation_id!r}: its stored history is damaged ({exc.location}); nothing was exported'
+        ) from None
+    click.echo(raw.decode())
 
 
 @conversations.command('import')
 @click.argument('file', type=click.Path(dir_okay=False, path_type=Path))
 @click.option('--cid', default=None, help='Conversation id (default: the one in the file, else a new one).')
+@click.option('--as-new', is_flag=True, help='Import under a new id when the stored conversation differs.')
+@click.option('--replace', 'replace_', is_flag=True, help='Replace a stored conversation that differs (a branch).')
 @shared_options
-def import_(file: Path, cid: str | None, db: str | None, scope: str | None, debug: bool) -> None:
-    """Import a history file (validated; stored with provenance 'client'); prints its id."""
+def import_(
+    file: Path, cid: str | None, as_new: bool, replace_: bool, db: str | None, scope: str | None, debug: bool
+) -> None:
+    """Import a history file (validated; stored with provenance 'client'); prints its id.
+
+    Idempotent: importing the history a conversation already holds changes nothing, and a file that
+    extends it appends only the new messages. A file that diverges from it is refused unless
+    --as-new (a new conversation) or --replace (a new branch of it) says what to do.
+    """
     from .._uuid import uuid7
     from ..messages import ModelMessagesTypeAdapter
 
+    if as_new and replace_:
+        raise click.UsageError('--as-new and --replace exclude each other')
     state = state_for(db, scope, debug)
     try:
         data = file.read_bytes()
@@ -146,8 +173,38 @@ def import_(file: Path, cid: str | None, db: str | None, scope: str | None, debu
         raise click.ClickException(f'cannot read {file}: {exc.strerror}') from None
     messages = ModelMessagesTypeAdapter.validate_json(data)
     cid = cid or next((m.conversation_id for m in reversed(messages) if m.conversation_id), None) or uuid7()
-    state.store.sync.append(cid, messages, scope=state.scope, provenance='client')
+    store = state.store.sync
+    if store.conversation_state(cid, scope=state.scope) is None:
+        store.append(cid, messages, scope=state.scope, provenance='client')
+        click.echo(cid)
+        return
+    stored = store.load(cid, scope=state.scope)
+    same = _wire(stored.messages) == _wire(messages[: len(stored.messages)])
+    if same and len(messages) == len(stored.messages):
+        click.echo(f'{cid} already holds this history; nothing imported', err=True)
+        click.echo(cid)
+        return
+    if same:
+        store.append(
+            cid, messages[stored.length :], scope=state.scope, expected_revision=stored.revision, provenance='client'
+        )
+    elif as_new:
+        cid = uuid7()
+        store.append(cid, messages, scope=state.scope, provenance='client')
+    elif replace_:
+        store.replace(cid, messages, scope=state.scope, expected_revision=stored.revision, provenance='client')
+    else:
+        raise click.ClickException(
+            f'conversation {cid!r} already holds a different history: pass --as-new to import it as a new '
+            'conversation, or --replace to store it as a new branch of this one'
+        )
     click.echo(cid)
+
+
+def _wire(messages: Sequence[Any]) -> bytes:
+    from ..messages import ModelMessagesTypeAdapter
+
+    return ModelMessagesTypeAdapter.dump_json(list(messages))
 
 
 @conversations.command()

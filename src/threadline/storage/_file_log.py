@@ -328,7 +328,10 @@ class FileLogOps(FileBase):
         recorded = {b.end: (b.start, b.link) for b in batches if b.complete}
         link = GENESIS
         for position, body in rows:
-            link = extend_chain(link, [body.encode()])
+            try:
+                link = extend_chain(link, [body.encode()])
+            except msgspec.DecodeError:
+                return ChainCheck(False, position, state.chain_head, position, 'a stored message is not valid JSON')
             batch = recorded.get(position + 1)
             if batch is not None and batch[1] != link:
                 return ChainCheck(False, position + 1, state.chain_head, batch[0], 'a stored message changed')

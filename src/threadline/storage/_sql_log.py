@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from ..exceptions import ConversationNotFound, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, RunUsage
 from ..messages._codec import encoder
@@ -394,7 +396,12 @@ class LogOps(SQLBase):
         recorded = {b.end: (b.start, b.link) for b in batches}
         link = GENESIS
         for position, body in rows:
-            link = extend_chain(link, [body.encode()])
+            try:
+                link = extend_chain(link, [body.encode()])
+            except msgspec.DecodeError:
+                return ChainCheck(
+                    False, position, conversation.chain_head, position, 'a stored message is not valid JSON'
+                )
             batch = recorded.get(position + 1)
             if batch is not None and batch[1] != link:
                 return ChainCheck(False, position + 1, conversation.chain_head, batch[0], 'a stored message changed')

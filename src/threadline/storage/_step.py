@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import error_summary
 from ..capabilities import AbstractCapability, ModelRequestContext
-from ..exceptions import UnresolvedToolEffect, UserError
+from ..exceptions import ConflictError, UnresolvedToolEffect, UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
+from ..messages._codec import encoder
 from ._audit_events import record_repair_events
 from ._face import AsyncStore
 from ._records import (
@@ -181,8 +182,8 @@ class StepPersistence(AbstractCapability):
         state = _RunState(ctx.conversation_id, scope, existing[0] if existing else None)
         self._runs[ctx.run_id] = state
         history = ctx.messages
-        if existing is not None and existing[1] == len(history) and history:
-            state.stored, state.first, state.last = len(history), history[0], history[-1]
+        if existing is not None and existing[1] > 0:
+            await self._check_not_stale(ctx, state, existing)
         self._event(ctx, state, 'run_started')
         # A history the store has not seen is imported as the caller's (provenance 'client'): the
         # store cannot vouch for it, so the audit will not either.
@@ -192,6 +193,29 @@ class StepPersistence(AbstractCapability):
         await self._flush(ctx, state, register=True, messages=imported, snapshot=start)
         if imported:
             state.stored, state.first, state.last = len(history), history[0], history[-1]
+
+    async def _check_not_stale(self, ctx: RunContext[Any], state: _RunState, existing: tuple[int, int]) -> None:
+        """The run's history must hold what is stored: the same stored tip, at the same place. A
+        run over a history loaded before another writer appended to it would otherwise store its
+        turn on top of theirs (or rewrite them away); it is refused with `ConflictError` instead.
+        A history that run-start repair changed is stored as a rewrite (a branch), as before."""
+        history, length = ctx.messages, existing[1]
+        if ctx.repair_events:
+            return
+        if len(history) >= length:
+            tip = (await self.store.load(state.conversation_id, scope=state.scope, last=1)).messages[-1]
+            if encoder.encode(tip) == encoder.encode(history[length - 1]):
+                state.stored, state.first, state.last = length, history[0], history[length - 1]
+                return
+        self._runs.pop(ctx.run_id, None)
+        raise ConflictError(
+            f'conversation {state.conversation_id!r} holds {length} stored messages that this run was not given '
+            f'(it was given {len(history)}): another writer changed it since it was loaded, or a window of it was '
+            'passed. Load it again and run over what is stored.',
+            conversation_id=state.conversation_id,
+            expected=None,
+            actual=existing[0],
+        )
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext

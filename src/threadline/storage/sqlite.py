@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,13 +32,19 @@ class SQLiteStore(AsyncStore[SQLStore]):
 
     `synchronous='FULL'` (the default) makes each committed write survive power loss, not only a
     crash of the process; `'NORMAL'` trades that for speed. `store.sync` is the same store,
-    synchronous.
+    synchronous. `read_only=True` opens an existing database for reading only (it is never created
+    or migrated, and a database in a read-only directory can still be read).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] = ':memory:', *, synchronous: str = 'FULL', busy_timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str] = ':memory:',
+        *,
+        synchronous: str = 'FULL',
+        busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
-        self.dialect = SQLiteDialect(path, synchronous=synchronous, busy_timeout=busy_timeout)
+        self.dialect = SQLiteDialect(path, synchronous=synchronous, busy_timeout=busy_timeout, read_only=read_only)
         self.path = self.dialect.path
         super().__init__(SQLStore(self.dialect))
 
@@ -55,13 +62,21 @@ class SQLiteDialect:
     name = 'sqlite'
 
     def __init__(
-        self, path: str | os.PathLike[str] = ':memory:', *, synchronous: str = 'FULL', busy_timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str] = ':memory:',
+        *,
+        synchronous: str = 'FULL',
+        busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         self.path = str(path)
-        if self.path != ':memory:':
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
+            if read_only:
+                self.connection = _open_read_only(self.path, busy_timeout)
+                return
+            if self.path != ':memory:':
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self.connection = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
             )
@@ -203,6 +218,27 @@ class SQLiteDialect:
             params.append(scope)
         rows = {r[0]: r for r in conn.execute(sql, params).fetchall()}
         return [(h[0], rows[h[0]][1], rows[h[0]][2], rows[h[0]][3], h[1], h[2]) for h in hits if h[0] in rows]
+
+
+def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
+    """Open an existing database without writing anything. WAL needs its `-shm` file, which a
+    read-only directory cannot hold; then the file is read as immutable (no writer can be there)."""
+    if not Path(path).is_file():
+        raise BackendError(f'no SQLite database at {path}')
+    uri = 'file:' + urllib.parse.quote(str(Path(path).resolve()))
+    for mode in ('mode=ro', 'immutable=1'):
+        connection = sqlite3.connect(
+            f'{uri}?{mode}', uri=True, check_same_thread=False, isolation_level=None, timeout=busy_timeout
+        )
+        try:
+            connection.execute('SELECT count(*) FROM threadline_migrations').fetchone()
+        except sqlite3.OperationalError as exc:
+            connection.close()
+            if 'no such table' in str(exc):
+                raise BackendError(f'{path} is not a Threadline database') from None
+            continue
+        return connection
+    raise BackendError(f'cannot open the SQLite database at {path} for reading')
 
 
 def _backend_error(exc: sqlite3.Error, what: str) -> StoreError:

@@ -73,3 +73,16 @@ def test_chat_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         'error: the openai provider needs an API key: set OPENAI_API_KEY, or pass api_key= to the provider'
     ]
+
+
+def test_a_model_error_in_chat_is_one_line_and_the_message_is_kept(server: ProviderServer, tmp_path: Path) -> None:
+    unauthorized = {'source': 'an OpenAI 401 body', 'status': 401, 'body': {'error': {'message': 'bad key'}}}
+    server.queue(unauthorized, unauthorized, fixture('openai_text.json'))
+    # 401, then 401 again on the kept message (Enter), then an answer to it (Enter again).
+    done = _chat(tmp_path, {'OPENAI_BASE_URL': server.url + '/v1', 'OPENAI_API_KEY': 'k'}, 'Weather?\n\n\n/quit\n')
+    assert done.returncode == 0, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith('error:')]
+    assert len(errors) == 2 and all('your message was not sent' in line for line in errors)
+    assert 'Traceback' not in done.stderr
+    assert done.stdout.count('assistant> It is sunny in Paris.') == 1
+    assert [m['content'] for m in server.bodies()[-1]['messages'] if m['role'] == 'user'] == ['Weather?']
