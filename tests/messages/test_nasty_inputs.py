@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,3 +91,63 @@ def test_a_parsed_json_history_is_audited_like_its_bytes() -> None:
     as_parsed = audit_history(json.loads(raw), CONTEXT)  # what `await request.json()` hands a web handler
     assert as_parsed.verdict == as_bytes.verdict == 'UNTRUSTED_HISTORY'
     assert as_parsed.failures == as_bytes.failures
+
+
+def _random_document(rng: Any, depth: int = 0) -> Any:
+    """A random JSON value shaped like a history often enough to reach deep into the loader."""
+    roll = rng.random()
+    if depth > 6 or roll < 0.3:
+        return rng.choice([None, True, 0, -1, 2**63, 1e308, -1e308, 'x', '', '\u0000', 'request', 'tool-return', []])
+    if roll < 0.55:
+        return [_random_document(rng, depth + 1) for _ in range(rng.randrange(4))]
+    keys = [
+        'kind',
+        'parts',
+        'part_kind',
+        'content',
+        'tool_name',
+        'tool_call_id',
+        'args',
+        'usage',
+        'state',
+        'timestamp',
+        'metadata',
+        'input_tokens',
+        'outcome',
+        'media_type',
+        'url',
+        'data',
+    ]
+    document = {rng.choice(keys): _random_document(rng, depth + 1) for _ in range(rng.randrange(5))}
+    if rng.random() < 0.5:
+        document['kind'] = rng.choice(['request', 'response'])
+        document['parts'] = [
+            {
+                'part_kind': rng.choice(['user-prompt', 'text', 'tool-call', 'tool-return', 'thinking', 'file']),
+                **{rng.choice(keys): _random_document(rng, depth + 2) for _ in range(rng.randrange(4))},
+            }
+            for _ in range(rng.randrange(3))
+        ]
+    return document
+
+
+@pytest.mark.slow
+def test_100k_random_inputs_load_or_fail_cleanly_and_always_get_a_report() -> None:
+    import random
+
+    rng = random.Random(20261130)
+    loaded = refused = 0
+    for _ in range(100_000):
+        document = [_random_document(rng) for _ in range(rng.randrange(3))]
+        raw = json.dumps(document).encode()
+        if rng.random() < 0.05:  # some nesting beyond the limit, and some truncation
+            raw = b'[' * rng.randrange(100, 3000) + raw if rng.random() < 0.5 else raw[: rng.randrange(len(raw) + 1)]
+        try:
+            TA.validate_json(raw)
+            loaded += 1
+        except MessageValidationError:
+            refused += 1
+        assert audit_history(raw, CONTEXT).verdict
+        with contextlib.suppress(MessageValidationError):
+            TA.validate_python(document)
+    print(f'fuzz: 100000 inputs, {loaded} loaded, {refused} refused with a located error, 0 crashed')
