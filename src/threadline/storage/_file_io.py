@@ -17,7 +17,6 @@ import msgspec
 
 from ..exceptions import (
     BackendError,
-    ConflictError,
     CorruptRecordError,
     MessageValidationError,
     UserError,
@@ -26,7 +25,7 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter
 from ..messages._codec import encoder
 from ._chain import extend_chain
 from ._file_records import BatchLine, Branch, ConvState, CreateLine, FileRecord, decode_line, file_key, replay
-from ._neutral import check_scope, not_found, now_text, quarantined, run_not_found
+from ._neutral import check_scope, check_writable, not_found, now_text, run_not_found
 from ._records import Provenance
 from ._text import title_of
 
@@ -241,16 +240,7 @@ class FileBase:
                 raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
             record = CreateLine(id=conversation_id, scope=scope, at=now_text())
             return replay([record]), [record]
-        if expected is not None and expected != state.revision:
-            raise ConflictError(
-                f'conversation {conversation_id!r} is at revision {state.revision}, not {expected}: it changed since you '
-                'read it. Reload it and apply your change again.',
-                conversation_id=conversation_id,
-                expected=expected,
-                actual=state.revision,
-            )
-        if changes_history and state.quarantine is not None:
-            raise quarantined(conversation_id)
+        check_writable(conversation_id, state.revision, expected, state.quarantine, changes_history=changes_history)
         return state, []
 
     def _batch(

@@ -17,7 +17,7 @@ from ..exceptions import (
 )
 from ..messages import ModelMessage
 from ..messages._codec import encoder
-from ._chain import GENESIS, canonical_json, extend_chain
+from ._chain import GENESIS, extend_chain
 from ._file_io import FileBase
 from ._file_records import (
     REV,
@@ -32,7 +32,16 @@ from ._file_records import (
     result_line,
     to_effect,
 )
-from ._neutral import check_append, check_messages, check_scope, now_text, parse_time, safe_start, search_terms
+from ._neutral import (
+    check_append,
+    check_messages,
+    check_scope,
+    now_text,
+    parse_time,
+    safe_start,
+    search_terms,
+    shared_prefix,
+)
 from ._records import (
     EVERY_SCOPE,
     BatchInfo,
@@ -125,11 +134,7 @@ class FileLogOps(FileBase):
     ) -> builtins.list[FileRecord]:
         old = self._bodies(state, 0, self._length(state))
         bodies = [encoder.encode(m) for m in messages]
-        shared = 0
-        for (_, old_body), new_body in zip(old, bodies, strict=False):
-            if canonical_json(old_body.encode()) != canonical_json(new_body):
-                break
-            shared += 1
+        shared = shared_prefix([body for _, body in old], bodies)
         if shared == len(old) == len(messages):
             return []
         branch = max(state.branches) + 1

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from ..exceptions import ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
+from ..exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
 from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from ..messages._adapter import to_python
+from ._chain import canonical_json
 from ._records import StepWrite
 
 __all__ = [
     'check_append',
     'check_messages',
     'check_scope',
+    'check_writable',
+    'shared_prefix',
     'check_step_write',
     'is_cut',
     'not_found',
@@ -53,6 +57,33 @@ def quarantined(conversation_id: str) -> ConversationQuarantined:
         'threadline.audit.release_quarantine(...) after review before running or appending',
         conversation_id=conversation_id,
     )
+
+
+def check_writable(
+    conversation_id: str, revision: int, expected: int | None, quarantine: object, *, changes_history: bool
+) -> None:
+    """A write that expects `expected` may go ahead: the revision still matches (else
+    `ConflictError`), and a quarantined conversation is not changed (else `ConversationQuarantined`)."""
+    if expected is not None and expected != revision:
+        raise ConflictError(
+            f'conversation {conversation_id!r} is at revision {revision}, not {expected}: it changed since you read '
+            'it. Reload it and apply your change again.',
+            conversation_id=conversation_id,
+            expected=expected,
+            actual=revision,
+        )
+    if changes_history and quarantine is not None:
+        raise quarantined(conversation_id)
+
+
+def shared_prefix(old: Sequence[str], new: Sequence[bytes]) -> int:
+    """How many leading messages a rewritten history keeps unchanged (compared as canonical JSON)."""
+    shared = 0
+    for old_body, new_body in zip(old, new, strict=False):
+        if canonical_json(old_body.encode()) != canonical_json(new_body):
+            break
+        shared += 1
+    return shared
 
 
 def check_scope(scope: object) -> str:

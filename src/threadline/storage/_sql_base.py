@@ -18,12 +18,20 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import ConflictError, ConversationNotFound, CorruptRecordError, MessageValidationError, UserError
+from ..exceptions import ConversationNotFound, CorruptRecordError, MessageValidationError, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
 from ..messages._codec import encoder
-from ._chain import GENESIS, canonical_json, extend_chain
+from ._chain import GENESIS, extend_chain
 from ._dialect import Dialect
-from ._neutral import check_scope, not_found, now_text, parse_time, quarantined, run_not_found
+from ._neutral import (
+    check_scope,
+    check_writable,
+    not_found,
+    now_text,
+    parse_time,
+    run_not_found,
+    shared_prefix,
+)
 from ._records import BatchInfo, Provenance
 from ._text import message_text, title_of
 
@@ -225,16 +233,13 @@ class SQLBase:
             if not create or expected_revision not in (None, 0):
                 raise
             return self._create(conn, conversation_id, scope)
-        if expected_revision is not None and expected_revision != conversation.revision:
-            raise ConflictError(
-                f'conversation {conversation_id!r} is at revision {conversation.revision}, not {expected_revision}: '
-                'it changed since you read it. Reload it and apply your change again.',
-                conversation_id=conversation_id,
-                expected=expected_revision,
-                actual=conversation.revision,
-            )
-        if changes_history and conversation.quarantine is not None:
-            raise quarantined(conversation_id)
+        check_writable(
+            conversation_id,
+            conversation.revision,
+            expected_revision,
+            conversation.quarantine,
+            changes_history=changes_history,
+        )
         return conversation
 
     def _link_at(self, conn: Any, segments: list[Segment], position: int) -> str:
@@ -374,11 +379,7 @@ class SQLBase:
         segments = self._lineage(conn, conversation.head_branch)
         old = self._raw_messages(conn, segments, 0, conversation.length)
         bodies = [encoder.encode(m) for m in messages]
-        shared = 0
-        for (_, old_body), new_body in zip(old, bodies, strict=False):
-            if canonical_json(old_body.encode()) != canonical_json(new_body):
-                break
-            shared += 1
+        shared = shared_prefix([body for _, body in old], bodies)
         if shared == len(old) == len(messages):
             return conversation.revision
         branch = self._new_branch(conn, conversation.id, conversation.head_branch, shared)
