@@ -7,7 +7,6 @@ import copy
 import os
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 import msgspec
 
@@ -18,6 +17,7 @@ from ..exceptions import (
 from ..messages import ModelMessage
 from ..messages._codec import encoder
 from ._chain import GENESIS, extend_chain
+from ._contract import FinishedRun
 from ._file_io import FileBase
 from ._file_records import (
     REV,
@@ -82,7 +82,12 @@ class FileLogOps(FileBase):
             return state.revision + 1
 
     def save(
-        self, result: Any, *, scope: str, conversation_id: str | None = None, expected_revision: int | None = None
+        self,
+        result: FinishedRun,
+        *,
+        scope: str,
+        conversation_id: str | None = None,
+        expected_revision: int | None = None,
     ) -> int:
         conversation_id = conversation_id or result.conversation_id
         new = list(result.new_messages())

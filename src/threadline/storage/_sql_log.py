@@ -15,6 +15,7 @@ from ..exceptions import ConversationNotFound, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, RunUsage
 from ..messages._codec import encoder
 from ._chain import GENESIS, extend_chain
+from ._contract import FinishedRun
 from ._neutral import (
     check_append,
     check_messages,
@@ -72,7 +73,7 @@ class LogOps(SQLBase):
 
     def save(
         self,
-        result: Any,
+        result: FinishedRun,
         *,
         scope: str,
         conversation_id: str | None = None,
@@ -115,7 +116,7 @@ class LogOps(SQLBase):
             total += int(row[0])
         return total
 
-    def _record_run(self, conn: Any, result: Any, conversation_id: str) -> None:
+    def _record_run(self, conn: Any, result: FinishedRun, conversation_id: str) -> None:
         try:
             output = json.dumps(to_python_output(result.output))
         except (TypeError, ValueError):
