@@ -168,6 +168,16 @@ SURFACE: dict[str, set[str]] = {
         'ProcessHistory',
         'ReinjectSystemPrompt',
     },
+    'threadline.trust': {
+        'REASONS',
+        'Envelope',
+        'Keyring',
+        'SigningKey',
+        'Verification',
+        'history_digest',
+        'sign_history',
+        'verify_history',
+    },
     'threadline.storage': {
         'EVERY_SCOPE',
         'EveryScope',

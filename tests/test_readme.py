@@ -24,3 +24,12 @@ def test_readme_quick_start_is_what_ci_runs() -> None:
     ci = (README.parent / '.ci' / 'run').read_text()
     assert 'uv run pytest\n' in ci and 'uv run threadline demo' in ci
     assert 'uv run threadline demo' in README.read_text() and 'uv run pytest' in README.read_text()
+
+
+def test_readme_stateless_pattern_runs() -> None:
+    block = re.search(r'The stateless pattern:\n\n```python\n(.*?)```', README.read_text(), re.S)
+    assert block is not None and len(block.group(1).strip().splitlines()) <= 12
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block.group(1), 'README.md', 'exec'), {})
+    assert out.getvalue().strip() == 'True None'

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from ..exceptions import UserError
 from ..storage import AsyncStore
+from ..trust import Envelope, Keyring
 from ._contract import PromptContract
 
 __all__ = ['AuditContext']
@@ -32,6 +33,8 @@ class AuditContext:
       destination only);
     - `progress_window`: how long after its last message a run may go without a receipt or a wait;
     - `key`: the audit key for keyed hashes (default: `THREADLINE_AUDIT_KEY` or the store's);
+    - `envelope` and `keys`: a client history's signed envelope (`threadline.trust`) and the keys
+      that verify it: a valid one passes the authority gate for `source='client'`;
     - `now`: the audit's clock (for tests).
     """
 
@@ -48,6 +51,8 @@ class AuditContext:
     progress_window: timedelta | None = None
     key: bytes | str | None = None
     now: datetime | None = None
+    envelope: Envelope | None = None
+    keys: Keyring | None = None
 
     def check(self) -> None:
         """Raise `UserError` naming the first missing or contradictory field."""

@@ -106,7 +106,10 @@ def _verify_chain(canon: list[bytes], stored: Any) -> tuple[str, int | None] | N
 
 def gate_authority(facts: Facts, context: AuditContext) -> GateResult:
     """The history comes from this server's store, under the caller's scope, and no stored batch
-    of it was supplied by a client."""
+    of it was supplied by a client; or it comes from a client with a valid signed envelope (only
+    what a client may add follows the signed messages; the reason code says why one fails)."""
+    if context.source == 'client' and context.envelope is not None:
+        return _envelope_authority(facts, context)
     if context.source != 'store' or facts.stored is None:
         return GateResult('authority', False, ('UNTRUSTED_HISTORY',), {'source': context.source})
     client = [(b.start, b.end) for b in facts.stored.batches if b.provenance == 'client']
@@ -114,6 +117,30 @@ def gate_authority(facts: Facts, context: AuditContext) -> GateResult:
     if client:
         evidence['client_batches'] = client
         return GateResult('authority', False, ('UNTRUSTED_HISTORY',), evidence)
+    return GateResult('authority', True, (), evidence)
+
+
+def _envelope_authority(facts: Facts, context: AuditContext) -> GateResult:
+    from ..trust import verify_history
+
+    envelope = context.envelope
+    assert envelope is not None
+    evidence: dict[str, Any] = {'source': 'client', 'envelope_key': envelope.key_id}
+    if context.keys is None or context.conversation_id is None or context.scope is None:
+        evidence['reason'] = 'no_keys_or_ids'
+        return GateResult('authority', False, ('UNTRUSTED_HISTORY',), evidence)
+    check = verify_history(
+        facts.messages,
+        envelope,
+        conversation_id=context.conversation_id,
+        scope=context.scope,
+        keys=context.keys,
+        now=facts.now,
+    )
+    if not check.ok:
+        evidence.update(reason=check.reason, index=check.index)
+        return GateResult('authority', False, ('UNTRUSTED_HISTORY',), evidence)
+    evidence.update(signed=envelope.count, added=check.added)
     return GateResult('authority', True, (), evidence)
 
 
