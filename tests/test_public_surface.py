@@ -10,6 +10,11 @@ import pytest
 
 SURFACE: dict[str, set[str]] = {
     'threadline': {
+        'CachePoint',
+        'MessageHistoryMutatedWarning',
+        'RetryPromptPart',
+        'TextContent',
+        'ThinkingPart',
         'Agent',
         'AgentRun',
         'AgentRunError',
@@ -168,6 +173,7 @@ SURFACE: dict[str, set[str]] = {
         'ProcessHistory',
         'ReinjectSystemPrompt',
     },
+    'threadline.usage': {'RequestUsage', 'RunUsage', 'UsageLimits'},
     'threadline.trust': {
         'REASONS',
         'Envelope',

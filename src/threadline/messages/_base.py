@@ -38,6 +38,9 @@ class MessageMeta(msgspec.StructMeta):
         raise AttributeError(name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        tag_field = cls.__struct_config__.tag_field
+        if tag_field is not None and tag_field in kwargs and kwargs[tag_field] == cls.__struct_config__.tag:
+            del kwargs[tag_field]  # `dataclasses.replace` passes the tag back, as `asdict` shows it
         aliases: dict[str, str] = getattr(cls, '_init_aliases', None) or {}
         for public, stored in aliases.items():
             if public in kwargs:
@@ -45,10 +48,26 @@ class MessageMeta(msgspec.StructMeta):
         return super().__call__(*args, **kwargs)
 
 
+class _PydanticSerializer:
+    """`__pydantic_serializer__`, built per class on first use: `pydantic_core.to_jsonable_python`
+    and `to_json` then write a message (or a list of them, or one inside a user's dict) in
+    Threadline's wire form, as the documents' persistence examples do."""
+
+    def __get__(self, obj: object, cls: type) -> Any:
+        from pydantic_core import SchemaSerializer
+
+        from ._pydantic import struct_core_schema
+
+        serializer = SchemaSerializer(struct_core_schema(cls))
+        type.__setattr__(cls, '__pydantic_serializer__', serializer)
+        return serializer
+
+
 class WireStruct(msgspec.Struct, metaclass=MessageMeta, repr_omit_defaults=True, forbid_unknown_fields=True):
     """Base of every wire type: value equality, readable repr without default fields."""
 
     _init_aliases: ClassVar[dict[str, str] | None] = None
+    __pydantic_serializer__: ClassVar[Any] = _PydanticSerializer()
 
     def __replace__(self, **changes: Any) -> Any:
         """Support `copy.replace` (Python 3.13+) the same way `dataclasses.replace` is supported."""
@@ -79,5 +98,8 @@ def install_dataclass_shim(cls: type[msgspec.Struct]) -> None:
         else:
             spec = dataclasses.field()
         specs.append((public_for.get(info.name, info.name), Any, spec))
+    config = cls.__struct_config__
+    if config.tag_field is not None and isinstance(config.tag, str):  # `part_kind`, `kind`: part of the value
+        specs.insert(0, (config.tag_field, Any, dataclasses.field(default=config.tag)))
     shadow = dataclasses.make_dataclass(cls.__name__, specs, kw_only=True)
     cls.__dataclass_fields__ = shadow.__dataclass_fields__  # type: ignore[attr-defined]

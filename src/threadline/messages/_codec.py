@@ -206,9 +206,9 @@ def _load_message(item: Any, loc: str) -> ModelMessage:
     parts = [_load_part(part, f'{loc}.parts[{j}]', part_types) for j, part in enumerate(raw_parts)]
     fields = _known_fields(cls, data)
     if cls is ModelResponse and isinstance(fields.get('usage'), dict):
-        fields['usage'] = _known_fields(RequestUsage, fields['usage'])
-        if fields['usage'].get('details', {}) is None:
-            fields['usage']['details'] = {}
+        # Older histories wrote null for counters they did not measure (`request_tokens: null`,
+        # `details: null`): null means "not counted", which the defaults already say.
+        fields['usage'] = {k: v for k, v in _known_fields(RequestUsage, fields['usage']).items() if v is not None}
     fields['parts'] = []
     message: ModelMessage = _convert(fields, cls, loc)
     message.parts = parts

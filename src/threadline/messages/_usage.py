@@ -66,8 +66,8 @@ class _UsageBase(WireStruct, metaclass=_UsageMeta, kw_only=True):
         return self.input_tokens + self.output_tokens
 
     def has_values(self) -> bool:
-        """Whether any counter, detail or cost is set."""
-        return any(getattr(self, name) for name in _COUNTERS) or bool(self.details) or self.cost is not None
+        """Whether any counter, detail or cost is non-zero (a detail recorded as 0 is no usage)."""
+        return any(getattr(self, name) for name in _COUNTERS) or any(self.details.values()) or bool(self.cost)
 
     def _add_into(self, other: _UsageBase) -> None:
         for name in _COUNTERS:

@@ -70,8 +70,8 @@ class FunctionModel(Model):
         self.function = function
         self.stream_function = stream_function
         if model_name is None:
-            fn_name = function.__name__ if function is not None else ''
-            stream_name = stream_function.__name__ if stream_function is not None else ''
+            fn_name = _name_of(function) if function is not None else ''
+            stream_name = _name_of(stream_function) if stream_function is not None else ''
             model_name = f'function:{fn_name}:{stream_name}'
         self._model_name = model_name
         self._profile = profile or ModelProfile()
@@ -161,3 +161,12 @@ def _agent_info(settings: ModelSettings | None, params: ModelRequestParameters) 
         model_request_parameters=params,
         instructions=params.instructions,
     )
+
+
+def _name_of(function: Any) -> str:
+    """A function's name; callable objects and `functools.partial` have none of their own."""
+    name = getattr(function, '__name__', None)
+    if isinstance(name, str):
+        return name
+    inner = getattr(function, 'func', None)  # functools.partial
+    return _name_of(inner) if inner is not None else type(function).__name__

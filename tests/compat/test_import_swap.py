@@ -1,0 +1,85 @@
+"""Code written against the documented pydantic-ai API runs after the import swap, and behaves as
+the reference does (checked against pydantic-ai 2.62 where it can answer the same question)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from typing import Any
+
+import pydantic_ai
+import pydantic_core
+import pytest
+from pydantic_ai import ModelMessagesTypeAdapter as ReferenceTA
+from pydantic_ai import usage as reference_usage
+
+import threadline
+from threadline import Agent, ModelMessagesTypeAdapter
+from threadline.messages import ModelResponse, TextPart
+from threadline.models.function import AgentInfo, FunctionModel
+from threadline.models.test import TestModel
+
+
+def test_pydantic_core_serializes_a_history_as_the_reference_does() -> None:
+    history = Agent(TestModel()).run_sync('Tell me a joke.').all_messages()
+    as_python = pydantic_core.to_jsonable_python(history)
+    assert as_python == json.loads(ModelMessagesTypeAdapter.dump_json(history))
+    reference = ReferenceTA.validate_python(as_python)
+    assert pydantic_core.to_jsonable_python(reference) == json.loads(ReferenceTA.dump_json(reference))
+    assert ModelMessagesTypeAdapter.validate_json(pydantic_core.to_json(history)) == history
+    assert pydantic_core.to_jsonable_python({'history': history[:1]})['history'] == as_python[:1]
+
+
+@pytest.mark.parametrize('name', ['RetryPromptPart', 'ThinkingPart', 'CachePoint', 'TextContent'])
+def test_top_level_names_of_the_reference_exist(name: str) -> None:
+    assert hasattr(pydantic_ai, name) and hasattr(threadline, name)
+
+
+def test_the_usage_module() -> None:
+    from threadline.usage import RequestUsage, RunUsage, UsageLimits
+
+    for name in ('RequestUsage', 'RunUsage', 'UsageLimits'):
+        assert hasattr(reference_usage, name)
+    assert RunUsage().has_values() is False and RequestUsage(input_tokens=1).has_values()
+    assert UsageLimits(request_limit=3).request_limit == 3
+
+
+@pytest.mark.parametrize('details', [{'reasoning_tokens': 0}, {'reasoning_tokens': 2}, {}])
+def test_has_values_matches_the_reference(details: dict[str, int]) -> None:
+    ours = threadline.RunUsage(details=dict(details)).has_values()
+    assert ours == reference_usage.RunUsage(details=dict(details)).has_values()
+
+
+def test_asdict_of_a_part_carries_its_kind_and_replace_still_works() -> None:
+    part = TextPart('hello')
+    assert dataclasses.asdict(part)['part_kind'] == 'text'
+    assert dataclasses.asdict(part) == {
+        k: v for k, v in dataclasses.asdict(pydantic_ai.TextPart('hello')).items() if k in dataclasses.asdict(part)
+    }
+    assert dataclasses.replace(part, content='bye') == TextPart('bye')
+
+
+def reply(messages: list[Any], info: AgentInfo, suffix: str = '') -> ModelResponse:
+    return ModelResponse(parts=[TextPart('ok' + suffix)])
+
+
+class Callable_:
+    def __call__(self, messages: list[Any], info: AgentInfo) -> ModelResponse:
+        return reply(messages, info, '!')
+
+
+@pytest.mark.parametrize('function', [functools.partial(reply, suffix='?'), Callable_()])
+def test_function_model_takes_callable_objects_and_partials(function: Any) -> None:
+    assert Agent(FunctionModel(function)).run_sync('hi').output in ('ok?', 'ok!')
+
+
+@pytest.mark.parametrize(
+    'usage', [{'request_tokens': None}, {'details': None}, {'response_tokens': None, 'request_tokens': 3}]
+)
+def test_older_usage_with_nulls_loads_as_in_the_reference(usage: dict[str, Any]) -> None:
+    raw = json.dumps([{'kind': 'response', 'parts': [{'part_kind': 'text', 'content': 'x'}], 'usage': usage}])
+    reference = ReferenceTA.validate_json(raw)
+    ours = ModelMessagesTypeAdapter.validate_json(raw)
+    assert ours[0].usage.input_tokens == reference[0].usage.input_tokens
+    assert ours[0].usage.output_tokens == reference[0].usage.output_tokens
