@@ -139,6 +139,7 @@ SURFACE: dict[str, set[str]] = {
         'DeferredToolRequests',
         'DeferredToolResults',
         'End',
+        'EventStream',
         'FinalResult',
         'ModelRequestNode',
         'NodeResult',

@@ -11,11 +11,14 @@ from typing import Any
 import pydantic_ai
 import pydantic_core
 import pytest
+from pydantic_ai import Agent as ReferenceAgent
 from pydantic_ai import ModelMessagesTypeAdapter as ReferenceTA
+from pydantic_ai import ModelRetry as ReferenceRetry
+from pydantic_ai import RunContext as ReferenceContext
 from pydantic_ai import usage as reference_usage
 
 import threadline
-from threadline import Agent, ModelMessagesTypeAdapter
+from threadline import Agent, ModelMessagesTypeAdapter, ModelRetry, RunContext
 from threadline.messages import ModelResponse, TextPart
 from threadline.models.function import AgentInfo, FunctionModel
 from threadline.models.test import TestModel
@@ -83,3 +86,77 @@ def test_older_usage_with_nulls_loads_as_in_the_reference(usage: dict[str, Any])
     ours = ModelMessagesTypeAdapter.validate_json(raw)
     assert ours[0].usage.input_tokens == reference[0].usage.input_tokens
     assert ours[0].usage.output_tokens == reference[0].usage.output_tokens
+
+
+async def test_run_stream_events_is_also_an_async_context_manager() -> None:
+    from threadline.messages import AgentRunResultEvent
+
+    agent = Agent(TestModel())
+    async with agent.run_stream_events('hi') as events:
+        kinds = [type(event).__name__ async for event in events]
+    assert kinds[-1] == AgentRunResultEvent.__name__
+    iterated = [event async for event in agent.run_stream_events('hi')]
+    assert type(iterated[-1]).__name__ == kinds[-1]
+    async with agent.run_stream_events('hi') as events:
+        await events.__anext__()  # leave early: the run is closed, nothing hangs
+
+
+async def test_driving_a_run_past_its_end_is_an_error_not_a_hang() -> None:
+    from threadline import End, UserError
+
+    agent = Agent(TestModel())
+    async with agent.iter('hi') as run:
+        node = run.next_node
+        for _ in range(50):
+            if isinstance(node, End):
+                break
+            node = await run.next(node)
+        assert isinstance(node, End) and run.result is not None
+        with pytest.raises(UserError, match=r'threadline\.End'):
+            await run.next(node)  # what a loop testing pydantic_graph.End would do next
+
+
+def _calls_four_times(messages: list[Any], module: Any) -> Any:
+    calls = sum(1 for m in messages for p in m.parts if getattr(p, 'part_kind', '') == 'tool-call')
+    if calls < 4:
+        return module.ModelResponse(parts=[module.ToolCallPart('flaky', {'n': calls}, f'c{calls}')])
+    return module.ModelResponse(parts=[module.TextPart('done')])
+
+
+def ours_retry_counts() -> list[int]:
+    from threadline import messages
+
+    seen: list[int] = []
+    agent = Agent(FunctionModel(lambda m, info: _calls_four_times(m, messages)), retries=3)
+
+    @agent.tool
+    def flaky(ctx: RunContext[None], n: int) -> str:
+        seen.append(ctx.retry)
+        if len(seen) in (1, 3):
+            raise ModelRetry('again')
+        return 'ok'
+
+    agent.run_sync('go')
+    return seen
+
+
+def reference_retry_counts() -> list[int]:
+    from pydantic_ai import messages
+    from pydantic_ai.models.function import FunctionModel as ReferenceFunctionModel
+
+    seen: list[int] = []
+    agent = ReferenceAgent(ReferenceFunctionModel(lambda m, info: _calls_four_times(m, messages)), retries=3)
+
+    @agent.tool
+    def flaky(ctx: ReferenceContext[None], n: int) -> str:
+        seen.append(ctx.retry)
+        if len(seen) in (1, 3):
+            raise ReferenceRetry('again')
+        return 'ok'
+
+    agent.run_sync('go')
+    return seen
+
+
+def test_a_tool_retry_counter_resets_after_a_success_as_in_the_reference() -> None:
+    assert ours_retry_counts() == reference_retry_counts()

@@ -10,7 +10,7 @@ from ._limits import UsageLimits
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from ._result import AgentRunResult, RunResult
 from ._run import AgentRun
-from ._streamed import RunCancelled, StreamedRunResult
+from ._streamed import EventStream, RunCancelled, StreamedRunResult
 from ._tools import Tool
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     'DeferredToolRequests',
     'DeferredToolResults',
     'End',
+    'EventStream',
     'FinalResult',
     'ModelRequestNode',
     'NodeResult',

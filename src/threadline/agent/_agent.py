@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypedDict, TypeVar, Unpack, overload
 
@@ -28,7 +28,7 @@ from ._output import DeferredToolResults, OutputSpec
 from ._result import AgentRunResult, OutputDataT
 from ._run import AgentRun
 from ._state import RunState
-from ._streamed import StreamedRunResult, open_stream, stream_events
+from ._streamed import EventStream, StreamedRunResult, open_stream, stream_events
 from ._tools import Tool
 
 __all__ = ['Agent', 'RunOptions']
@@ -375,14 +375,21 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
                 raise
             await streamed._close(interrupted=False)
 
-    async def run_stream_events(
+    def run_stream_events(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
         **kwargs: Unpack[RunOptions[AgentDepsT]],
-    ) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
+    ) -> EventStream[AgentStreamEvent | AgentRunResultEvent]:
         """Run the agent and yield every event as it happens: part start / delta / end of each
         response, tool calls and their results, the final result, delivered enqueued messages, and
-        last an `AgentRunResultEvent` with the result (same arguments as `run`)."""
+        last an `AgentRunResultEvent` with the result (same arguments as `run`). Iterate it
+        directly, or enter it with `async with` (as pydantic-ai's is) so leaving the block closes
+        the run."""
+        return EventStream(self._events(user_prompt, **kwargs))
+
+    async def _events(
+        self, user_prompt: str | Sequence[UserContent] | None, **kwargs: Unpack[RunOptions[AgentDepsT]]
+    ) -> AsyncGenerator[AgentStreamEvent | AgentRunResultEvent]:
         async with self.iter(user_prompt, **kwargs) as agent_run:
             async for event in stream_events(agent_run):
                 yield event

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generic
 
+from ..exceptions import UserError
 from ._graph import AgentNode, End, FinalResult, NodeResult
 from ._result import AgentRunResult, OutputDataT
 from ._state import RunState
@@ -57,9 +58,14 @@ class AgentRun(Generic[OutputDataT]):
         return self._state.ctx.usage
 
     async def next(self, node: AgentNode) -> NodeResult:
-        """Run `node` and return the node after it."""
+        """Run `node` and return the node after it. Calling it with the run's `End` is an error: a
+        loop that never sees the end (testing `pydantic_graph.End` instead of `threadline.End`,
+        say) stops with a clear message instead of spinning."""
         if isinstance(node, End):
-            return node
+            raise UserError(
+                'this run has ended: stop when the node is a threadline.End (from threadline import End; '
+                'pydantic_graph.End is a different class), then read agent_run.result'
+            )
         try:
             result: NodeResult = await node.run(self._state)
         except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover

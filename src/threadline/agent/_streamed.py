@@ -16,8 +16,8 @@ Rules:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from typing import Any, Generic
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, Generic, TypeVar
 
 from ..exceptions import ThreadlineError, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage, TextPart
@@ -26,7 +26,7 @@ from ._graph import End, ModelRequestNode
 from ._result import AgentRunResult, OutputDataT
 from ._run import AgentRun
 
-__all__ = ['RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
+__all__ = ['EventStream', 'RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
 
 
 class RunCancelled(ThreadlineError):
@@ -276,3 +276,30 @@ async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEv
             yield event
         pending.clear()
     yield AgentRunResultEvent(agent_run.result)
+
+
+E = TypeVar('E')
+
+
+class EventStream(Generic[E]):
+    """A run's events: an async iterator that is also an async context manager, so both
+    `async for e in agent.run_stream_events(...)` and `async with ... as events:` work; leaving the
+    `async with` block (or calling `aclose`) closes the run, whatever was not read."""
+
+    def __init__(self, events: AsyncGenerator[E]) -> None:
+        self._events = events
+
+    def __aiter__(self) -> EventStream[E]:
+        return self
+
+    async def __anext__(self) -> E:
+        return await self._events.__anext__()
+
+    async def __aenter__(self) -> EventStream[E]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._events.aclose()
+
+    async def aclose(self) -> None:
+        await self._events.aclose()

@@ -192,6 +192,8 @@ class ToolStep:
             except ModelRetry as retry:
                 return self._retry(call, retry.message, 'model_retry', limit)
             outcome = 'failed'
+        if outcome == 'success':
+            state.ctx.retries.pop(call.tool_name, None)  # a success ends the tool's run of retries
         if isinstance(result, ToolReturnPart):
             return result
         return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
