@@ -160,3 +160,40 @@ def reference_retry_counts() -> list[int]:
 
 def test_a_tool_retry_counter_resets_after_a_success_as_in_the_reference() -> None:
     assert ours_retry_counts() == reference_retry_counts()
+
+
+def _test_model_output(agent_cls: Any, model: Any, value: Any) -> Any:
+    agent = agent_cls(model)
+
+    @agent.tool_plain
+    def lookup() -> object:
+        return value
+
+    return json.loads(agent.run_sync('go').output)
+
+
+@pytest.mark.parametrize('kind', ['pydantic model', 'bytes', 'binary content', 'mapping'])
+def test_tool_return_values_reach_the_model_as_in_the_reference(kind: str) -> None:
+    from pydantic import BaseModel
+    from pydantic_ai import BinaryContent as ReferenceBinary
+    from pydantic_ai.models.test import TestModel as ReferenceTestModel
+
+    from threadline.messages import BinaryContent
+
+    class Refund(BaseModel):
+        order: int = 42
+        approved: bool = True
+
+    values = {
+        'pydantic model': (Refund(), Refund()),
+        'bytes': ('🐈 Hello'.encode(), '🐈 Hello'.encode()),
+        'binary content': (
+            BinaryContent(b'\x89PNG', media_type='image/png'),
+            ReferenceBinary(b'\x89PNG', media_type='image/png'),
+        ),
+        'mapping': ({'x': [1, 'y']}, {'x': [1, 'y']}),
+    }
+    ours_value, their_value = values[kind]
+    ours = _test_model_output(Agent, TestModel(call_tools=['lookup']), ours_value)
+    theirs = _test_model_output(ReferenceAgent, ReferenceTestModel(call_tools=['lookup']), their_value)
+    assert ours == theirs

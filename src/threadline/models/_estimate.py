@@ -19,6 +19,7 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from ..messages._codec import enc_hook
 
 __all__ = ['estimate_usage']
 
@@ -34,7 +35,7 @@ def _content_tokens(content: object) -> int:
         return _tokens(content)
     if isinstance(content, list):
         return sum(_tokens(item) for item in content if isinstance(item, str))
-    return _tokens(msgspec.json.encode(content).decode()) if content is not None else 0
+    return _tokens(msgspec.json.encode(content, enc_hook=enc_hook).decode()) if content is not None else 0
 
 
 def estimate_usage(messages: Sequence[ModelMessage], response: ModelResponse) -> RequestUsage:

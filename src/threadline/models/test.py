@@ -129,7 +129,7 @@ class TestModel(Model):
                 for part in message.parts
                 if isinstance(part, ToolReturnPart)
             }
-            text = msgspec.json.encode(results).decode() if results else 'success (no tool calls)'
+            text = _json_text(results) if results else 'success (no tool calls)'
             return TextPart(text)
         tool = params.output_tools[0]
         args = self.custom_output_args
@@ -202,3 +202,11 @@ def _chunks(text: str) -> list[str]:
     if len(words) == 1:
         return [text[: len(text) // 2], text[len(text) // 2 :]] if len(text) > 2 else [text]
     return [w + ' ' for w in words[:-1]] + [words[-1]]
+
+
+def _json_text(value: Any) -> str:
+    """Tool results as the JSON text the reference's TestModel answers with: pydantic models,
+    dataclasses, file content and bytes (as UTF-8 text) included."""
+    from pydantic_core import to_json
+
+    return to_json(value).decode()
