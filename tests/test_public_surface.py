@@ -10,6 +10,9 @@ import pytest
 
 SURFACE: dict[str, set[str]] = {
     'threadline': {
+        'ApprovalRequired',
+        'CallDeferred',
+        'capture_run_messages',
         'CachePoint',
         'MessageHistoryMutatedWarning',
         'RetryPromptPart',
@@ -131,6 +134,7 @@ SURFACE: dict[str, set[str]] = {
         'to_jsonable_python',
     },
     'threadline.agent': {
+        'capture_run_messages',
         'Agent',
         'AgentNode',
         'AgentRun',

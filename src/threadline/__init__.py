@@ -22,10 +22,13 @@ from .agent import (
     ToolDenied,
     UsageLimits,
     UserPromptNode,
+    capture_run_messages,
 )
 from .capabilities import MessageHistoryMutatedWarning
 from .exceptions import (
     AgentRunError,
+    ApprovalRequired,
+    CallDeferred,
     MessageValidationError,
     ModelRetry,
     ThreadlineError,
@@ -64,8 +67,10 @@ __all__ = [
     'AgentRun',
     'AgentRunError',
     'AgentRunResult',
+    'ApprovalRequired',
     'AudioUrl',
     'BinaryContent',
+    'CallDeferred',
     'CachePoint',
     'CallToolsNode',
     'DeferredToolRequests',
@@ -106,6 +111,7 @@ __all__ = [
     'UserError',
     'UserPromptNode',
     'UserPromptPart',
+    'capture_run_messages',
     'VideoUrl',
     'to_json',
     'to_jsonable_python',

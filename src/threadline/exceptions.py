@@ -9,7 +9,9 @@ from __future__ import annotations
 
 __all__ = [
     'AgentRunError',
+    'ApprovalRequired',
     'BackendError',
+    'CallDeferred',
     'ConflictError',
     'ConversationNotFound',
     'ConversationQuarantined',
@@ -55,6 +57,25 @@ class ModelRetry(Exception):
     def __init__(self, message: str) -> None:
         self.message = message
         super().__init__(message)
+
+
+class ApprovalRequired(Exception):
+    """Raise from a tool body to ask for a person's approval before it acts: the run ends with the
+    call in `DeferredToolRequests.approvals`, and reruns the tool once approved
+    (`ctx.tool_call_approved` is then True). Needs `DeferredToolRequests` among the output types."""
+
+    def __init__(self, metadata: dict[str, object] | None = None) -> None:
+        self.metadata = metadata
+        super().__init__('approval required')
+
+
+class CallDeferred(Exception):
+    """Raise from a tool body to hand the call to something outside the run (a client, a queue):
+    the run ends with it in `DeferredToolRequests.calls`; its result comes back with the next run."""
+
+    def __init__(self, metadata: dict[str, object] | None = None) -> None:
+        self.metadata = metadata
+        super().__init__('call deferred')
 
 
 class AgentRunError(ThreadlineError, RuntimeError):

@@ -20,6 +20,7 @@ from pydantic_ai import usage as reference_usage
 import threadline
 from threadline import Agent, ModelMessagesTypeAdapter, ModelRetry, RunContext
 from threadline.messages import ModelResponse, TextPart
+from threadline.messages import ToolCallPart as ToolCallPartRef
 from threadline.models.function import AgentInfo, FunctionModel
 from threadline.models.test import TestModel
 
@@ -197,3 +198,62 @@ def test_tool_return_values_reach_the_model_as_in_the_reference(kind: str) -> No
     ours = _test_model_output(Agent, TestModel(call_tools=['lookup']), ours_value)
     theirs = _test_model_output(ReferenceAgent, ReferenceTestModel(call_tools=['lookup']), their_value)
     assert ours == theirs
+
+
+def test_a_tool_can_ask_for_approval_or_defer_itself_at_run_time(tmp_path: Any) -> None:
+    from threadline import DeferredToolRequests, DeferredToolResults
+    from threadline.exceptions import ApprovalRequired, CallDeferred
+    from threadline.storage import SQLiteStore, StepPersistence
+
+    store = SQLiteStore(tmp_path / 'd.db')
+    agent = Agent(
+        TestModel(call_tools=['refund', 'ship']),
+        output_type=[str, DeferredToolRequests],
+        capabilities=[StepPersistence(store, scope='s')],
+    )
+    done: list[str] = []
+
+    @agent.tool
+    def refund(ctx: RunContext[None], amount: int) -> str:
+        if not ctx.tool_call_approved:
+            raise ApprovalRequired({'reason': 'over the limit'})
+        done.append('refund')
+        return 'refunded'
+
+    @agent.tool_plain
+    def ship(order: int) -> str:
+        raise CallDeferred
+
+    first = agent.run_sync('refund and ship')
+    assert isinstance(first.output, DeferredToolRequests) and done == []
+    [approval] = first.output.approvals
+    [external] = first.output.calls
+    results = DeferredToolResults(approvals={approval.tool_call_id: True}, calls={external.tool_call_id: 'shipped'})
+    second = agent.run_sync(message_history=first.all_messages(), deferred_tool_results=results)
+    assert isinstance(second.output, str) and done == ['refund']  # approved, then run once
+
+
+def test_override_swaps_model_and_deps_for_a_test() -> None:
+    from threadline.models.function import FunctionModel
+
+    agent = Agent(FunctionModel(lambda m, info: ModelResponse(parts=[TextPart('real model')])), deps_type=int)
+
+    @agent.system_prompt
+    def prompt(ctx: RunContext[int]) -> str:
+        return f'deps={ctx.deps}'
+
+    with agent.override(model=TestModel(custom_output_text='test model'), deps=7):
+        result = agent.run_sync('hi', deps=1)
+        assert result.output == 'test model'
+        assert 'deps=7' in json.dumps(pydantic_core.to_jsonable_python(result.all_messages()))
+    assert agent.run_sync('hi', deps=1).output == 'real model'
+
+
+def test_capture_run_messages_keeps_the_messages_of_a_failed_run() -> None:
+    from threadline import UnexpectedModelBehavior, capture_run_messages
+
+    agent = Agent(FunctionModel(lambda m, info: ModelResponse(parts=[ToolCallPartRef('missing', {}, 'c1')])), retries=1)
+    with capture_run_messages() as messages, pytest.raises(UnexpectedModelBehavior):
+        agent.run_sync('hi')
+    assert messages and messages[0].parts[0].part_kind == 'user-prompt'
+    assert any(isinstance(m, ModelResponse) for m in messages)

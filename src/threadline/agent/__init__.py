@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._public import publish
 from ._agent import Agent, RunOptions
+from ._capture import capture_run_messages
 from ._context import RunContext
 from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
 from ._limits import UsageLimits
@@ -14,6 +15,7 @@ from ._streamed import EventStream, RunCancelled, StreamedRunResult
 from ._tools import Tool
 
 __all__ = [
+    'capture_run_messages',
     'Agent',
     'AgentNode',
     'AgentRun',

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+import contextvars
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from types import MappingProxyType
 from typing import Any, Generic, TypedDict, TypeVar, Unpack, overload
 
 from .._uuid import uuid7
@@ -21,6 +23,7 @@ from ..messages import (
 )
 from ..models import Model, ModelSettings, infer_model
 from ._capability import AbstractCapability, CapabilityChain
+from ._capture import captured_messages
 from ._context import AgentDepsT, RunContext
 from ._graph import UserPromptNode
 from ._limits import UsageLimits
@@ -35,6 +38,14 @@ __all__ = ['Agent', 'RunOptions']
 
 InstructionsArg = str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None
 F = TypeVar('F', bound=Callable[..., Any])
+
+
+class _Unset:
+    """Marks an `override` argument that was not given (None is a valid model or deps)."""
+
+
+_UNSET = _Unset()
+_NO_OVERRIDES: Mapping[str, Any] = MappingProxyType({})
 
 
 class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
@@ -130,6 +141,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self.deps_type = deps_type
         self.name = name
         self.capabilities = list(capabilities)
+        self._overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+            f'threadline_agent_overrides_{id(self)}', default=_NO_OVERRIDES
+        )
         self.retries = retries
         self.model_settings = model_settings
         self._output_validators: list[Callable[..., Any]] = []
@@ -224,6 +238,21 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self._output_validators.append(func)
         return func
 
+    @contextmanager
+    def override(self, *, model: Model | str | _Unset = _UNSET, deps: Any = _UNSET) -> Iterator[None]:
+        """Inside the block, runs of this agent use `model` and/or `deps` instead of the ones the
+        agent or the call names (for tests: swap a real provider for `TestModel`)."""
+        changes: dict[str, Any] = {}
+        if not isinstance(model, _Unset):
+            changes['model'] = model
+        if not isinstance(deps, _Unset):
+            changes['deps'] = deps
+        token = self._overrides.set({**self._overrides.get(), **changes})
+        try:
+            yield
+        finally:
+            self._overrides.reset(token)
+
     @property
     def tools(self) -> dict[str, Tool[AgentDepsT]]:
         return dict(self._tools)
@@ -266,8 +295,13 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             conversation_id,
             capabilities,
         )
-        await state.capabilities.before_run(state.ctx)
-        yield AgentRun(state, UserPromptNode(user_prompt))
+        captured = captured_messages()
+        try:
+            await state.capabilities.before_run(state.ctx)
+            yield AgentRun(state, UserPromptNode(user_prompt))
+        finally:
+            if captured is not None:
+                captured[:] = state.history
 
     def _new_state(
         self,
@@ -284,6 +318,11 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         conversation_id: str | None,
         capabilities: Sequence[AbstractCapability],
     ) -> RunState:
+        overridden = self._overrides.get()
+        if 'model' in overridden:
+            model = overridden['model']
+        if 'deps' in overridden:
+            deps = overridden['deps']
         chosen = model if model is not None else self.model
         if chosen is None:
             raise UserError('`model` must either be set on the agent or included when calling it.')

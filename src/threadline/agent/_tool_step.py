@@ -4,10 +4,18 @@ output tools, and the capability hooks around each tool body."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from typing import Any
 
-from ..exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
+from ..exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ModelRetry,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    UserError,
+)
 from ..messages import ModelRequest, ModelRequestPart, RetryFeedbackPart, RetryInfo, ToolCallPart, ToolReturnPart
 from ..messages._events import FunctionToolCallEvent, FunctionToolResultEvent
 from ._end import End, FinalResult
@@ -160,7 +168,16 @@ class ToolStep:
         if tool.requires_approval and not approved:
             self.pending_approvals.append(call)
             return None
-        return await self._execute(call, tool, approved, override)
+        try:
+            return await self._execute(call, tool, approved, override)
+        except ApprovalRequired:
+            if approved:
+                raise UserError(f'tool {call.tool_name!r} asked for approval again after it was approved') from None
+            self.pending_approvals.append(call)
+            return None
+        except CallDeferred:
+            self.pending_calls.append(call)
+            return None
 
     async def _execute(
         self, call: ToolCallPart, tool: Tool[Any], approved: bool, override: dict[str, Any] | None
@@ -186,6 +203,12 @@ class ToolStep:
             args = await state.capabilities.before_tool_execute(tool_ctx, call, tool_def, args)
             result = await tool.call(tool_ctx, args)
             result = await state.capabilities.after_tool_execute(tool_ctx, call, tool_def, args, result)
+        except (ApprovalRequired, CallDeferred) as waiting:
+            # Not a failure: the call waits outside the run (see `_function_call`). The error hooks
+            # still hear of it, so a ledger closes the row (nothing was done), whatever they answer.
+            with contextlib.suppress(Exception):
+                await state.capabilities.on_tool_execute_error(tool_ctx, call, tool_def, args, waiting)
+            raise
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             try:
                 result = await state.capabilities.on_tool_execute_error(tool_ctx, call, tool_def, args, error)
