@@ -26,7 +26,7 @@ import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -48,21 +48,6 @@ __all__ = ['REASONS', 'Envelope', 'Verification', 'history_digest', 'sign_histor
 
 VERSION = 'threadline-envelope-v1'
 ALGORITHM = 'HMAC-SHA256'
-REASONS = (
-    'unknown_key',
-    'retired_key',
-    'bad_signature',
-    'other_conversation',
-    'other_scope',
-    'truncated',
-    'edited',
-    'inserted_response',
-    'inserted_tool_call',
-    'inserted_tool_result',
-    'inserted_system_prompt',
-    'inserted_part',
-    'inserted_instructions',
-)
 Reason = Literal[
     'unknown_key',
     'retired_key',
@@ -78,6 +63,7 @@ Reason = Literal[
     'inserted_part',
     'inserted_instructions',
 ]
+REASONS: tuple[str, ...] = get_args(Reason)
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True):
