@@ -257,3 +257,23 @@ def test_capture_run_messages_keeps_the_messages_of_a_failed_run() -> None:
         agent.run_sync('hi')
     assert messages and messages[0].parts[0].part_kind == 'user-prompt'
     assert any(isinstance(m, ModelResponse) for m in messages)
+
+
+def dynamic_prompts(agent_cls: Any, model: Any) -> list[str]:
+    count = {'n': 0}
+    agent = agent_cls(model)
+
+    @agent.system_prompt(dynamic=True)
+    def today() -> str:
+        count['n'] += 1
+        return f'version {count["n"]}'
+
+    first = agent.run_sync('a')
+    second = agent.run_sync('b', message_history=first.all_messages())
+    return [p.content for m in second.all_messages() for p in m.parts if p.part_kind == 'system-prompt']
+
+
+def test_dynamic_system_prompts_are_rendered_again_on_each_run_as_in_the_reference() -> None:
+    from pydantic_ai.models.test import TestModel as ReferenceTestModel
+
+    assert dynamic_prompts(Agent, TestModel()) == dynamic_prompts(ReferenceAgent, ReferenceTestModel()) == ['version 2']

@@ -23,6 +23,7 @@ from ..messages import (
     ModelResponse,
     RetryFeedbackPart,
     RetryInfo,
+    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -82,6 +83,27 @@ def _clean_history_at_start(state: RunState, *, prompted: bool) -> None:
         state.ctx.repair_events.extend(events)
 
 
+async def _refresh_dynamic_system_prompts(state: RunState) -> None:
+    """A system prompt part written by a `dynamic=True` function is rendered again on every run
+    over the history (its text may depend on deps or time). The message holding it is replaced by
+    a copy, so the caller's history is left as it was."""
+    if not state.dynamic_system_prompts or not state.history:
+        return
+    for index, message in enumerate(state.history):
+        if not isinstance(message, ModelRequest):
+            continue
+        parts = list(message.parts)
+        changed = False
+        for j, part in enumerate(parts):
+            ref = getattr(part, 'dynamic_ref', None)
+            if isinstance(part, SystemPromptPart) and ref in state.dynamic_system_prompts:
+                text = await state.render(state.dynamic_system_prompts[ref])
+                if text is not None and text != part.content:
+                    parts[j], changed = replace(part, content=text), True
+        if changed:
+            state.history[index] = replace(message, parts=parts)
+
+
 @dataclass
 class UserPromptNode:
     """Turns the prompt and the given history into the first request (or resumes the history)."""
@@ -90,6 +112,7 @@ class UserPromptNode:
 
     async def run(self, state: RunState) -> ModelRequestNode | CallToolsNode | End[FinalResult[Any]]:
         _clean_history_at_start(state, prompted=self.user_prompt is not None)
+        await _refresh_dynamic_system_prompts(state)
         history = state.history
         state.new_message_index = len(history)
         if state.deferred_results is not None:

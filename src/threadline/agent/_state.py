@@ -150,6 +150,10 @@ class RunState:
         return last
 
     # -- instructions and system prompts ----------------------------------------------------
+    async def render(self, source: InstructionSource) -> str | None:
+        """The text of an instruction or system prompt source for this run (None when empty)."""
+        return await self._render(source)
+
     async def _render(self, source: InstructionSource) -> str | None:
         if isinstance(source, str):
             return source
