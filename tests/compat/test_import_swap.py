@@ -277,3 +277,30 @@ def test_dynamic_system_prompts_are_rendered_again_on_each_run_as_in_the_referen
     from pydantic_ai.models.test import TestModel as ReferenceTestModel
 
     assert dynamic_prompts(Agent, TestModel()) == dynamic_prompts(ReferenceAgent, ReferenceTestModel()) == ['version 2']
+
+
+def test_run_sync_leaves_the_thread_an_event_loop_as_the_reference_does() -> None:
+    import asyncio
+    import threading
+    import warnings
+
+    from pydantic_ai.models.test import TestModel as ReferenceTestModel
+
+    def has_loop_after(agent: Any) -> bool:
+        outcome: list[bool] = []
+
+        def body() -> None:
+            agent.run_sync('hi')
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore', DeprecationWarning)
+                try:
+                    outcome.append(not asyncio.get_event_loop().is_closed())
+                except RuntimeError:
+                    outcome.append(False)
+
+        thread = threading.Thread(target=body)  # a fresh thread: nothing else set a loop there
+        thread.start()
+        thread.join()
+        return outcome == [True]
+
+    assert has_loop_after(Agent(TestModel())) == has_loop_after(ReferenceAgent(ReferenceTestModel())) is True

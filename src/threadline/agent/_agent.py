@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
@@ -438,9 +439,25 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         user_prompt: str | Sequence[UserContent] | None = None,
         **kwargs: Unpack[RunOptions[AgentDepsT]],
     ) -> AgentRunResult[OutputDataT]:
-        """`run` for synchronous code; not callable from inside a running event loop."""
+        """`run` for synchronous code; not callable from inside a running event loop. It runs on the
+        thread's event loop (made if there is none) and leaves it in place, as pydantic-ai does, so
+        code after it can still use `asyncio.get_event_loop()`."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(user_prompt, **kwargs))
+            return _thread_loop().run_until_complete(self.run(user_prompt, **kwargs))
         raise UserError('run_sync() cannot be called from a running event loop; use `await agent.run(...)`.')
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop, set up if there is none (or it was closed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)  # get_event_loop() warns when none is set
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            loop = None
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+    return loop
