@@ -304,3 +304,22 @@ def test_run_sync_leaves_the_thread_an_event_loop_as_the_reference_does() -> Non
         return outcome == [True]
 
     assert has_loop_after(Agent(TestModel())) == has_loop_after(ReferenceAgent(ReferenceTestModel())) is True
+
+
+def test_a_capability_is_generic_in_its_deps() -> None:
+    from dataclasses import dataclass
+
+    from threadline.capabilities import AbstractCapability
+
+    @dataclass
+    class Deps:
+        tenant: str
+
+    seen: list[str] = []
+
+    class Tenancy(AbstractCapability[Deps]):
+        async def before_run(self, ctx: RunContext[Deps]) -> None:
+            seen.append(ctx.deps.tenant)
+
+    Agent(TestModel(), deps_type=Deps, capabilities=[Tenancy()]).run_sync('hi', deps=Deps('acme'))
+    assert seen == ['acme']

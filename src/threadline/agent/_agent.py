@@ -63,7 +63,7 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     instructions: InstructionsArg
     run_id: str | None
     conversation_id: str | None
-    capabilities: Sequence[AbstractCapability]
+    capabilities: Sequence[AbstractCapability[Any]]
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -128,7 +128,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         tools: Sequence[Tool[AgentDepsT] | Callable[..., Any]] = (),
         deps_type: type[AgentDepsT] | None = None,
         name: str | None = None,
-        capabilities: Sequence[AbstractCapability] = (),
+        capabilities: Sequence[AbstractCapability[Any]] = (),
         retries: int = 1,
         model_settings: ModelSettings | None = None,
     ) -> None:
@@ -279,7 +279,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         instructions: InstructionsArg = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        capabilities: Sequence[AbstractCapability] = (),
+        capabilities: Sequence[AbstractCapability[Any]] = (),
     ) -> AsyncIterator[AgentRun[OutputDataT]]:
         """Start a run and hand it over to be driven node by node (see `AgentRun`)."""
         state = self._new_state(
@@ -317,7 +317,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         instructions: InstructionsArg,
         run_id: str | None,
         conversation_id: str | None,
-        capabilities: Sequence[AbstractCapability],
+        capabilities: Sequence[AbstractCapability[Any]],
     ) -> RunState:
         overridden = self._overrides.get()
         if 'model' in overridden:
@@ -376,7 +376,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         instructions: InstructionsArg = None,
         run_id: str | None = None,
         conversation_id: str | None = None,
-        capabilities: Sequence[AbstractCapability] = (),
+        capabilities: Sequence[AbstractCapability[Any]] = (),
     ) -> AgentRunResult[OutputDataT]:
         """Run the agent to the end and return its result."""
         async with self.iter(

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ..models import Model, ModelRequestParameters, ModelSettings, ToolDefinition
+from ._context import AgentDepsT
 
 if TYPE_CHECKING:
     from ._context import RunContext
@@ -51,8 +52,9 @@ class ModelRequestContext:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-class AbstractCapability:
-    """Base class of capabilities; every hook is a no-op until overridden."""
+class AbstractCapability(Generic[AgentDepsT]):
+    """Base class of capabilities; every hook is a no-op until overridden. Generic in the run's
+    deps type (`AbstractCapability[MyDeps]`), as the hooks' `RunContext` is."""
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
         """Called once before the first node; raise to refuse the run."""
@@ -112,10 +114,10 @@ class AbstractCapability:
         raise error
 
 
-class CapabilityChain(Sequence[AbstractCapability]):
+class CapabilityChain(Sequence[AbstractCapability[Any]]):
     """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
 
-    def __init__(self, capabilities: Sequence[AbstractCapability] = ()) -> None:
+    def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:
         self._forward = tuple(capabilities)
         self._reverse = self._forward[::-1]
 
@@ -125,7 +127,7 @@ class CapabilityChain(Sequence[AbstractCapability]):
     def __getitem__(self, index: Any) -> Any:
         return self._forward[index]
 
-    def __iter__(self) -> Iterator[AbstractCapability]:
+    def __iter__(self) -> Iterator[AbstractCapability[Any]]:
         return iter(self._forward)
 
     async def before_run(self, ctx: RunContext[Any]) -> None:

@@ -29,7 +29,7 @@ class ReplayRefused(ThreadlineError, PermissionError):
         )
 
 
-class ReplayGate(AbstractCapability):
+class ReplayGate(AbstractCapability[Any]):
     """Before a run over a non-empty history, audit it and refuse the run unless the verdict is in
     `allow`. `context` is an `AuditContext` or a function of the `RunContext` building one (scope
     and store usually come from the run's deps). With `quarantine=True` a refused conversation is

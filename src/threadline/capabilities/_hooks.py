@@ -24,7 +24,7 @@ _HOOK_NAMES = (
 )
 
 
-class Hooks(AbstractCapability):
+class Hooks(AbstractCapability[Any]):
     """A capability whose hooks are the functions given, each called like the hook it replaces.
 
         Hooks(before_model_request=lambda ctx, request_context: request_context)

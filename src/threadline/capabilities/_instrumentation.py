@@ -33,7 +33,7 @@ class MessageHistoryMutatedWarning(UserWarning):
     """A message already recorded in a span was changed in place; earlier spans show the old content."""
 
 
-class Instrumentation(AbstractCapability):
+class Instrumentation(AbstractCapability[Any]):
     """Records runs and model requests as OpenTelemetry spans (see the module docstring)."""
 
     def __init__(self, *, tracer_provider: TracerProvider | None = None, include_content: bool = False) -> None:

@@ -19,7 +19,7 @@ __all__ = ['ProcessHistory']
 HistoryProcessor = Callable[..., Any]
 
 
-class ProcessHistory(AbstractCapability):
+class ProcessHistory(AbstractCapability[Any]):
     """Runs `processor(messages)` or `processor(ctx, messages)` before every model request.
 
     Rules:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ['ReinjectSystemPrompt']
 
 
-class ReinjectSystemPrompt(AbstractCapability):
+class ReinjectSystemPrompt(AbstractCapability[Any]):
     """Reinjects the agent's configured system prompt at the head of the first request.
 
     Histories from a UI, a store that dropped system prompts, or a compaction pipeline may arrive

@@ -75,7 +75,7 @@ class _ToolScope:
 _current_tool: contextvars.ContextVar[_ToolScope | None] = contextvars.ContextVar('threadline_tool_scope', default=None)
 
 
-class StepPersistence(AbstractCapability):
+class StepPersistence(AbstractCapability[Any]):
     """Persists a run step by step into `store` under `scope` (a string, or a function of the
     `RunContext`, e.g. reading the tenant from deps). The scope is the server's decision.
 
