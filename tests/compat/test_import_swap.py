@@ -323,3 +323,22 @@ def test_a_capability_is_generic_in_its_deps() -> None:
 
     Agent(TestModel(), deps_type=Deps, capabilities=[Tenancy()]).run_sync('hi', deps=Deps('acme'))
     assert seen == ['acme']
+
+
+def test_an_enqueued_request_is_stamped_like_the_reference_stamps_it() -> None:
+    from threadline import ModelRequest, UserPromptPart
+
+    agent = Agent(TestModel(call_tools=['inject']))
+
+    @agent.tool
+    def inject(ctx: RunContext[None]) -> str:
+        ctx.enqueue(ModelRequest(parts=[UserPromptPart('injected')]))
+        return 'ok'
+
+    messages = agent.run_sync('go').all_messages()
+    [request] = [
+        m
+        for m in messages
+        if isinstance(m, ModelRequest) and m.parts[0].part_kind == 'user-prompt' and m.parts[0].content == 'injected'
+    ]
+    assert request.timestamp is not None and request.run_id and request.conversation_id

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
@@ -123,6 +124,8 @@ class EnqueueQueue:
             if entry.tool_call_id is not None and not idle and self._splice(history, entry, events):
                 continue
             for message in entry.messages:
+                if isinstance(message, ModelRequest) and message.timestamp is None:
+                    message.timestamp = datetime.now(tz=UTC)  # delivered now, as a request the run sends
                 history.append(stamp(message))
                 appended.append(message)
             if events is not None:
