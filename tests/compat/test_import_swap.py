@@ -342,3 +342,18 @@ def test_an_enqueued_request_is_stamped_like_the_reference_stamps_it() -> None:
         if isinstance(m, ModelRequest) and m.parts[0].part_kind == 'user-prompt' and m.parts[0].content == 'injected'
     ]
     assert request.timestamp is not None and request.run_id and request.conversation_id
+
+
+@pytest.mark.parametrize(
+    'url',
+    [
+        'data:image/png;base64,iVBORw==',
+        'data:application/pdf;base64,JVBERi0=',
+        'data:audio/mpeg;base64,AA==',
+        'data:,hi',
+    ],
+)
+def test_a_data_url_gives_its_media_type_as_in_the_reference(url: str) -> None:
+    from threadline.messages import DocumentUrl
+
+    assert DocumentUrl(url).media_type == pydantic_ai.DocumentUrl(url).media_type

@@ -68,7 +68,11 @@ _YOUTUBE_HOSTS = ('youtu.be', 'youtube.com', 'www.youtube.com', 'm.youtube.com')
 
 
 def _guess_media_type(path: str) -> str | None:
-    """Media type from a URL or file name's extension, or None when it has no known one."""
+    """Media type from a URL or file name's extension (or a `data:` URL's own header), or None
+    when it has no known one."""
+    if path[:5].lower() == 'data:':
+        header = path[5:].split(',', 1)[0].split(';', 1)[0].strip()
+        return header.lower() or 'text/plain'  # RFC 2397: an empty header means text/plain
     try:
         parsed = urlparse(path).path or path
     except ValueError:
