@@ -151,6 +151,19 @@ def test_a_damaged_or_tampered_conversation_is_not_passed_on_silently(
     assert code == 1 and ('damaged' in err or 'not valid JSON' in err) and out == ''
 
 
+def test_a_conversation_sealed_with_another_key_is_not_called_tampered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / 't.db'
+    store = SQLiteStore(db)
+    store.sync.append('c', turn(0, conversation_id='c'), scope='me')
+    store.close()
+    monkeypatch.setenv('THREADLINE_HOME', str(tmp_path / 'another-machine'))
+    code, _, err = run(capsys, 'conversations', 'show', 'c', '--db', str(db), '--scope', 'me')
+    assert code == 0 and 'cannot be checked here' in err and 'THREADLINE_HOME' in err and 'changed' not in err
+    assert not (tmp_path / 'another-machine').exists()  # a read command creates no key
+
+
 def test_reading_a_missing_database_creates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / 'nowhere' / 'x.db'
     for args in (

@@ -126,6 +126,8 @@ def _store_facts(facts: Facts, context: AuditContext, stored: StoredConversation
                 stored = None  # what was given is not what the store holds: it carries no authority
         facts.stored = stored
         lineage_id = stored.conversation_id if stored is not None else conversation_id
+        if stored is not None:
+            facts.seal = store.sync.verify(lineage_id, scope=scope)
         facts.lineage = store.sync.lineage(lineage_id, scope=scope)
         facts.receipts = store.sync.outcomes(lineage_id, scope=scope)
         facts.waits = store.sync.waits(lineage_id, scope=scope)

@@ -56,6 +56,8 @@ class Facts:
     effects: dict[str, Any] = field(default_factory=dict)
     receipts: list[Any] = field(default_factory=list)
     waits: list[Any] = field(default_factory=list)
+    seal: Any = None
+    """The store's `verify()` of the conversation (its keyed seal), when it came from a store."""
 
     def h(self, value: str | None) -> str | None:
         return None if value is None else keyed_hash(self.key, value)
@@ -86,7 +88,22 @@ def gate_serialization(facts: Facts, context: AuditContext) -> tuple[GateResult,
         if problem:
             evidence['first_bad_position'] = problem[1]
             return GateResult('serialization', False, ('SERIALIZATION_FAILURE',), evidence), digest
+    if facts.seal is not None:
+        evidence.update(_seal_evidence(facts.seal))
+        if not facts.seal.ok:
+            return GateResult('serialization', False, ('SERIALIZATION_FAILURE',), evidence), digest
     return GateResult('serialization', True, (), evidence), digest
+
+
+def _seal_evidence(check: Any) -> dict[str, Any]:
+    """What the store's keyed seal says, without content: the key that protects it, how many seals
+    verified, the tip outside the store, and the failure's code (never the record's values)."""
+    return {
+        'seal': 'ok' if check.ok else check.code,
+        'store_key': check.key_id,
+        'seals': check.seals,
+        'tip': check.tip,
+    }
 
 
 def _verify_chain(canon: list[bytes], stored: Any) -> tuple[str, int | None] | None:
@@ -114,6 +131,9 @@ def gate_authority(facts: Facts, context: AuditContext) -> GateResult:
         return GateResult('authority', False, ('UNTRUSTED_HISTORY',), {'source': context.source})
     client = [(b.start, b.end) for b in facts.stored.batches if b.provenance == 'client']
     evidence: dict[str, Any] = {'source': 'store', 'batches': len(facts.stored.batches)}
+    if facts.seal is not None and not facts.seal.ok:
+        evidence['sealed'] = False  # provenance read from records that fail their seal proves nothing
+        return GateResult('authority', False, ('UNTRUSTED_HISTORY',), evidence)
     if client:
         evidence['client_batches'] = client
         return GateResult('authority', False, ('UNTRUSTED_HISTORY',), evidence)

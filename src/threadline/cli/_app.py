@@ -97,27 +97,33 @@ class State:
 
 
 def warn_if_tampered(store: Any, conversation_id: str, scope: str) -> None:
-    """Say so on stderr when the stored history no longer matches its hash chain."""
+    """Say so on stderr when the stored conversation fails its hash chain or its keyed seal."""
     check = store.sync.verify(conversation_id, scope=scope)
     if not check.ok:
-        click.echo(
-            f'warning: conversation {conversation_id!r} fails its hash chain ({check.reason}, at message '
-            f'{check.first_bad_position}); it was changed outside Threadline',
-            err=True,
-        )
+        click.echo(f'warning: conversation {conversation_id!r} {_failure(check)}', err=True)
 
 
 def refuse_if_tampered(store: Any, conversation_id: str, scope: str, *, force: bool, doing: str) -> None:
-    """Refuse to pass on a history that fails its hash chain, unless --force."""
+    """Refuse to pass on a conversation that fails its hash chain or seal, unless --force."""
     check = store.sync.verify(conversation_id, scope=scope)
     if check.ok:
         return
     if not force:
         raise click.ClickException(
-            f'conversation {conversation_id!r} fails its hash chain ({check.reason}); it was changed outside '
-            f'Threadline. Audit it first; pass --force to {doing} it anyway'
+            f'conversation {conversation_id!r} {_failure(check)}. Audit it first; pass --force to {doing} it anyway'
         )
     warn_if_tampered(store, conversation_id, scope)
+
+
+def _failure(check: Any) -> str:
+    if check.code == 'unknown_key':
+        return (
+            f'cannot be checked here ({check.reason}); set THREADLINE_HOME or THREADLINE_STORE_KEYS to the key '
+            'that wrote it'
+        )
+    if check.first_bad_position is not None:
+        return f'fails its hash chain at message {check.first_bad_position} ({check.reason}); it was changed outside Threadline'
+    return f'fails its integrity check ({check.reason}); it was changed outside Threadline'
 
 
 def shared_options(fn: Callable[..., Any]) -> Callable[..., Any]:

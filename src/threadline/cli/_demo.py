@@ -4,8 +4,10 @@ A support agent holds a conversation saved after every run; a second process is 
 refund tool; recovery shows the refund as unknown and the audit says INTERRUPTED_TOOL; the demo
 checks the payments destination with the idempotency key, reconciles the call, finishes the
 answer, records an outcome receipt and the audit turns READY; then a fork, a search, a
-client-supplied copy (UNTRUSTED_HISTORY) and the seven cases of document 004, computed live.
-Every step checks what it claims; the exit code is 0 only if all of them held.
+client-supplied copy (UNTRUSTED_HISTORY), the seven cases of document 004, computed live, and an
+attacker who edits a copy of the database and recomputes its hashes without the store key. The
+store key and tip book live in a temporary directory of the demo's own. Every step checks what it
+claims; the exit code is 0 only if all of them held.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,7 @@ from rich.table import Table
 from .._uuid import uuid7
 from ..audit import AuditContext, AuditReport, PromptContract, audit_history, reconcile_tool_call
 from ..audit.cases import build_cases
-from ..storage import MemoryStore, SQLiteStore, inspect_recovery
+from ..storage import MemoryStore, SQLiteStore, StoreSeal, inspect_recovery
 from ._support import SUPPORT_PROMPT, Payments, support_agent
 
 __all__ = ['DemoFailed', 'run_demo']
@@ -45,7 +49,9 @@ def _check(condition: bool, what: str) -> None:
 def run_demo(db: Path, console: Console) -> None:
     """Run every step; raise `DemoFailed` naming the first one that did not hold."""
     db.parent.mkdir(parents=True, exist_ok=True)
-    store = SQLiteStore(db)
+    home = Path(tempfile.mkdtemp(prefix='threadline-demo-keys-'))
+    seal = StoreSeal.in_directory(home)
+    store = SQLiteStore(db, seal=seal)
     payments = Payments(db.with_name(db.stem + '-payments.jsonl'))
     key = store.sync.audit_key()
     contract = PromptContract.for_text(SUPPORT_PROMPT, name='support-v3', key=key)
@@ -76,7 +82,7 @@ def run_demo(db: Path, console: Console) -> None:
     console.print(f'  stored: {stored.length} messages, revision {stored.revision}, conversation [bold]{cid}[/]')
 
     console.rule('[bold]2. A second process asks for a refund and is killed inside the refund tool')
-    run_id = _killed_refund(db, cid, payments, console)
+    run_id = _killed_refund(db, cid, payments, console, home, seal)
     inspection = asyncio.run(inspect_recovery(store, run_id, scope=SCOPE))
     _check([e.tool_name for e in inspection.unknown] == ['issue_refund'], 'recovery reports the refund as unknown')
     effect = inspection.unknown[0]
@@ -163,18 +169,23 @@ def run_demo(db: Path, console: Console) -> None:
     console.rule('[bold]7. The seven histories of document 004, computed live')
     _seven_cases(console)
 
+    console.rule('[bold]8. An attacker with a copy of the database, but not the key')
+    _tamper_copy(db, cid, seal, console)
+
     console.rule('[bold]Done')
+    env = f'THREADLINE_HOME={home}'
     console.print(
-        f'  database: {db}\n  try:  threadline conversations list --db {db} --scope {SCOPE}\n'
-        f'        threadline conversations show {cid} --db {db} --scope {SCOPE}\n'
-        f'        threadline audit {cid} --db {db} --scope {SCOPE}\n'
-        f'        threadline chat -m demo --db {db} --scope {SCOPE} --cid {fork_id}'
+        f"  database: {db}\n  store key: {home} (the demo's own)\n"
+        f'  try:  {env} threadline conversations list --db {db} --scope {SCOPE}\n'
+        f'        {env} threadline conversations show {cid} --db {db} --scope {SCOPE}\n'
+        f'        {env} threadline audit {cid} --db {db} --scope {SCOPE}\n'
+        f'        {env} threadline chat -m demo --db {db} --scope {SCOPE} --cid {fork_id}'
     )
     store.close()
 
 
-def _killed_refund(db: Path, cid: str, payments: Payments, console: Console) -> str:
-    env = {**os.environ, 'THREADLINE_DEMO_PAUSE_IN_REFUND': '1'}
+def _killed_refund(db: Path, cid: str, payments: Payments, console: Console, home: Path, seal: StoreSeal) -> str:
+    env = {**os.environ, 'THREADLINE_DEMO_PAUSE_IN_REFUND': '1', 'THREADLINE_HOME': str(home)}
     child = subprocess.Popen(
         [sys.executable, '-m', 'threadline.cli._demo_child', str(db), cid, SCOPE, str(payments.path)],
         stdout=subprocess.PIPE,
@@ -192,12 +203,33 @@ def _killed_refund(db: Path, cid: str, payments: Payments, console: Console) -> 
     child.send_signal(signal.SIGKILL)
     child.wait()
     console.print(f'  process {child.pid} entered issue_refund and was killed with SIGKILL')
-    store = SQLiteStore(db)
+    store = SQLiteStore(db, seal=seal)
     runs = store.sync.list_runs(cid, scope=SCOPE)
     store.close()
     unfinished = [r for r in runs if r.status == 'running']
     _check(len(unfinished) == 1, 'the killed run is recorded as still running')
     return str(unfinished[0].run_id)
+
+
+def _tamper_copy(db: Path, cid: str, seal: StoreSeal, console: Console) -> None:
+    """Hand the conversation to another tenant in a copy of the database, as an attacker holding
+    the file would; no unkeyed hash covers the scope, and the keyed seal catches it."""
+    copy = db.with_name(db.stem + '-tampered.db')
+    for old in copy.parent.glob(copy.name + '*'):
+        old.unlink()
+    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
+        source.backup(target)  # a consistent copy, including what is still in the WAL
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE conversations SET scope = 'mallory' WHERE id = ?", (cid,))
+    tampered = SQLiteStore(copy, seal=seal)
+    check = tampered.sync.verify(cid, scope='mallory')
+    tampered.close()
+    _check(not check.ok and check.code == 'seal_invalid', f'the move is caught (got {check.code}: {check.reason})')
+    console.print(
+        f"  moved {cid} to tenant 'mallory' in {copy.name}: its history still re-hashes, but verify says "
+        f'[red]{check.code}[/] at {check.record}\n'
+        f'  the seal is keyed with [bold]{check.key_id}[/], kept outside the database'
+    )
 
 
 def _seven_cases(console: Console) -> None:

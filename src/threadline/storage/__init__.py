@@ -46,6 +46,7 @@ from ._records import (
     ToolEffect,
     WaitRecord,
 )
+from ._seal import StoreSeal, TipBook
 from ._sql_store import SQLStore
 from ._step import StepPersistence, annotate_tool_effect, continue_run, fork_run, inspect_recovery
 from .file import FileBackend, FileStore
@@ -90,8 +91,10 @@ __all__ = [
     'StepStore',
     'StepWrite',
     'StoreError',
+    'StoreSeal',
     'StoredConversation',
     'SyncStore',
+    'TipBook',
     'ToolEffect',
     'WaitRecord',
     'annotate_tool_effect',

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -21,21 +20,10 @@ class AuditOps(SQLBase):
     """The audit half of the contract; its rows are erased with their conversation like everything else."""
 
     def audit_key(self) -> bytes:
-        """The key for the audit's keyed hashes: `THREADLINE_AUDIT_KEY`, else one generated once
-        for this store and kept in it."""
+        """The key for the audit's keyed hashes: `THREADLINE_AUDIT_KEY`, else one derived from the
+        store key, which lives outside the database (see `StoreSeal.derived_key`)."""
         configured = os.environ.get('THREADLINE_AUDIT_KEY')
-        if configured:
-            return configured.encode()
-        with self._write() as conn:
-            row = self._one(conn, "SELECT value FROM threadline_meta WHERE key = 'audit_key'")
-            if row is not None:
-                return bytes.fromhex(row[0])
-            key = secrets.token_hex(32)
-            self._exec(
-                conn, "INSERT INTO threadline_meta (key, value) VALUES ('audit_key', ?) ON CONFLICT DO NOTHING", (key,)
-            )
-            row = self._one(conn, "SELECT value FROM threadline_meta WHERE key = 'audit_key'")
-            return bytes.fromhex(row[0])
+        return configured.encode() if configured else self._seal.derived_key('audit')
 
     def record_outcome(
         self,
@@ -56,7 +44,7 @@ class AuditOps(SQLBase):
         stamp = observed_at.isoformat() if observed_at else now_text()
         with self._write() as conn:
             self._conversation(conn, conversation_id, scope)
-            self._exec(
+            receipt = self._insert_id(
                 conn,
                 'INSERT INTO outcome_receipts (conversation_id, run_id, expected_effect, destination, idempotency_key, '
                 'observed_revision, evidence_ref, strength, observed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -72,6 +60,7 @@ class AuditOps(SQLBase):
                     stamp,
                 ),
             )
+            self._touch(conversation_id, ('receipt', receipt))
         return OutcomeReceipt(
             conversation_id,
             run_id,
@@ -111,12 +100,13 @@ class AuditOps(SQLBase):
         stamp = now_text()
         with self._write() as conn:
             self._conversation(conn, conversation_id, scope)
-            self._exec(
+            wait = self._insert_id(
                 conn,
                 'INSERT INTO wait_records (conversation_id, run_id, owner, decision, deadline, resume_token, created_at) '
                 'VALUES (?, ?, ?, ?, ?, ?, ?)',
                 (conversation_id, run_id, owner, decision, deadline.isoformat(), resume_token, stamp),
             )
+            self._touch(conversation_id, ('wait', wait))
         return WaitRecord(conversation_id, run_id, owner, decision, deadline, resume_token, parse_time(stamp))
 
     def resolve_wait(self, conversation_id: str, *, scope: str, resume_token: str) -> None:
@@ -127,6 +117,12 @@ class AuditOps(SQLBase):
                 'UPDATE wait_records SET resolved_at = ? WHERE conversation_id = ? AND resume_token = ?',
                 (now_text(), conversation_id, resume_token),
             )
+            rows = self._all(
+                conn,
+                'SELECT id FROM wait_records WHERE conversation_id = ? AND resume_token = ?',
+                (conversation_id, resume_token),
+            )
+            self._touch(conversation_id, *(('wait', r[0]) for r in rows))
 
     def waits(self, conversation_id: str, *, scope: str) -> list[WaitRecord]:
         with self._read() as conn:
@@ -178,3 +174,4 @@ class AuditOps(SQLBase):
                 'UPDATE conversations SET quarantine = ? WHERE id = ?',
                 (json.dumps(report) if report is not None else None, conversation_id),
             )
+            self._touch(conversation_id, ('head',))

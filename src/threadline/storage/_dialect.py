@@ -20,6 +20,9 @@ class Dialect(Protocol):
     """A SQL database as the SQL store sees it."""
 
     name: str
+    location: str | None
+    """Where the database is, as the tip book names it (None: it dies with the process)."""
+    writable: bool
 
     def write(self) -> AbstractContextManager[Any]:
         """A connection inside a write transaction: committed on success, rolled back on error."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -25,8 +26,10 @@ from ..messages import ModelMessage, ModelMessagesTypeAdapter
 from ..messages._codec import encoder
 from ._chain import extend_chain
 from ._file_records import BatchLine, Branch, ConvState, CreateLine, FileRecord, decode_line, file_key, replay
+from ._file_seal import seal_bytes
 from ._neutral import check_scope, check_writable, not_found, now_text, run_not_found
 from ._records import Provenance
+from ._seal import GENESIS_TAG, StoreSeal
 from ._text import title_of
 
 _encoder = msgspec.json.Encoder()
@@ -38,7 +41,7 @@ class FileBase:
     """A directory of conversation files: locking, appending lines, reading them back (a torn last
     line is ignored, and cut off by the next writer), and the lineage and write steps built on them."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], seal: StoreSeal | None = None) -> None:
         self.root = Path(directory)
         try:
             (self.root / 'conversations').mkdir(parents=True, exist_ok=True)
@@ -47,8 +50,13 @@ class FileBase:
             raise BackendError(f'cannot use {self.root} as a FileStore directory: {exc}') from None
         self._lock = threading.RLock()
         self._cache: dict[Path, _Cached] = {}
+        self._writing: dict[Path, str] = {}
         self.bytes_read = 0
         """Bytes read from conversation files so far (how tests show a write's reads do not grow)."""
+        self.seal = seal or StoreSeal.from_environment()
+        """The key and tip book that seal this store's writes."""
+        self._location = 'file:' + str(self.root.resolve())
+        self._adopt()
 
     def __repr__(self) -> str:
         return f'FileBackend({str(self.root)!r})'
@@ -65,14 +73,47 @@ class FileBase:
         path = self._path(conversation_id)
         with self._lock, open(path.with_suffix('.lock'), 'a') as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            outer = self._writing.get(path)
+            self._writing[path] = conversation_id
             try:
                 self._cut_torn_tail(path)  # every writer, whatever it writes, appends behind whole lines
                 yield path
             finally:
+                if outer is None:
+                    self._writing.pop(path, None)
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _append_lines(self, path: Path, records: list[FileRecord]) -> None:
+        """Append `records` and their seal in one write, fsync, then record the new tip."""
+        conversation_id = self._writing[path]  # set by `_locked`, which every writer holds
+        state = self._state(conversation_id)
         data = b''.join(_encoder.encode(r) + b'\n' for r in records)
+        if state is None:
+            create = records[0]
+            assert isinstance(create, CreateLine), 'a new conversation file starts with its create record'
+            sealed = seal_bytes(
+                self.seal,
+                data,
+                conversation_id=conversation_id,
+                scope=create.scope,
+                seq=0,
+                prev=GENESIS_TAG,
+                genesis=None,
+            )
+        else:
+            sealed = seal_bytes(
+                self.seal,
+                data,
+                conversation_id=conversation_id,
+                scope=state.scope,
+                seq=state.seals,
+                prev=state.seal_tag,
+                genesis=state.seal_genesis,
+            )
+        self._write_bytes(path, sealed.data)
+        self.seal.advance(self._location, conversation_id, sealed.tip)
+
+    def _write_bytes(self, path: Path, data: bytes) -> None:
         try:
             with open(path, 'ab') as handle:
                 handle.write(data)
@@ -80,6 +121,53 @@ class FileBase:
                 os.fsync(handle.fileno())
         except OSError as exc:
             raise BackendError(f'cannot write {path.name}: {exc}') from None
+
+    def _adopt(self) -> None:
+        """Seal, once, every conversation file written before seals existed (the re-chain
+        migration), and record that it did in `seals.json` beside the files and in the tip book.
+        A store the tip book already saw sealed is not adopted again."""
+        marker = self.root / 'seals.json'
+        if marker.exists():
+            return
+        seen = self.seal.tips.adoption(self._location) if self.seal.tips else None
+        adopted = 0
+        for path in sorted((self.root / 'conversations').glob('*.jsonl')) if seen is None else []:
+            adopted += self._adopt_file(path)
+        record = {'at': now_text(), 'key_id': self.seal.key_id, 'adopted': adopted, 'book_saw': seen}
+        tmp = marker.with_suffix(f'.{os.getpid()}.{threading.get_ident()}.tmp')
+        tmp.write_text(json.dumps(record))
+        with contextlib.suppress(FileExistsError):  # a concurrent opener recorded it first
+            os.link(tmp, marker)
+        tmp.unlink(missing_ok=True)
+        if seen is None and self.seal.tips and self.seal.key_id:
+            self.seal.tips.record_adoption(self._location, self.seal.key_id, adopted)
+
+    def _adopt_file(self, path: Path) -> int:
+        try:
+            first = decode_line(path.read_bytes().split(b'\n', 1)[0])
+        except (OSError, msgspec.DecodeError):
+            return 0  # not a conversation file this version can read: verify will say so
+        if not isinstance(first, CreateLine):
+            return 0
+        with self._locked(first.id) as locked:
+            state = self._state(first.id)
+            if state is None or state.seals:
+                return 0
+            data = locked.read_bytes()
+            sealed = seal_bytes(
+                self.seal,
+                b'',
+                conversation_id=first.id,
+                scope=state.scope,
+                seq=0,
+                prev=GENESIS_TAG,
+                genesis=None,
+                adopted=now_text(),
+                covers=data,
+            )
+            self._write_bytes(locked, sealed.data)
+            self.seal.advance(self._location, first.id, sealed.tip)
+        return 1
 
     def _read_lines(self, path: Path, conversation_id: str) -> list[FileRecord]:
         """Every complete record of a file (a torn last line from a crash was never acknowledged)."""

@@ -12,6 +12,7 @@ import msgspec
 
 from .._uuid import uuid7
 from ..exceptions import (
+    BackendError,
     UserError,
 )
 from ..messages import ModelMessage
@@ -32,6 +33,7 @@ from ._file_records import (
     result_line,
     to_effect,
 )
+from ._file_seal import check as check_seals
 from ._neutral import (
     check_append,
     check_messages,
@@ -54,6 +56,7 @@ from ._records import (
     ToolEffect,
 )
 from ._text import message_text
+from ._verify import report
 
 __all__ = ['FileLogOps']
 
@@ -330,24 +333,19 @@ class FileLogOps(FileBase):
         return hits[:limit]
 
     def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:
-        """Re-hash the stored JSON against every whole batch's link and the chain head."""
-        with self._lock:
+        """Re-hash the stored history against every whole batch's link and the chain head, then
+        walk the keyed seals over the conversation file's bytes and compare with its tip."""
+        with self._locked(conversation_id) as path:
             state = self._get(conversation_id, scope)
             rows = self._bodies(state)
             batches = self._lineage_batches(state)
-        recorded = {b.end: (b.start, b.link) for b in batches if b.complete}
-        link = GENESIS
-        for position, body in rows:
             try:
-                link = extend_chain(link, [body.encode()])
-            except msgspec.DecodeError:
-                return ChainCheck(False, position, state.chain_head, position, 'a stored message is not valid JSON')
-            batch = recorded.get(position + 1)
-            if batch is not None and batch[1] != link:
-                return ChainCheck(False, position + 1, state.chain_head, batch[0], 'a stored message changed')
-        if link != state.chain_head:
-            return ChainCheck(False, len(rows), state.chain_head, None, 'the chain head does not match')
-        return ChainCheck(True, len(rows), link)
+                data = path.read_bytes()
+            except OSError as exc:
+                raise BackendError(f'cannot read {path.name}: {exc}') from None
+        walk, problem = check_seals(self.seal, self._location, data, conversation_id, scope)
+        recorded = {b.end: (b.start, b.link) for b in batches if b.complete}
+        return report(rows, recorded, state.chain_head, walk, problem, self.seal.key_id)
 
     def raw_history(self, conversation_id: str, *, scope: str) -> bytes:
         state = self._get(conversation_id, scope)

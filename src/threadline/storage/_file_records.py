@@ -33,6 +33,7 @@ from ._records import (
     ToolEffect,
     WaitRecord,
 )
+from ._seal import GENESIS_TAG
 
 __all__ = [
     'REV',
@@ -51,6 +52,7 @@ __all__ = [
     'OutcomeLine',
     'QuarantineLine',
     'RevLine',
+    'SealLine',
     'RunLine',
     'SnapshotLine',
     'WaitLine',
@@ -216,6 +218,16 @@ class QuarantineLine(_Line, tag='quarantine'):
     report: dict[str, Any] | None
 
 
+class SealLine(_Line, tag='seal'):
+    """The keyed seal over the bytes of every line since the previous seal (see `_seal`)."""
+
+    seq: int
+    key: str
+    tag: str
+    adopted: str | None = None
+    """When a file written before seals existed was sealed as it stood (the re-chain migration)."""
+
+
 FileRecord = (
     CreateLine
     | BatchLine
@@ -233,6 +245,7 @@ FileRecord = (
     | WaitResolvedLine
     | AuditEventLine
     | QuarantineLine
+    | SealLine
 )
 _decoder = msgspec.json.Decoder(FileRecord)
 REV = RevLine()
@@ -297,6 +310,9 @@ class ConvState:
     resolved: dict[str, str] = field(default_factory=dict)
     audit_events: list[AuditEventLine] = field(default_factory=list)
     quarantine: dict[str, Any] | None = None
+    seals: int = 0
+    seal_tag: str = GENESIS_TAG
+    seal_genesis: str | None = None
 
     def seen(self, records: list[EventLine] | list[SnapshotLine], run_id: str, key: str | None) -> bool:
         """Whether a record with this run and idempotency key is stored already (a retried write)."""
@@ -340,6 +356,9 @@ class ConvState:
                 self.audit_events.append(record)
             case QuarantineLine(report=report):
                 self.quarantine = report
+            case SealLine(tag=tag):
+                self.seals, self.seal_tag = self.seals + 1, tag
+                self.seal_genesis = self.seal_genesis or tag
             case CreateLine():
                 raise msgspec.ValidationError('a second create record')
 

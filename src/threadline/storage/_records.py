@@ -137,13 +137,26 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class ChainCheck:
-    """The result of re-hashing a stored history against its chain."""
+    """The result of checking a stored conversation: its history re-hashed against the chain
+    (`first_bad_position` is the first message that fails), and the keyed seal over everything the
+    audit relies on (`record` names the first record or seal that fails).
+
+    `key_id` is the key that seals this conversation now (None: not sealed), `seals` how many seals
+    verified, and `tip` what the tip book outside the store says: 'current', 'behind' (the store
+    is ahead of it, which is fine), 'none', 'replaced' (created again since), 'truncated' or
+    'diverged'. `code` says what failed, for programs (see `storage._seal.Problem`).
+    """
 
     ok: bool
     checked: int
     chain_head: str | None
     first_bad_position: int | None = None
     reason: str | None = None
+    record: str | None = None
+    key_id: str | None = None
+    seals: int = 0
+    tip: str = 'none'
+    code: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ conversation's revision, and moves it on by one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,8 @@ from ._neutral import (
     shared_prefix,
 )
 from ._records import BatchInfo, Provenance
+from ._seal import StoreSeal
+from ._sql_seal import Ident, seal_touched
 from ._text import message_text, title_of
 
 __all__ = ['Conversation', 'SQLBase', 'Segment', 'token', 'usage_decoder']
@@ -80,9 +83,34 @@ class SQLBase:
     records, and the locked write steps (open, write a batch, finish) that keep revisions."""
 
     _dialect: Dialect
+    _seal: StoreSeal
+    _location: str | None
+    """Where this database is, for the tip book (None: it dies with the process)."""
+    _tx: threading.local
+    _sealed_schema: bool
+    """Whether the database has the seals table (a read-only database may predate it)."""
 
-    def _write(self) -> AbstractContextManager[Any]:
-        return self._dialect.write()
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """One write transaction. The records it touches are sealed before it commits, and the
+        new seal of each conversation is recorded in the tip book after it commits."""
+        touched: dict[str, list[Ident]] = {}
+        self._tx.touched = touched
+        try:
+            with self._dialect.write() as conn:
+                yield conn
+                tips = seal_touched(self, conn, self._seal, touched, getattr(self._tx, 'adopting', False))
+        finally:
+            self._tx.touched = None
+        for conversation_id, tip in tips:
+            if tip is None:
+                self._seal.forget(self._location, conversation_id)
+            else:
+                self._seal.advance(self._location, conversation_id, tip)
+
+    def _touch(self, conversation_id: str, *idents: Ident) -> None:
+        """Mark records of `conversation_id` as written by the current transaction (to be sealed)."""
+        self._tx.touched.setdefault(conversation_id, []).extend(idents)
 
     def _read(self) -> AbstractContextManager[Any]:
         return self._dialect.read()
@@ -191,12 +219,14 @@ class SQLBase:
 
     # -- writing -------------------------------------------------------------------------------
     def _new_branch(self, conn: Any, conversation_id: str, parent: int | None, fork_position: int) -> int:
-        return self._insert_id(
+        branch = self._insert_id(
             conn,
             'INSERT INTO branches (conversation_id, parent_branch, fork_position, length, created_at) '
             'VALUES (?, ?, ?, ?, ?)',
             (conversation_id, parent, fork_position, fork_position, now_text()),
         )
+        self._touch(conversation_id, ('branch', branch))
+        return branch
 
     def _create(self, conn: Any, conversation_id: str, scope: str) -> Conversation:
         if not isinstance(scope, str) or not scope:
@@ -212,6 +242,7 @@ class SQLBase:
             'VALUES (?, ?, ?, 0, ?, ?, ?, ?)',
             (conversation_id, scope, branch, stamp, stamp, '{}', GENESIS),
         )
+        self._touch(conversation_id, ('head',))
         return self._conversation(conn, conversation_id, scope)
 
     def _open_for_write(
@@ -294,6 +325,7 @@ class SQLBase:
             (conversation.id, branch, start, start + len(messages), provenance, run_id, prev_link, link, now_text()),
         )
         self._exec(conn, 'UPDATE branches SET length = ? WHERE id = ?', (start + len(messages), branch))
+        self._touch(conversation.id, ('batch', branch, start), ('branch', branch))
         return link
 
     def _finish_write(
@@ -325,6 +357,7 @@ class SQLBase:
                 conversation.id,
             ),
         )
+        self._touch(conversation.id, ('head',))
         return revision
 
     def _append_locked(

@@ -9,12 +9,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import msgspec
-
 from ..exceptions import ConversationNotFound, UserError
 from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, RunUsage
 from ..messages._codec import encoder
-from ._chain import GENESIS, extend_chain
 from ._contract import FinishedRun
 from ._neutral import (
     check_append,
@@ -36,7 +33,9 @@ from ._records import (
     StoredConversation,
 )
 from ._sql_base import Conversation, Segment, SQLBase, usage_decoder
+from ._sql_seal import check as check_seals
 from ._text import message_text
+from ._verify import report
 
 __all__ = ['LogOps']
 
@@ -49,6 +48,7 @@ _ERASED_WITH_CONVERSATION = (
     'outcome_receipts',
     'wait_records',
     'audit_events',
+    'seals',
 )
 
 
@@ -250,6 +250,7 @@ class LogOps(SQLBase):
                     self._link_at(conn, segments, position),
                 ),
             )
+            self._touch(fork_id, ('head',))
         return fork_id
 
     def delete(self, conversation_id: str, *, scope: str) -> None:
@@ -268,6 +269,7 @@ class LogOps(SQLBase):
             self._exec(conn, 'DELETE FROM batches WHERE conversation_id = ?', (conversation.id,))
             self._exec(conn, 'DELETE FROM branches WHERE conversation_id = ?', (conversation.id,))
             self._exec(conn, 'DELETE FROM conversations WHERE id = ?', (conversation.id,))
+            self._touch(conversation.id, ('head',))  # gone: its tip is forgotten after the commit
 
     def _materialize_children(self, conn: Any, own: builtins.list[int]) -> None:
         if not own:
@@ -315,7 +317,9 @@ class LogOps(SQLBase):
                         'prev_link, link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
                         (child_conversation, child, start, end, provenance, run_id, prev_link, link, created),
                     )
+                    self._touch(child_conversation, ('batch', child, start))
             self._exec(conn, 'UPDATE branches SET parent_branch = NULL, fork_position = 0 WHERE id = ?', (child,))
+            self._touch(child_conversation, ('branch', child))
 
     def prune(
         self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope
@@ -385,30 +389,16 @@ class LogOps(SQLBase):
         return str(row[0]) if row else ''
 
     def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:
-        """Re-hash the stored JSON of the whole history against its chain: every batch's recorded
-        link, then the conversation's chain head."""
+        """Re-hash the stored history against its chain (every whole batch's link, then the chain
+        head), then check the keyed seal over every record of the conversation and its tip."""
         with self._read() as conn:
             conversation = self._conversation(conn, conversation_id, scope)
             segments = self._lineage(conn, conversation.head_branch)
             rows = self._raw_messages(conn, segments, 0, conversation.length)
             batches = self._batches(conn, segments)
-        if [p for p, _ in rows] != list(range(conversation.length)):
-            return ChainCheck(False, len(rows), conversation.chain_head, reason='stored positions have gaps')
-        recorded = {b.end: (b.start, b.link) for b in batches}
-        link = GENESIS
-        for position, body in rows:
-            try:
-                link = extend_chain(link, [body.encode()])
-            except msgspec.DecodeError:
-                return ChainCheck(
-                    False, position, conversation.chain_head, position, 'a stored message is not valid JSON'
-                )
-            batch = recorded.get(position + 1)
-            if batch is not None and batch[1] != link:
-                return ChainCheck(False, position + 1, conversation.chain_head, batch[0], 'a stored message changed')
-        if link != conversation.chain_head:
-            return ChainCheck(False, len(rows), conversation.chain_head, None, 'the chain head does not match')
-        return ChainCheck(True, len(rows), link)
+            walk, problem = check_seals(self, conn, self._seal, self._location, conversation_id, scope)
+        recorded = {b.end: (b.start, b.link) for b in batches if b.complete}
+        return report(rows, recorded, conversation.chain_head, walk, problem, self._seal.key_id)
 
     def lineage(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[str, int, int]]:
         """Which conversation stored each stretch `[start, end)` of the history (a fork's shared

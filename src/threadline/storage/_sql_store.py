@@ -8,9 +8,15 @@ One class, no backend subclasses: what differs between databases lives in the `D
 
 from __future__ import annotations
 
+import json
+import threading
+
 from ._audit_sql import AuditOps
 from ._dialect import Dialect
+from ._neutral import now_text
+from ._seal import StoreSeal
 from ._sql_log import LogOps
+from ._sql_seal import all_idents
 from ._steps_sql import StepOps
 from ._validate import validated
 
@@ -21,8 +27,60 @@ __all__ = ['SQLStore']
 class SQLStore(LogOps, StepOps, AuditOps):
     """The synchronous store on a SQL database (what `SQLiteStore(...).sync` is)."""
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(self, dialect: Dialect, seal: StoreSeal | None = None) -> None:
         self._dialect = dialect
+        self._tx = threading.local()
+        self._location = dialect.location
+        if seal is None:
+            seal = (
+                StoreSeal.ephemeral()
+                if dialect.location is None
+                else StoreSeal.from_environment(create=dialect.writable)
+            )
+        self._seal = seal
+        self._sealed_schema = dialect.writable or 4 in dialect.migrations()
+        if dialect.writable:
+            self._adopt()
+
+    @property
+    def seal(self) -> StoreSeal:
+        """The key and tip book that seal this store's writes."""
+        return self._seal
+
+    def _adopt(self) -> None:
+        """Seal, once, every conversation written before this store had seals (the re-chain
+        migration), and record that it did in `threadline_meta` and in the tip book. A store the
+        tip book already saw sealed is not adopted again: records found without seals then stay
+        unsealed and fail `verify()`, instead of being blessed."""
+        with self._read() as conn:
+            if self._one(conn, "SELECT 1 FROM threadline_meta WHERE key = 'seals'") is not None:
+                return
+        seen = self._seal.tips.adoption(self._location) if self._seal.tips and self._location else None
+        adopted = 0
+        self._tx.adopting = seen is None
+        try:
+            with self._write() as conn:
+                self._dialect.lock_conversation(conn, 'threadline seal adoption')
+                if self._one(conn, "SELECT 1 FROM threadline_meta WHERE key = 'seals'") is not None:
+                    return
+                if seen is None:
+                    for (conversation_id,) in self._all(
+                        conn,
+                        'SELECT id FROM conversations c WHERE NOT EXISTS '
+                        '(SELECT 1 FROM seals s WHERE s.conversation_id = c.id) ORDER BY id',
+                    ):
+                        self._touch(conversation_id, *all_idents(self, conn, conversation_id))
+                        adopted += 1
+                record = {'at': now_text(), 'key_id': self._seal.key_id, 'adopted': adopted, 'book_saw': seen}
+                self._exec(
+                    conn,
+                    "INSERT INTO threadline_meta (key, value) VALUES ('seals', ?) ON CONFLICT DO NOTHING",
+                    (json.dumps(record),),
+                )
+        finally:
+            self._tx.adopting = False
+        if seen is None and self._seal.tips and self._location and self._seal.key_id:
+            self._seal.tips.record_adoption(self._location, self._seal.key_id, adopted)
 
     @property
     def dialect(self) -> Dialect:

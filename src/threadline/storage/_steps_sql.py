@@ -181,6 +181,7 @@ class StepOps(SQLBase):
                 effect.summary,
             ),
         )
+        self._touch(conversation_id, ('effect', effect.run_id, effect.tool_call_id))
 
     def tool_effects(self, run_id: str, *, scope: str) -> list[ToolEffect]:
         with self._read() as conn:

@@ -10,9 +10,7 @@ use SQLite or PostgreSQL past that). Good for greppable, diffable, rsync-able hi
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -56,6 +54,7 @@ from ._records import (
     WaitRecord,
     check_strength,
 )
+from ._seal import StoreSeal
 from ._validate import validated
 
 __all__ = ['FileBackend', 'FileStore']
@@ -153,19 +152,9 @@ class FileBackend(FileLogOps):
 
     # -- audit records ------------------------------------------------------------------------
     def audit_key(self) -> bytes:
+        """`THREADLINE_AUDIT_KEY`, else a key derived from the store key (kept outside the files)."""
         configured = os.environ.get('THREADLINE_AUDIT_KEY')
-        if configured:
-            return configured.encode()
-        path = self.root / 'audit.key'
-        with self._lock:
-            if not path.exists():
-                tmp = path.with_suffix(f'.{os.getpid()}.tmp')
-                tmp.write_text(secrets.token_hex(32))
-                os.chmod(tmp, 0o600)
-                with contextlib.suppress(FileExistsError):  # a concurrent creator's key wins, not both
-                    os.link(tmp, path)  # atomic create
-                tmp.unlink(missing_ok=True)
-            return bytes.fromhex(path.read_text().strip())
+        return configured.encode() if configured else self.seal.derived_key('audit')
 
     def _add(self, conversation_id: str, scope: str, record: FileRecord) -> None:
         with self._locked(conversation_id) as path:
@@ -276,10 +265,11 @@ class FileBackend(FileLogOps):
 
 class FileStore(AsyncStore[FileBackend]):
     """Conversations as append-only JSON-lines files under `directory`; `store.sync` is the same
-    store, synchronous."""
+    store, synchronous. `seal` is the key and tip book that seal its writes (default:
+    `StoreSeal.from_environment()`)."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        super().__init__(FileBackend(directory))
+    def __init__(self, directory: str | os.PathLike[str], *, seal: StoreSeal | None = None) -> None:
+        super().__init__(FileBackend(directory, seal))
         self.root = self.sync.root
 
     def __repr__(self) -> str:

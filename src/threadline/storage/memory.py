@@ -6,6 +6,7 @@ stores (revisions, forks, search) without touching the disk.
 
 from __future__ import annotations
 
+from ._seal import StoreSeal
 from .sqlite import SQLiteStore
 
 __all__ = ['MemoryStore']
@@ -15,7 +16,7 @@ class MemoryStore(SQLiteStore):
     """An in-process store with the full store behaviour and no persistence."""
 
     def __init__(self) -> None:
-        super().__init__(':memory:', synchronous='OFF')
+        super().__init__(':memory:', synchronous='OFF', seal=StoreSeal.ephemeral())
 
     def __repr__(self) -> str:
         return 'MemoryStore()'

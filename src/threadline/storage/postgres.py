@@ -21,6 +21,7 @@ from ._dialect import SearchRow
 from ._face import AsyncStore
 from ._neutral import now_text
 from ._schema import migrations
+from ._seal import StoreSeal
 from ._sql_store import SQLStore
 
 __all__ = ['PostgresDialect', 'PostgresStore']
@@ -44,7 +45,8 @@ class PostgresStore(AsyncStore[SQLStore]):
 
     Pass `url` (a `postgresql://` URL; the store owns a pool and closes it in `close()`), or a
     caller-owned `psycopg_pool.ConnectionPool` as `pool` (the store never closes it).
-    `store.sync` is the same store, synchronous.
+    `store.sync` is the same store, synchronous; `seal` is the key and tip book that seal its writes
+    (default: `StoreSeal.from_environment()`).
     """
 
     def __init__(
@@ -55,11 +57,12 @@ class PostgresStore(AsyncStore[SQLStore]):
         min_size: int = 1,
         max_size: int = 8,
         connect_timeout: float = 10.0,
+        seal: StoreSeal | None = None,
     ) -> None:
         self.dialect = PostgresDialect(
             url, pool=pool, min_size=min_size, max_size=max_size, connect_timeout=connect_timeout
         )
-        super().__init__(SQLStore(self.dialect))
+        super().__init__(SQLStore(self.dialect, seal))
 
     def __repr__(self) -> str:
         return 'PostgresStore()'
@@ -73,6 +76,7 @@ class PostgresDialect:
     """PostgreSQL through a psycopg pool: advisory locks, `tsvector` search."""
 
     name = 'postgres'
+    writable = True
 
     def __init__(
         self,
@@ -102,6 +106,11 @@ class PostgresDialect:
                     ) from None
             self._pool = pool
             self.migrate()
+            with pool.connection() as conn:
+                info = conn.info
+                schema = conn.execute('SELECT current_schema()').fetchone()
+                where = f'{info.host}:{info.port}/{info.dbname}?schema={schema[0] if schema else ""}'
+            self.location: str | None = 'postgresql://' + where
         except psycopg.Error as exc:
             raise BackendError(
                 f'cannot reach PostgreSQL ({_describe(exc)}); check the URL and that the server is up'

@@ -21,6 +21,7 @@ from ._dialect import SearchRow
 from ._face import AsyncStore
 from ._neutral import now_text
 from ._schema import migrations
+from ._seal import StoreSeal
 from ._sql_base import token
 from ._sql_store import SQLStore
 
@@ -33,7 +34,8 @@ class SQLiteStore(AsyncStore[SQLStore]):
     `synchronous='FULL'` (the default) makes each committed write survive power loss, not only a
     crash of the process; `'NORMAL'` trades that for speed. `store.sync` is the same store,
     synchronous. `read_only=True` opens an existing database for reading only (it is never created
-    or migrated, and a database in a read-only directory can still be read).
+    or migrated, and a database in a read-only directory can still be read). `seal` is the key and
+    tip book that seal its writes (default: `StoreSeal.from_environment()`; see `StoreSeal`).
     """
 
     def __init__(
@@ -43,10 +45,11 @@ class SQLiteStore(AsyncStore[SQLStore]):
         synchronous: str = 'FULL',
         busy_timeout: float = 30.0,
         read_only: bool = False,
+        seal: StoreSeal | None = None,
     ) -> None:
         self.dialect = SQLiteDialect(path, synchronous=synchronous, busy_timeout=busy_timeout, read_only=read_only)
         self.path = self.dialect.path
-        super().__init__(SQLStore(self.dialect))
+        super().__init__(SQLStore(self.dialect, seal))
 
     def __repr__(self) -> str:
         return f'SQLiteStore({self.path!r})'
@@ -70,6 +73,8 @@ class SQLiteDialect:
         read_only: bool = False,
     ) -> None:
         self.path = str(path)
+        self.location = None if self.path == ':memory:' else 'sqlite:' + str(Path(self.path).resolve())
+        self.writable = not read_only
         self._lock = threading.RLock()
         try:
             if read_only:

@@ -12,9 +12,9 @@ authority gate. See `_envelope.py` for the canonical form and exactly what is ac
 
 from __future__ import annotations
 
+from .._keys import Keyring, SigningKey
 from .._public import publish
 from ._envelope import REASONS, Envelope, Verification, history_digest, sign_history, verify_history
-from ._keys import Keyring, SigningKey
 
 __all__ = [
     'REASONS',

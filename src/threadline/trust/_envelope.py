@@ -30,6 +30,7 @@ from typing import Literal, get_args
 
 import msgspec
 
+from .._keys import Keyring, now_utc
 from ..exceptions import UserError
 from ..messages import (
     ModelMessage,
@@ -42,7 +43,6 @@ from ..messages import (
 )
 from ..messages._codec import encoder
 from ..storage._chain import canonical_json
-from ._keys import Keyring, now_utc
 
 __all__ = ['REASONS', 'Envelope', 'Verification', 'history_digest', 'sign_history', 'verify_history']
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from ..exceptions import UserError
+from .exceptions import UserError
 
 __all__ = ['Keyring', 'SigningKey', 'now_utc']
 
@@ -75,14 +76,15 @@ class Keyring:
         return cls((SigningKey(key_id, secret),), key_id)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Keyring:
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, variable: str = 'THREADLINE_TRUST_KEYS') -> Keyring:
+        """Keys from `<variable>_FILE` (a keys file) or `<variable>` (`id=hex[,id=hex...]`, the first active)."""
         env = os.environ if environ is None else environ
-        path = env.get('THREADLINE_TRUST_KEYS_FILE')
+        path = env.get(f'{variable}_FILE')
         if path:
             return cls.from_file(Path(path))
-        spec = env.get('THREADLINE_TRUST_KEYS')
+        spec = env.get(variable)
         if not spec:
-            raise UserError('no signing keys: set THREADLINE_TRUST_KEYS (id=hex,...) or THREADLINE_TRUST_KEYS_FILE')
+            raise UserError(f'no signing keys: set {variable} (id=hex,...) or {variable}_FILE')
         keys = []
         for item in spec.split(','):
             key_id, _, secret = item.strip().partition('=')
