@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests._hypothesis import examples
 from threadline.storage import FileStore, SQLiteStore, StoreSeal, SyncStore, ToolEffect
 from threadline.storage._chain import GENESIS, extend_chain
 from threadline.storage.testing import turn
@@ -471,3 +474,62 @@ def test_an_existing_store_is_sealed_once_and_records_it(tmp_path: Path, backend
     assert not again.verify(CID, scope=SCOPE).ok
     again.close()
     conn.close()
+
+
+# -- no false alarms --------------------------------------------------------------------------
+
+_OPS = st.lists(
+    st.sampled_from(
+        ['append', 'client', 'replace', 'fork', 'receipt', 'wait', 'resolve', 'effect', 'quarantine', 'delete']
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+@pytest.mark.parametrize('backend', ['sqlite', 'file'])
+@settings(max_examples=examples(150))
+@given(ops=_OPS)
+def test_every_honest_sequence_of_writes_verifies(backend: str, ops: list[str], tmp_path_factory: Any) -> None:
+    """Whatever the store API does (appends, rewrites, forks, deleting a fork's parent, receipts,
+    waits, ledger rows, quarantine), every conversation left verifies, with its tip current."""
+    root = tmp_path_factory.mktemp('honest')
+    seal = StoreSeal.in_directory(root / 'keys')
+    store: SyncStore = (
+        SQLiteStore(root / 's.db', seal=seal) if backend == 'sqlite' else FileStore(root / 'f', seal=seal)
+    ).sync
+    live = ['c0']
+    store.append('c0', turn(0, conversation_id='c0'), scope=SCOPE)
+    for step, op in enumerate(ops, start=1):
+        cid = live[step % len(live)]
+        if store.load(cid, scope=SCOPE).quarantined and op in ('append', 'client', 'replace'):
+            store.quarantine(cid, scope=SCOPE, report=None)
+        if op in ('append', 'client'):
+            provenance = 'client' if op == 'client' else 'server'
+            store.append(cid, turn(step, conversation_id=cid), scope=SCOPE, provenance=provenance)
+        elif op == 'replace':
+            stored = store.load(cid, scope=SCOPE)
+            rewritten = stored.messages[:4] + turn(step, conversation_id=cid)
+            store.replace(cid, rewritten, scope=SCOPE, expected_revision=stored.revision)
+        elif op == 'fork':
+            live.append(store.fork(cid, scope=SCOPE, at=4, new_id=f'f{step}'))
+        elif op == 'receipt':
+            store.record_outcome(cid, scope=SCOPE, run_id=None, expected_effect='x', strength='outcome')
+        elif op in ('wait', 'resolve'):
+            store.record_wait(
+                cid, scope=SCOPE, run_id=None, owner='o', decision='d', deadline=T, resume_token=f'r{step}'
+            )
+            if op == 'resolve':
+                store.resolve_wait(cid, scope=SCOPE, resume_token=f'r{step}')
+        elif op == 'effect':
+            effect = ToolEffect(f'run-e{step}', f'call-{step}', 'tool', 'completed', T)
+            store.record_tool_effect(effect, conversation_id=cid, scope=SCOPE)
+        elif op == 'quarantine':
+            store.quarantine(cid, scope=SCOPE, report={'verdict': 'x'})
+        elif op == 'delete' and len(live) > 1:
+            store.delete(cid, scope=SCOPE)
+            live.remove(cid)
+    for cid in live:
+        check = store.verify(cid, scope=SCOPE)
+        assert check.ok and check.tip == 'current', (ops, cid, check)
+    store.close()

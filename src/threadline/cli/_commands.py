@@ -111,16 +111,19 @@ def db_path(db: str | None, scope: str | None, debug: bool) -> None:
 @db.command('status')
 @shared_options
 def db_status(db: str | None, scope: str | None, debug: bool) -> None:
-    """Migrations, conversations and size."""
+    """Migrations, conversations, size, and the key that seals the store (where it is kept)."""
     state = state_for(db, scope, debug)
     store = state.reader
     rows = store.sync.list(state.scope, limit=1_000_000)
     size = Path(state.db).stat().st_size if Path(state.db).exists() else None
     migrations = store.migrations() if hasattr(store, 'migrations') else []
+    seal = store.sync.seal
+    key = f'{seal.key_id} ({seal.source})' if seal.key_id else f'none configured here ({seal.source})'
     click.echo(
         f'database: {state.db}\nmigrations: {migrations}\nscope {state.scope!r}: {len(rows)} conversations, '
         f'{sum(r.message_count for r in rows)} messages' + (f'\nsize: {size / 1e6:.2f} MB' if size else '')
     )
+    click.echo(f'store key: {key}')
 
 
 @db.command('backup')

@@ -266,6 +266,7 @@ class FileLogOps(FileBase):
             path.with_suffix('.lock').unlink(missing_ok=True)
             for run_id in state.runs:
                 (self.root / 'runs' / file_key(run_id)).unlink(missing_ok=True)
+            self.seal.forget(self._location, conversation_id)
 
     def _materialize(self, child: ConvState) -> None:
         """Copy the prefix a fork shares with a conversation about to be deleted into the fork."""
