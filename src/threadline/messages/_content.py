@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 from urllib.parse import urlparse
 
 from ._base import WireStruct
+from ._formats import Kind, file_format, kind_of
 
 __all__ = [
     'AudioUrl',
@@ -58,6 +59,8 @@ _EXTRA_MEDIA_TYPES = {
     '.mov': 'video/quicktime',
     '.webm': 'video/webm',
     '.mkv': 'video/x-matroska',
+    '.aiff': 'audio/aiff',
+    '.asciidoc': 'text/x-asciidoc',
     '.html': 'text/html',
     '.htm': 'text/html',
     '.xml': 'application/xml',
@@ -148,28 +151,32 @@ class FileUrl(_FileUrlFields, kw_only=True):
         return _guess_media_type(self.url)
 
     @property
-    def format(self) -> str | None:
-        """The file extension the media type implies (`png`, `pdf`, ...), or None."""
-        if not self.media_type:
-            return None
-        ext = mimetypes.guess_extension(self.media_type, strict=False)
-        return ext[1:] if ext else self.media_type.rpartition('/')[2] or None
+    def format(self) -> str:
+        """The format name models know this file by (`jpeg`, `mkv`, `pdf`); raises
+        `UnknownMediaType` (a ValueError and a KeyError) when its media type has none."""
+        return file_format(self._family if self._family else kind_of(self.media_type or ''), self.media_type)
+
+    _family: ClassVar[Kind | None] = None
 
 
 class ImageUrl(FileUrl, kw_only=True, tag='image-url'):
     kind: ClassVar[str] = 'image-url'
+    _family: ClassVar[Kind | None] = 'image'
 
 
 class AudioUrl(FileUrl, kw_only=True, tag='audio-url'):
     kind: ClassVar[str] = 'audio-url'
+    _family: ClassVar[Kind | None] = 'audio'
 
 
 class DocumentUrl(FileUrl, kw_only=True, tag='document-url'):
     kind: ClassVar[str] = 'document-url'
+    _family: ClassVar[Kind | None] = 'document'
 
 
 class VideoUrl(FileUrl, kw_only=True, tag='video-url'):
     kind: ClassVar[str] = 'video-url'
+    _family: ClassVar[Kind | None] = 'video'
 
     def _infer_media_type(self) -> str | None:
         if self.is_youtube:
@@ -230,6 +237,12 @@ class BinaryContent(_BinaryFields, kw_only=True, tag='binary'):
     @property
     def data_uri(self) -> str:
         return f'data:{self.media_type};base64,{self.base64}'
+
+    @property
+    def format(self) -> str:
+        """The format name models know this content by (`jpeg`, `mp3`, `pdf`); raises
+        `UnknownMediaType` when its media type has none for its kind."""
+        return file_format(kind_of(self.media_type), self.media_type)
 
 
 class _UploadedFileFields(WireStruct, tag_field='kind'):
