@@ -357,3 +357,61 @@ def test_a_data_url_gives_its_media_type_as_in_the_reference(url: str) -> None:
     from threadline.messages import DocumentUrl
 
     assert DocumentUrl(url).media_type == pydantic_ai.DocumentUrl(url).media_type
+
+
+def test_a_run_context_and_a_run_result_can_be_built_by_hand_for_a_test() -> None:
+    from threadline.agent import AgentRunResult
+    from threadline.usage import RunUsage
+
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    assert ctx.prompt is None and ctx.messages == [] and ctx.retry == 0
+    assert ctx.run_id and ctx.conversation_id  # deliberate: fresh ids where the reference leaves None
+    result = AgentRunResult('done')
+    assert result.output == 'done' and result.all_messages() == [] and result.new_messages() == []
+
+
+def _stored_model(result_type: Any) -> Any:
+    from pydantic import BaseModel
+
+    class Stored(BaseModel):
+        label: str
+        result: result_type
+
+    return Stored
+
+
+def test_a_stored_run_result_crosses_between_the_libraries_both_ways() -> None:
+    """Seed 003: put an AgentRunResult on your own pydantic model and serialize it."""
+    from pydantic_ai.agent import AgentRunResult as ReferenceResult
+    from pydantic_ai.models.test import TestModel as ReferenceTestModel
+
+    from threadline.agent import AgentRunResult
+
+    theirs = ReferenceAgent(ReferenceTestModel()).run_sync('hello')
+    ours = Agent(TestModel()).run_sync('hello')
+    TheirStored, OurStored = _stored_model(ReferenceResult[str]), _stored_model(AgentRunResult[str])
+    their_json = TheirStored(label='x', result=theirs).model_dump_json()
+    our_json = OurStored(label='x', result=ours).model_dump_json()
+    assert json.loads(our_json)['result'].keys() == json.loads(their_json)['result'].keys()
+
+    loaded = OurStored.model_validate_json(their_json).result
+    assert isinstance(loaded, AgentRunResult) and loaded.output == theirs.output
+    assert (loaded.run_id, loaded.conversation_id) == (theirs.run_id, theirs.conversation_id)
+    assert ModelMessagesTypeAdapter.dump_python(loaded.all_messages(), mode='json') == json.loads(
+        ReferenceTA.dump_json(theirs.all_messages())
+    )
+    assert loaded.usage.input_tokens == theirs.usage.input_tokens and loaded.usage.requests == theirs.usage.requests
+
+    back = TheirStored.model_validate_json(our_json).result
+    assert back.output == ours.output and back.conversation_id == ours.conversation_id
+    assert len(back.all_messages()) == len(ours.all_messages()) and back.usage.requests == ours.usage.requests
+    assert OurStored.model_validate_json(our_json).result.new_messages() == ours.new_messages()
+
+
+def test_saving_a_hand_built_result_without_ids_says_what_is_missing() -> None:
+    from threadline.agent import AgentRunResult
+    from threadline.exceptions import UserError
+    from threadline.storage import MemoryStore
+
+    with pytest.raises(UserError, match='no run_id'):
+        MemoryStore().sync.save(AgentRunResult('x'), scope='s', conversation_id='c')

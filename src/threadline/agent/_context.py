@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .._uuid import uuid7
 from ..messages import ModelMessage, RunUsage, UserContent
 from ..models import Model
 
@@ -29,10 +30,12 @@ class RunContext(Generic[AgentDepsT]):
     deps: AgentDepsT
     model: Model
     usage: RunUsage
-    prompt: str | Sequence[UserContent] | None
-    messages: list[ModelMessage]
-    run_id: str
-    conversation_id: str
+    prompt: str | Sequence[UserContent] | None = None
+    messages: list[ModelMessage] = field(default_factory=list)
+    run_id: str = field(default_factory=uuid7)
+    """A context built by hand (to test a tool) gets fresh ids, where the reference leaves None:
+    everything keyed on a run (capabilities, step persistence) can rely on one."""
+    conversation_id: str = field(default_factory=uuid7)
     agent: Agent[Any, Any] | None = None
     run_step: int = 0
     tool_call_id: str | None = None

@@ -38,6 +38,7 @@ from ._neutral import (
     check_append,
     check_messages,
     check_scope,
+    finished_ids,
     now_text,
     parse_time,
     safe_start,
@@ -92,25 +93,21 @@ class FileLogOps(FileBase):
         conversation_id: str | None = None,
         expected_revision: int | None = None,
     ) -> int:
-        conversation_id = conversation_id or result.conversation_id
+        run_id, conversation_id = finished_ids(result, conversation_id)
         new = list(result.new_messages())
         check_messages(new, 'result.new_messages()')
         with self._locked(conversation_id) as path:
             state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
-            self._claim_run(result.run_id, conversation_id)
-            stored = sum(
-                b.end - b.start for b in state.batches if b.run_id == result.run_id and b.branch in state.branches
-            )
-            run = state.runs.get(result.run_id)
+            self._claim_run(run_id, conversation_id)
+            stored = sum(b.end - b.start for b in state.batches if b.run_id == run_id and b.branch in state.branches)
+            run = state.runs.get(run_id)
             counted = run is not None and run.status == 'completed'
             fresh = new[stored:]
             if not fresh and counted:
                 return state.revision
             if fresh:
                 records.append(
-                    self._batch(
-                        state, state.head, self._length(state), fresh, 'server', result.run_id, state.chain_head
-                    )
+                    self._batch(state, state.head, self._length(state), fresh, 'server', run_id, state.chain_head)
                 )
             records.append(result_line(result, add_usage=not counted))
             self._append_lines(path, [*records, REV])

@@ -15,6 +15,7 @@ from ._chain import canonical_json
 from ._records import StepWrite
 
 __all__ = [
+    'finished_ids',
     'check_append',
     'check_messages',
     'check_scope',
@@ -84,6 +85,15 @@ def shared_prefix(old: Sequence[str], new: Sequence[bytes]) -> int:
             break
         shared += 1
     return shared
+
+
+def finished_ids(result: Any, conversation_id: str | None) -> tuple[str, str]:
+    """(run id, conversation id) of a result being saved; a hand-built result without them is refused."""
+    conversation_id = conversation_id or result.conversation_id
+    if not result.run_id or not conversation_id:
+        missing = 'run_id' if not result.run_id else 'conversation_id'
+        raise UserError(f'save(): the result has no {missing}; save a result a run returned, or pass conversation_id=')
+    return str(result.run_id), str(conversation_id)
 
 
 def check_scope(scope: object) -> str:

@@ -17,6 +17,7 @@ from ._neutral import (
     check_append,
     check_messages,
     check_scope,
+    finished_ids,
     now_text,
     parse_time,
     safe_start,
@@ -80,15 +81,15 @@ class LogOps(SQLBase):
         expected_revision: int | None = None,
     ) -> int:
         """Append a run's new messages (those not stored yet) and record the run; returns the revision."""
-        conversation_id = conversation_id or result.conversation_id
+        run_id, conversation_id = finished_ids(result, conversation_id)
         new = list(result.new_messages())
         check_messages(new, 'result.new_messages()')
         with self._write() as conn:
             conversation = self._open_for_write(conn, conversation_id, scope, expected_revision, create=True)
-            self._claim_run(conn, result.run_id, conversation_id)
-            stored = self._stored_for_run(conn, conversation, result.run_id)
+            self._claim_run(conn, run_id, conversation_id)
+            stored = self._stored_for_run(conn, conversation, run_id)
             fresh = new[stored:]
-            known = self._one(conn, 'SELECT status FROM runs WHERE run_id = ?', (result.run_id,))
+            known = self._one(conn, 'SELECT status FROM runs WHERE run_id = ?', (run_id,))
             counted = known is not None and known[0] == 'completed'
             if not fresh and counted:
                 return conversation.revision  # saved before (or by StepPersistence): nothing to add
@@ -98,7 +99,7 @@ class LogOps(SQLBase):
                 conversation,
                 fresh,
                 'server',
-                result.run_id,
+                run_id,
                 usage_delta=None if counted else result.run_usage,
                 runs=0 if counted else 1,
             )
