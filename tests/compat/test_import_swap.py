@@ -415,3 +415,52 @@ def test_saving_a_hand_built_result_without_ids_says_what_is_missing() -> None:
 
     with pytest.raises(UserError, match='no run_id'):
         MemoryStore().sync.save(AgentRunResult('x'), scope='s', conversation_id='c')
+
+
+def _prompt_seen_on_resume(agent_class: Any, model: Any, request: Any, prompt_part: Any, context: Any) -> list[Any]:
+    seen: list[Any] = []
+    agent = agent_class(model)
+
+    def probe(ctx: Any) -> str:
+        seen.append(ctx.prompt)
+        return 'ok'
+
+    probe.__annotations__['ctx'] = context[None]  # each library wants its own RunContext here
+    agent.tool(probe)
+
+    agent.run_sync(message_history=[request(parts=[prompt_part('resume me')])])
+    return seen
+
+
+def test_ctx_prompt_when_resuming_from_a_request_matches_the_reference() -> None:
+    from pydantic_ai.messages import ModelRequest as RefRequest
+    from pydantic_ai.messages import UserPromptPart as RefPrompt
+    from pydantic_ai.models.test import TestModel as RefTestModel
+
+    from threadline.messages import ModelRequest, UserPromptPart
+
+    theirs = _prompt_seen_on_resume(ReferenceAgent, RefTestModel(), RefRequest, RefPrompt, ReferenceContext)
+    ours = _prompt_seen_on_resume(Agent, TestModel(), ModelRequest, UserPromptPart, RunContext)
+    assert ours == theirs == ['resume me']
+
+
+def test_agent_run_ctx_state_holds_the_history_ids_step_and_usage() -> None:
+    import asyncio
+
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    def lookup() -> str:
+        return 'found'
+
+    async def main() -> None:
+        async with agent.iter('hello') as run:
+            async for _ in run:
+                pass
+            state = run.ctx.state
+            assert state.message_history == run.all_messages() and len(state.message_history) == 4
+            assert (state.run_id, state.conversation_id) == (run.run_id, run.conversation_id)
+            assert state.run_step == 2 and state.usage.requests == 2 and state.usage.tool_calls == 1
+            assert run.ctx.messages is state.message_history  # RunContext attributes still read through
+
+    asyncio.run(main())

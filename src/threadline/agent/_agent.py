@@ -21,6 +21,7 @@ from ..messages import (
     RunUsage,
     SystemPromptPart,
     UserContent,
+    UserPromptPart,
 )
 from ..models import Model, ModelSettings, infer_model
 from ._capability import AbstractCapability, CapabilityChain
@@ -335,7 +336,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             deps=deps,
             model=resolved_model,
             usage=usage if usage is not None else RunUsage(),
-            prompt=user_prompt,
+            prompt=user_prompt if user_prompt is not None else _resumed_prompt(history),
             messages=history,
             run_id=run_id,
             conversation_id=conversation_id,
@@ -461,3 +462,12 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
     return loop
+
+
+def _resumed_prompt(history: list[ModelMessage]) -> Any:
+    """The prompt of a run resumed from a history that ends in a request: its last user prompt."""
+    if history and isinstance(history[-1], ModelRequest):
+        for part in reversed(history[-1].parts):
+            if isinstance(part, UserPromptPart):
+                return part.content
+    return None

@@ -26,8 +26,11 @@ class AgentRun(Generic[OutputDataT]):
         self._result: AgentRunResult[OutputDataT] | None = None
 
     @property
-    def ctx(self) -> Any:
-        return self._state.ctx
+    def ctx(self) -> RunGraphContext:
+        """The run's context: `ctx.state` holds its message history, ids, step and usage (as the
+        reference's graph state does); every `RunContext` attribute reads through (`ctx.deps`,
+        `ctx.messages`, ...)."""
+        return RunGraphContext(self._state)
 
     @property
     def run_id(self) -> str:
@@ -143,3 +146,52 @@ def _redirect(request: Any) -> NodeResult:
 
     assert isinstance(request, ModelRequest)
     return ModelRequestNode(request)
+
+
+class RunGraphState:
+    """A live view of a run's state, named as the reference's `GraphAgentState` names it."""
+
+    __slots__ = ('_state',)
+
+    def __init__(self, state: RunState) -> None:
+        self._state = state
+
+    @property
+    def message_history(self) -> list[Any]:
+        return self._state.history
+
+    @property
+    def usage(self) -> Any:
+        return self._state.run_usage
+
+    @property
+    def run_step(self) -> int:
+        return self._state.ctx.run_step
+
+    @property
+    def run_id(self) -> str:
+        return self._state.ctx.run_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self._state.ctx.conversation_id
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self._state.ctx.metadata
+
+
+class RunGraphContext:
+    """`agent_run.ctx`: the graph state view as `state`, and the run's `RunContext` behind it."""
+
+    __slots__ = ('_state',)
+
+    def __init__(self, state: RunState) -> None:
+        self._state = state
+
+    @property
+    def state(self) -> RunGraphState:
+        return RunGraphState(self._state)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state.ctx, name)
