@@ -196,8 +196,6 @@ class ToolStep:
         except ToolArgsError as exc:
             return self._retry(call, exc.errors, 'validation_error', limit)
         tool_def = tool.tool_def
-        for usage in (state.ctx.usage, state.run_usage):
-            usage.tool_calls += 1
         outcome = 'success'
         try:
             args = await state.capabilities.before_tool_execute(tool_ctx, call, tool_def, args)
@@ -215,6 +213,8 @@ class ToolStep:
             except ModelRetry as retry:
                 return self._retry(call, retry.message, 'model_retry', limit)
             outcome = 'failed'
+        for usage in (state.ctx.usage, state.run_usage):
+            usage.tool_calls += 1  # as in the reference: a call counts once it ran, not when it asked for a retry
         if outcome == 'success':
             state.ctx.retries.pop(call.tool_name, None)  # a success ends the tool's run of retries
         if isinstance(result, ToolReturnPart):

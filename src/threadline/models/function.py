@@ -13,9 +13,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import ModelMessage, ModelResponse
+from ..messages import ModelMessage, ModelResponse, RequestUsage
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._estimate import estimate_usage
+from ._estimate import estimate_tokens, estimate_usage
 from ._stream import StreamedResponse
 
 __all__ = ['AgentInfo', 'DeltaThinkingPart', 'DeltaToolCall', 'FunctionDef', 'FunctionModel', 'StreamFunctionDef']
@@ -109,7 +109,7 @@ class FunctionModel(Model):
             raise TypeError(f'FunctionModel function must return a ModelResponse, got {type(response).__name__}')
         response.model_name = self._model_name
         if not response.usage.has_values():
-            response.usage = estimate_usage(messages, response)
+            response.usage = estimate_usage([*messages, response])
         return response
 
     @asynccontextmanager
@@ -134,22 +134,27 @@ class _FunctionStream(StreamedResponse):
     def __init__(self, model: FunctionModel, source: AsyncIterator[Any], messages: Sequence[ModelMessage]) -> None:
         super().__init__(model.model_name, None)
         self._source = source
-        self._messages = messages
+        # As in the reference: a stream function's usage is the overhead alone, plus each chunk.
+        self.usage = estimate_usage([])
+
+    def _count(self, text: str | None) -> None:
+        self.usage = self.usage + RequestUsage(output_tokens=estimate_tokens(text))
 
     async def _events(self) -> AsyncIterator[Any]:
         async for item in self._source:
             if isinstance(item, str):
+                self._count(item)
                 yield self.parts.text('text', item)
                 continue
             for key, delta in item.items():
                 if isinstance(delta, DeltaToolCall):
+                    self._count(delta.json_args)
                     yield self.parts.tool_call(key, delta.name, delta.json_args, delta.tool_call_id)
                 elif isinstance(delta, DeltaThinkingPart):
+                    self._count(delta.content)
                     yield self.parts.thinking(key, delta.content, delta.signature)
                 else:
                     yield self.parts.whole(key, delta)
-        if not self.usage.has_values():
-            self.usage = estimate_usage(self._messages, ModelResponse(parts=list(self.parts.parts)))
 
 
 def _agent_info(settings: ModelSettings | None, params: ModelRequestParameters) -> AgentInfo:

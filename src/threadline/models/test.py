@@ -22,9 +22,17 @@ from typing import Any, Literal
 import msgspec
 
 from ..exceptions import UserError
-from ..messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from ..messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RequestUsage,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from ._base import Model, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._estimate import estimate_usage
+from ._estimate import estimate_tokens, estimate_usage
 from ._stream import StreamedResponse
 
 __all__ = ['TestModel']
@@ -67,7 +75,7 @@ class TestModel(Model):
     ) -> ModelResponse:
         self.last_model_request_parameters = model_request_parameters
         response = self._respond(messages, model_request_parameters)
-        response.usage = estimate_usage(messages, response)
+        response.usage = estimate_usage([*messages, response])
         return response
 
     @asynccontextmanager
@@ -77,9 +85,11 @@ class TestModel(Model):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> AsyncIterator[Any]:
-        """Streams text word by word (a single long word in two halves); calls arrive whole."""
-        response = await self.request(messages, model_settings, model_request_parameters)
-        yield _WordStream(response)
+        """Streams text word by word (a single long word in two halves); calls arrive whole. Usage
+        starts from the estimate of `messages` and grows with each word."""
+        self.last_model_request_parameters = model_request_parameters
+        response = self._respond(messages, model_request_parameters)
+        yield _WordStream(response, estimate_usage(messages))
 
     def _respond(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> ModelResponse:
         tools = self._tools_to_call(params)
@@ -183,15 +193,16 @@ def _generate(schema: dict[str, Any], seed: int, defs: dict[str, Any]) -> Any:
 
 
 class _WordStream(StreamedResponse):
-    def __init__(self, response: ModelResponse) -> None:
+    def __init__(self, response: ModelResponse, usage: RequestUsage) -> None:
         super().__init__(response.model_name or 'test', response.provider_name)
         self._response = response
-        self.usage = response.usage
+        self.usage = usage
 
     async def _events(self) -> AsyncIterator[Any]:
         for index, part in enumerate(self._response.parts):
             if isinstance(part, TextPart):
                 for chunk in _chunks(part.content):
+                    self.usage = self.usage + RequestUsage(output_tokens=estimate_tokens(chunk))
                     yield self.parts.text(index, chunk)
             else:
                 yield self.parts.whole(index, part)
