@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from threadline import Agent, ModelRequest, ModelResponse, TextPart, UserError
+from threadline import Agent, ModelRequest, ModelResponse, TextPart
+from threadline.messages import ToolCallPart, ToolReturnPart
 from threadline.messages._events import (
     AgentRunResultEvent,
     FinalResultEvent,
@@ -58,8 +59,9 @@ async def test_output_response_and_get_output() -> None:
         assert snapshots[-1].parts == [TextPart(JOKE)]
     async with joke_agent().run_stream('x') as result:
         assert await result.get_output() == JOKE
-        with pytest.raises(UserError, match='already read'):
-            await result.get_output()
+        assert await result.get_output() == JOKE  # read to its end: the result stays available
+    async with joke_agent().run_stream('x') as result:
+        assert [o async for o in result.stream_output()][-1] == await result.get_output() == JOKE
 
 
 async def test_unread_stream_is_left_out_and_cancel_is_interrupted() -> None:
@@ -174,3 +176,34 @@ async def test_cancelling_at_any_point_leaves_a_loadable_repairable_history(stop
     assert ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(history)) == history
     assert not pairing_report(repair_messages(history)).open_calls
     assert (await agent.run('again', message_history=history)).output == JOKE
+
+
+async def test_a_call_cut_off_by_a_cancelled_stream_is_never_executed_on_the_next_run() -> None:
+    """Document 001: a final response marked interrupted has calls that will never be executed;
+    resuming closes them as interrupted (the reference 2.62 executes them)."""
+    import asyncio
+
+    charged: list[int] = []
+
+    async def stream(messages: list[Any], info: Any) -> Any:
+        yield 'Let me charge that. '
+        yield {0: DeltaToolCall(name='charge', json_args='{"amount": 100}', tool_call_id='call-1')}
+        await asyncio.sleep(0.05)
+        yield 'done'
+
+    def charge(amount: int) -> str:
+        charged.append(amount)
+        return 'charged'
+
+    agent = Agent(FunctionModel(stream_function=stream), tools=[charge])
+    async with agent.run_stream('pay') as result:
+        async for response in result.stream_response():
+            if any(isinstance(p, ToolCallPart) for p in response.parts):
+                await result.cancel()
+                break
+    history = result.all_messages()
+    assert history[-1].state == 'interrupted' and isinstance(history[-1].parts[-1], ToolCallPart)
+    for prompt in (None, 'go on'):
+        resumed = await Agent(TestModel(call_tools=[]), tools=[charge]).run(prompt, message_history=history)
+        returns = [p for m in resumed.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+        assert charged == [] and [r.outcome for r in returns] == ['interrupted']

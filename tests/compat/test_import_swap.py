@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from typing import Any
 
 import pydantic_ai
@@ -464,3 +465,38 @@ def test_agent_run_ctx_state_holds_the_history_ids_step_and_usage() -> None:
             assert run.ctx.messages is state.message_history  # RunContext attributes still read through
 
     asyncio.run(main())
+
+
+def _stream_probe(agent_class: Any, model: Any, limits: Any) -> tuple[Any, ...]:
+    import asyncio
+
+    agent = agent_class(model)
+
+    async def read_then_get() -> tuple[Any, Any]:
+        async with agent.run_stream('hi') as result:
+            streamed = [o async for o in result.stream_output()]
+            return streamed[-1], await result.get_output()
+
+    async def limited() -> str:
+        try:
+            async with agent.run_stream('hi', usage_limits=limits) as result:
+                [t async for t in result.stream_text(delta=True)]
+        except Exception as exc:  # noqa: BLE001 - the exception is what is compared
+            found = re.search(r'output_tokens=\d+', str(exc))
+            return f'{type(exc).__name__}: {found.group() if found else exc}'
+        return 'not stopped'
+
+    return asyncio.run(read_then_get()), asyncio.run(limited())
+
+
+def test_stream_output_then_get_output_and_a_mid_stream_limit_match_the_reference() -> None:
+    from pydantic_ai import UsageLimits as RefLimits
+    from pydantic_ai.models.test import TestModel as RefTestModel
+
+    from threadline import UsageLimits
+
+    text = 'one two three four five six seven'
+    theirs = _stream_probe(ReferenceAgent, RefTestModel(custom_output_text=text), RefLimits(output_tokens_limit=2))
+    ours = _stream_probe(Agent, TestModel(custom_output_text=text), UsageLimits(output_tokens_limit=2))
+    assert ours == theirs
+    assert ours[1].startswith('UsageLimitExceeded') and 'output_tokens=3' in ours[1]  # stopped mid-stream

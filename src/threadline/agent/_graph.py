@@ -61,18 +61,18 @@ def _last_response_index(history: list[Any]) -> int | None:
     return None
 
 
-def _clean_history_at_start(state: RunState, *, prompted: bool) -> None:
+def _clean_history_at_start(state: RunState) -> None:
     """Repair the given history once, in place of the run's copy (so stored history may show merged
     messages). The last response's calls are left alone (the live frontier) unless the history is
-    evidently interrupted: a trailing request marked interrupted, or a new prompt on top of a
-    response marked interrupted."""
+    evidently interrupted: a trailing request marked interrupted, or a last response marked
+    interrupted (a cancelled stream), whose calls are then closed as interrupted and never
+    executed, with or without a new prompt (document 001; the reference executes them)."""
     history = state.history
     if not history:
         return
     last = history[-1]
     interrupted = (isinstance(last, ModelRequest) and last.state == 'interrupted') or (
-        prompted
-        and isinstance(last, ModelResponse)
+        isinstance(last, ModelResponse)
         and last.state == 'interrupted'
         and any(isinstance(p, ToolCallPart) for p in last.parts)
     )
@@ -111,7 +111,7 @@ class UserPromptNode:
     user_prompt: Any = None
 
     async def run(self, state: RunState) -> ModelRequestNode | CallToolsNode | End[FinalResult[Any]]:
-        _clean_history_at_start(state, prompted=self.user_prompt is not None)
+        _clean_history_at_start(state)
         await _refresh_dynamic_system_prompts(state)
         history = state.history
         state.new_message_index = len(history)
@@ -209,6 +209,8 @@ class ModelRequestNode:
             prepared, request_context.model_settings, request_context.model_request_parameters
         ) as streamed:
             self._streamed = streamed
+            if state.limits.has_token_limits():
+                streamed.watch = lambda so_far: state.limits.check_tokens(state.ctx.usage + so_far)
             yield streamed
         if self._outcome == 'abandoned':
             return

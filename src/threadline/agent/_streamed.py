@@ -87,7 +87,9 @@ class StreamedRunResult(Generic[OutputDataT]):
     # -- reading ----------------------------------------------------------------------------------
     async def _events(self) -> AsyncIterator[Any]:
         if self._consumed:
-            raise UserError('this stream was already read; a StreamedRunResult can be read once')
+            if self.is_complete:
+                return  # read to its end already: get_output() after stream_output() has the result
+            raise UserError('this stream is being read; a StreamedRunResult is read by one reader at a time')
         self._consumed = True
         if self._node is None:
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -99,6 +99,9 @@ class StreamedResponse:
         self.finish_reason: Any = None
         self.provider_response_id: str | None = None
         self.complete = False
+        self.watch: Callable[[RequestUsage], None] | None = None
+        """Called with the usage so far after each event (the run checks its token limits here,
+        so a limit stops a stream in the middle, not after it)."""
 
     async def _events(self) -> AsyncIterator[Any]:  # pragma: no cover - provided by subclasses
         raise NotImplementedError
@@ -106,6 +109,8 @@ class StreamedResponse:
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         async for event in self._events():
+            if self.watch is not None:
+                self.watch(self.usage)
             yield event
         self.complete = True
         for event in self.parts.end_events():
