@@ -144,6 +144,7 @@ SURFACE: dict[str, set[str]] = {
         'DeferredToolResults',
         'End',
         'EventStream',
+        'EventStreamHandler',
         'FinalResult',
         'ModelRequestNode',
         'NodeResult',

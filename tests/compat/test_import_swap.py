@@ -500,3 +500,38 @@ def test_stream_output_then_get_output_and_a_mid_stream_limit_match_the_referenc
     ours = _stream_probe(Agent, TestModel(custom_output_text=text), UsageLimits(output_tokens_limit=2))
     assert ours == theirs
     assert ours[1].startswith('UsageLimitExceeded') and 'output_tokens=3' in ours[1]  # stopped mid-stream
+
+
+def _handled_events(agent_class: Any, model: Any, tool_options: dict[str, Any]) -> tuple[Any, ...]:
+    calls: list[tuple[int, list[str]]] = []
+
+    async def handler(ctx: Any, events: Any) -> None:
+        calls.append((ctx.run_step, [type(e).__name__ async for e in events]))
+
+    agent = agent_class(model, **tool_options)
+
+    def lookup(n: int) -> str:
+        return f'found {n}'
+
+    agent.tool_plain(lookup)
+    result = agent.run_sync('find it', event_stream_handler=handler)
+    return result.output, len(result.all_messages()), calls
+
+
+def test_event_stream_handler_gets_each_step_s_events_as_in_the_reference() -> None:
+    from pydantic_ai.models.test import TestModel as RefTestModel
+
+    theirs = _handled_events(ReferenceAgent, RefTestModel(), {})
+    ours = _handled_events(Agent, TestModel(), {})
+    assert ours == theirs
+    assert [kinds for _, kinds in ours[2]][1] == ['FunctionToolCallEvent', 'FunctionToolResultEvent']
+
+
+def test_a_handler_that_reads_nothing_leaves_the_run_unchanged() -> None:
+    async def ignore(ctx: Any, events: Any) -> None:
+        return None
+
+    agent = Agent(TestModel(custom_output_text='same answer'))
+    plain = agent.run_sync('q')
+    handled = agent.run_sync('q', event_stream_handler=ignore)
+    assert handled.output == plain.output and len(handled.all_messages()) == len(plain.all_messages())

@@ -6,6 +6,7 @@ from .._public import publish
 from ._agent import Agent, RunOptions
 from ._capture import capture_run_messages
 from ._context import RunContext
+from ._event_handler import EventStreamHandler
 from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
 from ._limits import UsageLimits
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
@@ -25,6 +26,7 @@ __all__ = [
     'DeferredToolResults',
     'End',
     'EventStream',
+    'EventStreamHandler',
     'FinalResult',
     'ModelRequestNode',
     'NodeResult',

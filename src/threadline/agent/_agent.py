@@ -27,6 +27,7 @@ from ..models import Model, ModelSettings, infer_model
 from ._capability import AbstractCapability, CapabilityChain
 from ._capture import captured_messages
 from ._context import AgentDepsT, RunContext
+from ._event_handler import EventStreamHandler, drive_with_handler
 from ._graph import UserPromptNode
 from ._limits import UsageLimits
 from ._output import DeferredToolResults, OutputSpec
@@ -65,6 +66,12 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     run_id: str | None
     conversation_id: str | None
     capabilities: Sequence[AbstractCapability[Any]]
+
+
+class RunSyncOptions(RunOptions[AgentDepsT], total=False):
+    """`RunOptions` plus what only a run driven to its end takes."""
+
+    event_stream_handler: EventStreamHandler | None
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -378,8 +385,10 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         capabilities: Sequence[AbstractCapability[Any]] = (),
+        event_stream_handler: EventStreamHandler | None = None,
     ) -> AgentRunResult[OutputDataT]:
-        """Run the agent to the end and return its result."""
+        """Run the agent to the end and return its result. `event_stream_handler` is awaited with
+        each step's events as they happen (see `threadline.agent._event_handler` for the rules)."""
         async with self.iter(
             user_prompt,
             message_history=message_history,
@@ -394,8 +403,11 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             conversation_id=conversation_id,
             capabilities=capabilities,
         ) as agent_run:
-            async for _ in agent_run:
-                pass
+            if event_stream_handler is not None:
+                await drive_with_handler(agent_run, event_stream_handler)
+            else:
+                async for _ in agent_run:
+                    pass
         assert agent_run.result is not None
         return agent_run.result
 
@@ -438,7 +450,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def run_sync(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
-        **kwargs: Unpack[RunOptions[AgentDepsT]],
+        **kwargs: Unpack[RunSyncOptions[AgentDepsT]],
     ) -> AgentRunResult[OutputDataT]:
         """`run` for synchronous code; not callable from inside a running event loop. It runs on the
         thread's event loop (made if there is none) and leaves it in place, as pydantic-ai does, so

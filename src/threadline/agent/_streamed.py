@@ -110,7 +110,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         last = time.monotonic()
         async for event in self._events():
             piece = _text_of(event)
-            if piece is None:
+            if not piece:
                 continue
             text += piece
             pending += piece
@@ -234,13 +234,9 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
 
 async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
     """Every event of `agent_run`, node by node (see `Agent.run_stream_events`)."""
-    from ..messages import ToolCallPart
-    from ..messages._events import FinalResultEvent
-
     state = agent_run._state
     pending: list[Any] = []
     state.events = pending
-    output_tools = {t.name for t in state.output.output_tools}
     node = agent_run.next_node
     while not isinstance(node, End):
         if not isinstance(node, ModelRequestNode):
@@ -255,17 +251,8 @@ async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEv
                 for event in pending:
                     yield event
                 pending.clear()
-                final_sent = False
-                async for event in streamed:
+                async for event in model_events(state, streamed):
                     yield event
-                    if not final_sent and isinstance(event, PartStartEvent):
-                        part = event.part
-                        if isinstance(part, ToolCallPart) and part.tool_name in output_tools:
-                            final_sent = True
-                            yield FinalResultEvent(part.tool_name, part.tool_call_id)
-                        elif isinstance(part, TextPart) and state.output.allow_text:
-                            final_sent = True
-                            yield FinalResultEvent(None, None)
                 finished = True
             finally:
                 if not finished:
@@ -278,6 +265,26 @@ async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEv
             yield event
         pending.clear()
     yield AgentRunResultEvent(agent_run.result)
+
+
+async def model_events(state: Any, streamed: Any) -> AsyncIterator[Any]:
+    """A model response's stream events, with a `FinalResultEvent` after the first part that can
+    be the output (text when text is allowed, or a call to an output tool)."""
+    from ..messages import ToolCallPart
+    from ..messages._events import FinalResultEvent
+
+    output_tools = {t.name for t in state.output.output_tools}
+    final_sent = False
+    async for event in streamed:
+        yield event
+        if not final_sent and isinstance(event, PartStartEvent):
+            part = event.part
+            if isinstance(part, ToolCallPart) and part.tool_name in output_tools:
+                final_sent = True
+                yield FinalResultEvent(part.tool_name, part.tool_call_id)
+            elif isinstance(part, TextPart) and state.output.allow_text:
+                final_sent = True
+                yield FinalResultEvent(None, None)
 
 
 E = TypeVar('E')

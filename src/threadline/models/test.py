@@ -201,6 +201,7 @@ class _WordStream(StreamedResponse):
     async def _events(self) -> AsyncIterator[Any]:
         for index, part in enumerate(self._response.parts):
             if isinstance(part, TextPart):
+                yield self.parts.text(index, '')  # as the reference: the part starts empty, words follow
                 for chunk in _chunks(part.content):
                     self.usage = self.usage + RequestUsage(output_tokens=estimate_tokens(chunk))
                     yield self.parts.text(index, chunk)

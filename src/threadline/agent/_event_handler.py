@@ -1,0 +1,71 @@
+"""`event_stream_handler=`: a plain `run()` that hands each step's events to your function.
+
+Rules (as in the reference):
+- the handler is awaited once per model request, with that response's stream events (a
+  `FinalResultEvent` after the first part that can be the output), and once per tool step, with
+  its tool call and result events (an empty stream when the step had none to run);
+- events delivered between steps (enqueued messages) go to the next call;
+- what the handler leaves unread is still read, so the run's history is the same as without one;
+- an exception from the handler ends the run with that exception, and the response being streamed
+  is recorded as interrupted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, TypeAlias
+
+from ..messages._events import AgentStreamEvent
+from ._context import RunContext
+from ._graph import CallToolsNode, End, ModelRequestNode
+from ._run import AgentRun
+from ._streamed import model_events
+
+__all__ = ['EventStreamHandler', 'drive_with_handler']
+
+EventStreamHandler: TypeAlias = Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Awaitable[None]]
+
+
+async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandler) -> None:
+    """Drive `agent_run` to its end, handing each step's events to `handler`."""
+    state = agent_run._state
+    pending: list[Any] = []
+    state.events = pending
+    node = agent_run.next_node
+    while not isinstance(node, End):
+        if isinstance(node, ModelRequestNode):
+            await _model_step(state, node, handler, pending)
+            node = await agent_run.advance(node, node.result)
+            continue
+        tools_step = isinstance(node, CallToolsNode)
+        node = await agent_run.next(node)
+        if tools_step:
+            events, pending[:] = list(pending), []
+            await handler(state.ctx, _replay(events))
+
+
+async def _model_step(state: Any, node: ModelRequestNode, handler: EventStreamHandler, pending: list[Any]) -> None:
+    async with node.stream(state) as streamed:
+        earlier, pending[:] = list(pending), []
+        events = _chain(earlier, model_events(state, streamed))
+        try:
+            await handler(state.ctx, events)
+            async for _ in events:  # what the handler left unread still arrives
+                pass
+        except BaseException:
+            node.interrupt()
+            raise
+        finally:
+            await events.aclose()
+
+
+async def _chain(first: Iterable[Any], then: AsyncIterator[Any]) -> AsyncGenerator[Any]:
+    for event in first:
+        yield event
+    async for event in then:
+        yield event
+
+
+async def _replay(events: Iterable[Any]) -> AsyncIterator[Any]:
+    for event in events:
+        yield event
