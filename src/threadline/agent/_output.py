@@ -103,7 +103,7 @@ class OutputSpec:
 
         adapter = pydantic.TypeAdapter(self.structured)
         schema = adapter.json_schema()
-        if schema.get('type') != 'object':
+        if schema.get('type') != 'object' or 'properties' not in schema:  # not model-like (a dict, a list...)
             self._wrapped = True
             wrapper = pydantic.create_model('final_result', response=(self.structured, ...))
             adapter = pydantic.TypeAdapter(wrapper)

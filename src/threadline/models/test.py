@@ -176,9 +176,15 @@ def _generate(schema: dict[str, Any], seed: int, defs: dict[str, Any]) -> Any:
     if kind == 'object' or 'properties' in schema:
         required = schema.get('required', [])
         props = schema.get('properties', {})
-        return {name: _generate(props.get(name, {}), seed, defs) for name in required}
+        value = {name: _generate(props.get(name, {}), seed, defs) for name in required}
+        extra = schema.get('additionalProperties')
+        if not props and isinstance(extra, dict):
+            value['additionalProperty'] = _generate(extra, seed, defs)  # a mapping gets one entry
+        return value
     if kind == 'array':
-        return []
+        if schema.get('prefixItems'):
+            return [_generate(item, seed, defs) for item in schema['prefixItems']]
+        return [_generate(schema.get('items', {}), seed, defs)]  # one item, as the reference
     if kind == 'string':
         return string.ascii_lowercase[seed % 26]
     if kind == 'integer':
