@@ -244,3 +244,32 @@ def test_function_model_receives_rendered_feedback() -> None:
     agent.run_sync('go')
     last = seen[1][-1].parts[0]
     assert last.part_kind == 'user-prompt' and last.content.endswith('<retry_feedback>\nno bad\n</retry_feedback>')
+
+
+async def test_when_a_parallel_tool_raises_its_slow_sibling_is_cancelled() -> None:
+    """The run fails with the first tool's error at once, and no sibling keeps running after it."""
+    import asyncio
+    import time
+
+    log: list[str] = []
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    async def boom() -> str:
+        await asyncio.sleep(0.02)
+        raise RuntimeError('boom')
+
+    @agent.tool_plain
+    async def slow() -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            log.append('slow cancelled')
+            raise
+        log.append('slow finished')
+        return 'slow'
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match='boom'):
+        await agent.run('go')
+    assert log == ['slow cancelled'] and time.monotonic() - started < 4

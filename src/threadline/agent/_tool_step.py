@@ -83,7 +83,7 @@ class ToolStep:
         else:
             for index, _ in tasks:
                 state.emit(FunctionToolCallEvent(self.calls[index]))
-            results = await asyncio.gather(*(task for _, task in tasks))
+            results = await _gather_cancelling([task for _, task in tasks])
             for (index, _), result in zip(tasks, results, strict=True):
                 slots[index] = result
                 if result is not None:
@@ -220,6 +220,19 @@ class ToolStep:
         if isinstance(result, ToolReturnPart):
             return result
         return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
+
+
+async def _gather_cancelling(calls: list[Any]) -> list[Any]:
+    """Run the calls concurrently; when one raises, cancel its siblings (and wait for them to
+    stop) before the error goes on, so no tool keeps running after its run has failed."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _external_result(call: ToolCallPart, value: Any) -> ToolReturnPart:
