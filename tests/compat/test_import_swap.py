@@ -535,3 +535,57 @@ def test_a_handler_that_reads_nothing_leaves_the_run_unchanged() -> None:
     plain = agent.run_sync('q')
     handled = agent.run_sync('q', event_stream_handler=ignore)
     assert handled.output == plain.output and len(handled.all_messages()) == len(plain.all_messages())
+
+
+def _processed(lib: Any) -> list[Any]:
+    """Runs whose history processor rebuilds the last request: what is stamped, what is new."""
+    m = lib.messages
+
+    def rebuild_last(messages: list[Any]) -> list[Any]:
+        last = messages[-1]
+        if isinstance(last, m.ModelRequest):
+            return [*messages[:-1], m.ModelRequest(parts=[m.UserPromptPart(f'rewritten: {last.parts[-1].content}')])]
+        return messages
+
+    agent = lib.Agent(lib.TestModel(), capabilities=[lib.ProcessHistory(rebuild_last)])
+    old = lib.Agent(lib.TestModel()).run_sync('first').all_messages()
+    out = []
+    for prompt, history in (('second', old), (None, [*old, m.ModelRequest(parts=[m.UserPromptPart('pending')])])):
+        result = agent.run_sync(prompt, message_history=history)
+        built = result.all_messages()[2]
+        out.append(
+            (
+                built.parts[0].content,
+                built.timestamp is not None,
+                built.run_id == result.run_id,
+                built.conversation_id == result.conversation_id,
+                len(result.new_messages()),
+            )
+        )
+    return out
+
+
+def test_a_request_a_processor_builds_is_stamped_and_counted_as_in_the_reference() -> None:
+    from types import SimpleNamespace
+
+    import pydantic_ai.capabilities
+    import pydantic_ai.messages
+    import pydantic_ai.models.test
+
+    import threadline.capabilities
+    import threadline.messages
+
+    reference = SimpleNamespace(
+        Agent=ReferenceAgent,
+        TestModel=pydantic_ai.models.test.TestModel,
+        ProcessHistory=pydantic_ai.capabilities.ProcessHistory,
+        messages=pydantic_ai.messages,
+    )
+    ours = SimpleNamespace(
+        Agent=Agent,
+        TestModel=TestModel,
+        ProcessHistory=threadline.capabilities.ProcessHistory,
+        messages=threadline.messages,
+    )
+    assert _processed(ours) == _processed(reference)
+    assert _processed(ours)[1] == ('rewritten: pending', True, True, True, 1)

@@ -307,15 +307,19 @@ def _check_request_messages(messages: list[Any]) -> None:
 
 
 def _stamp_last(state: RunState) -> None:
-    """After a processor rewrote the history, the message it left last gets the run's ids."""
+    """After a processor rewrote the history, the message it left last gets the run's ids, and a
+    request it built gets a timestamp (as one the run builds itself)."""
     if state.history:
         last = state.history[-1]
-        if last.run_id is None or last.conversation_id is None:
+        undated = isinstance(last, ModelRequest) and last.timestamp is None
+        if last.run_id is None or last.conversation_id is None or undated:
             stamped = replace(
                 last,
                 run_id=last.run_id or state.ctx.run_id,
                 conversation_id=last.conversation_id or state.ctx.conversation_id,
             )
+            if undated:
+                stamped.timestamp = now_utc()
             state.history[-1] = stamped
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..messages import ModelMessage, ModelRequest, RepairEvent, RunUsage, SystemPromptPart
+from ..messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
 from ..models import Model, ModelRequestParameters, ModelSettings
 from ._capability import CapabilityChain
 from ._context import RunContext
@@ -92,8 +92,9 @@ class RunState:
         """Find where this run's messages start after a processor rewrote the history.
 
         A resumed trailing request is prior context: found by identity, else by value (parts,
-        timestamp, instructions, metadata); the index is just after it. Otherwise the run's
-        messages start at the first message carrying this run's id.
+        timestamp, instructions, metadata); the index is just after it. A replacement of it is
+        prior context too (the run's messages then start at its first response). Otherwise the
+        run's messages start at the first message carrying this run's id.
         """
         history = self.history
         resumed = self.resumed_request
@@ -109,6 +110,13 @@ class RunState:
                 ):
                     self.new_message_index = index + 1
                     return
+            # The processor replaced the resumed request: its replacement is still prior context,
+            # so the run's messages start at its first response (none yet: after everything).
+            run_id = self.ctx.run_id
+            self.new_message_index = next(
+                (i for i, m in enumerate(history) if isinstance(m, ModelResponse) and m.run_id == run_id), len(history)
+            )
+            return
         run_id = self.ctx.run_id
         self.new_message_index = next((i for i, m in enumerate(history) if m.run_id == run_id), len(history))
 
