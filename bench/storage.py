@@ -7,6 +7,8 @@
     StepPersistence + SqliteStepStore overhead in a real run (run time with minus without it).
 (b) database bytes and rows after a 1,000-turn conversation, both systems.
 (c) loading a 10,000- and 20,000-message conversation vs harness `continue_run`.
+(e) `store.save(result)` of one more turn after 10, 1,000 and 10,000 turns each stored by its own
+    `save(result)` (GC on, median of 21): a write must not grow with the conversation (issue 15 §3).
 (d) `store.search` over 1,000 conversations of 1,000 messages on SQLite: p50/p95 of 100 single
     terms and 50 two-term queries (vocabulary ranks 100..10,000), store-wide and per conversation,
     plus the ten most frequent words; harness ConversationSearch on the same queries over 10k messages.
@@ -315,9 +317,41 @@ def harness_search(wl: Any, directory: Path, singles: list[str], doubles: list[s
     )
 
 
+def part_e(wl: Any, directory: Path) -> None:
+    from threadline.agent import AgentRunResult
+    from threadline.storage import StoreSeal
+
+    print('\n(e) save(result) of one turn after N turns, each saved by save(result); GC on, median of 21')
+    seal = StoreSeal.in_directory(directory / 'e-keys')
+    turn = OurTA.validate_python(wl.turn(0, conversation_id='c'))
+    base: dict[int, float] = {}
+    for turns in (10, 1_000, 10_000):
+        store = SQLiteStore(directory / f'e-{turns}.db', seal=seal)
+        history: list[Any] = []
+
+        def result(i: int, history: list[Any]) -> AgentRunResult[str]:
+            messages = [*history, *turn]
+            return AgentRunResult('ok', messages, len(history), f'run-{turns}-{i}', 'c', None, None, 'bench')
+
+        for i in range(turns):
+            store.sync.save(result(i, history), scope='s')
+            history = [*history, *turn]
+        samples = []
+        for i in range(turns, turns + 21):
+            r = result(i, history)
+            start = time.perf_counter()
+            store.sync.save(r, scope='s')
+            samples.append(time.perf_counter() - start)
+            history = [*history, *turn]
+        store.close()
+        base.setdefault(10, statistics.median(samples))
+        median = statistics.median(samples)
+        print(f'  {turns:>6} turns: {median * 1e3:7.3f} ms   ratio to 10 turns {median / base[10]:.2f}')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument('--parts', default='a,b,c,d')
+    parser.add_argument('--parts', default='a,b,c,d,e')
     parser.add_argument('--postgres', default=os.environ.get('THREADLINE_TEST_POSTGRES_URL'))
     parser.add_argument('--search-conversations', type=int, default=1000)
     parser.add_argument('--turns', type=int, default=1000)
@@ -335,6 +369,8 @@ def main() -> None:
             part_c(wl, directory)
         if 'd' in parts:
             part_d(wl, directory, args.search_conversations)
+        if 'e' in parts:
+            part_e(wl, directory)
 
 
 if __name__ == '__main__':

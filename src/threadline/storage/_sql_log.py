@@ -108,13 +108,12 @@ class LogOps(SQLBase):
         segments = self._lineage(conn, conversation.head_branch)
         total = 0
         for seg in segments:
-            row = self._one(
-                conn,
-                'SELECT COALESCE(SUM(end_ - start), 0) FROM batches WHERE branch_id = ? AND run_id = ? '
-                'AND start >= ? AND end_ <= ?',
-                (seg.branch, run_id, seg.start, seg.end),
+            # Only equalities, so the (run_id, branch_id) index answers it: a range on `start` made
+            # SQLite pick the branch index and scan every batch of a long conversation.
+            rows = self._all(
+                conn, 'SELECT start, end_ FROM batches WHERE run_id = ? AND branch_id = ?', (run_id, seg.branch)
             )
-            total += int(row[0])
+            total += sum(end - start for start, end in rows if start >= seg.start and end <= seg.end)
         return total
 
     def _record_run(self, conn: Any, result: FinishedRun, conversation_id: str) -> None:
