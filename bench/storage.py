@@ -6,7 +6,8 @@
     Threadline `store.append` (and its StepPersistence overhead in a real run) vs harness
     StepPersistence + SqliteStepStore overhead in a real run (run time with minus without it).
 (b) database bytes and rows after a 1,000-turn conversation, both systems.
-(c) loading a 10,000- and 20,000-message conversation vs harness `continue_run`.
+(c) loading a 10,000- and 20,000-message conversation vs harness `continue_run`, and the load's peak
+    memory against a `validate_json` of the same history.
 (e) `store.save(result)` of one more turn after 10, 1,000 and 10,000 turns each stored by its own
     `save(result)` (GC on, median of 21): a write must not grow with the conversation (issue 15 §3).
 (d) `store.search` over 1,000 conversations of 1,000 messages on SQLite: p50/p95 of 100 single
@@ -229,6 +230,28 @@ def part_c(wl: Any, directory: Path) -> None:
             f'    {size:>6} messages: threadline {ours * 1e3:8.1f} ms   harness continue_run {theirs * 1e3:8.1f} ms   '
             f'ratio {theirs / ours:5.1f}x'
         )
+        document = OurTA.dump_json(store.sync.load('c', scope='bench').messages)
+        plain, loaded = (
+            peak_mb(lambda: OurTA.validate_json(document)),
+            peak_mb(lambda: store.sync.load('c', scope='bench')),
+        )
+        print(
+            f'           peak memory: store load {loaded:6.1f} MB   validate_json {plain:6.1f} MB   ratio {loaded / plain:.2f}'
+        )
+
+
+def peak_mb(fn: Callable[[], Any]) -> float:
+    """Peak traced allocation of one call of `fn`, in MB (its input allocated before tracing)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
 
 
 def percentile(values: list[float], q: float) -> float:

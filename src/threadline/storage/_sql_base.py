@@ -47,6 +47,7 @@ def token(prefix: str, value: str) -> str:
 
 
 usage_decoder = msgspec.json.Decoder(RunUsage)
+_DECODE_CHUNK = 2_000
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,26 @@ class SQLBase:
                     )
                 )
         return rows
+
+    def _load_messages(
+        self, conn: Any, segments: list[Segment], start: int, end: int, conversation_id: str
+    ) -> list[ModelMessage]:
+        """Decode positions `[start, end)` chunk by chunk as the rows arrive, so a long history's
+        peak memory is its messages plus one chunk of JSON, not messages plus all of its JSON."""
+        messages: list[ModelMessage] = []
+        for seg in segments:
+            lo, hi = max(seg.start, start), min(seg.end, end)
+            if lo >= hi:
+                continue
+            cursor = self._exec(
+                conn,
+                'SELECT position, body FROM messages WHERE branch_id = ? AND position >= ? AND position < ? '
+                'ORDER BY position',
+                (seg.branch, lo, hi),
+            )
+            while chunk := cursor.fetchmany(_DECODE_CHUNK):
+                messages.extend(self._decode(chunk, conversation_id))
+        return messages
 
     def _decode(self, rows: list[tuple[int, str]], conversation_id: str) -> list[ModelMessage]:
         return self._decode_raw(rows, conversation_id)[0]

@@ -168,8 +168,7 @@ class LogOps(SQLBase):
             length = conversation.length
             start = 0 if last is None else max(0, length - last)
             while True:
-                rows = self._raw_messages(conn, segments, start, length)
-                messages, raw = self._decode_raw(rows, conversation_id)
+                messages = self._load_messages(conn, segments, start, length, conversation_id)
                 safe = 0 if last is None else safe_start(messages, len(messages) - min(last, len(messages)))
                 if safe is not None or start == 0:
                     break
@@ -191,7 +190,6 @@ class LogOps(SQLBase):
             chain_head=conversation.chain_head,
             title=conversation.title,
             quarantined=json.loads(conversation.quarantine) if conversation.quarantine else None,
-            raw=raw if start + cut == 0 else None,
         )
 
     def list(
