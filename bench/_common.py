@@ -49,3 +49,22 @@ def best_of(fn: Callable[[], Any], *, repeat: int = 7, min_time: float = 0.2) ->
 
 def ms(seconds: float) -> str:
     return f'{seconds * 1e3:9.2f} ms'
+
+
+def medians(cases: dict[str, Callable[[], Any]], *, runs: int = 7) -> dict[str, float]:
+    """Median wall time of one call of each case, in seconds: GC on, the cases interleaved run by
+    run (so both sides meet the same heap and machine state), and the heap disturbed between runs
+    with a burst of garbage, as real code leaves it."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, fn in cases.items():
+            _disturb_heap()
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: sorted(values)[len(values) // 2] for name, values in samples.items()}
+
+
+def _disturb_heap() -> None:
+    garbage = [{'k': [i, str(i)]} for i in range(20_000)]
+    del garbage

@@ -73,6 +73,8 @@ def enc_hook(obj: Any) -> Any:
 
 encoder = msgspec.json.Encoder(enc_hook=enc_hook, decimal_format='string')
 _decoder = msgspec.json.Decoder(list[ModelMessage], dec_hook=dec_hook)
+_message_decoder = msgspec.json.Decoder(ModelMessage, dec_hook=dec_hook)
+_raw_items = msgspec.json.Decoder(list[msgspec.Raw])
 _PART_TYPES_REQUEST: dict[str, type[msgspec.Struct]] = {
     cls.part_kind: cls
     for cls in (
@@ -119,6 +121,14 @@ def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMes
         return _decoder.decode(data)
     except Exception:  # noqa: BLE001 - every failure is re-examined by the careful loader
         pass
+    try:
+        items = _raw_items.decode(data)
+    except (msgspec.DecodeError, TypeError, RecursionError):
+        pass  # not a JSON list, or nested too deeply: the checks below say which
+    else:
+        # Fall back per message, not per document: one odd message (an unknown key, a legacy
+        # alias, a float where an int belongs) costs its own careful load, not the history's.
+        return [_decode_one(raw, index) for index, raw in enumerate(items)]
     if isinstance(data, (bytes, bytearray, memoryview, str)) and json_depth(data) > MAX_JSON_DEPTH:
         raise MessageValidationError('messages', f'JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)')
     try:
@@ -130,12 +140,26 @@ def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMes
     return load_messages(parsed)
 
 
+def _decode_one(raw: msgspec.Raw, index: int) -> ModelMessage:
+    try:
+        return _message_decoder.decode(raw)
+    except Exception:  # noqa: BLE001 - re-examined by the careful loader, which names what is wrong
+        pass
+    if json_depth(raw) > MAX_JSON_DEPTH - 1:  # the message sits one level inside the history's list
+        raise MessageValidationError('messages', f'JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)')
+    try:
+        item = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise MessageValidationError(f'messages[{index}]', f'invalid JSON: {exc}') from None
+    return _load_message_bounded(item, f'messages[{index}]')
+
+
 MAX_JSON_DEPTH = MAX_NESTING + 8
 """How deeply a history's JSON may nest: the content limit plus the levels of the message format."""
 _JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def json_depth(data: bytes | bytearray | memoryview | str) -> int:
+def json_depth(data: bytes | bytearray | memoryview | str | msgspec.Raw) -> int:
     """The deepest nesting of lists and objects in `data` (strings skipped), counted without
     recursion; stops counting once past `MAX_JSON_DEPTH`."""
     raw = data.encode('utf-8', 'surrogatepass') if isinstance(data, str) else bytes(data)
