@@ -61,12 +61,9 @@ def check(seal: StoreSeal, location: str, data: bytes, conversation_id: str, sco
             digest, start = hashlib.sha256(), number + 1
         else:
             digest.update(line + b'\n')
-    walk = seal.tip_status(location, conversation_id, seal.walk(conversation_id, scope, links))
-    if walk.problem is not None:
-        return walk, walk.problem
-    if not links:
-        why = 'the file has no seals: it was written without the store key, or they were removed'
-        return walk, Problem('seals', 'no_seals', why)
+    walk, problem = seal.check(location, conversation_id, scope, links)
+    if problem is not None:
+        return walk, problem
     if start <= number:
         why = 'it and the lines after it have no seal: they were not written by the store'
         return walk, Problem(f'line {start}', 'record_unsealed', why)

@@ -287,6 +287,17 @@ class StoreSeal:
             tags.append(link.tag)
         return Walk(None, tuple(tags), tuple(used))
 
+    def check(
+        self, location: str | None, conversation_id: str, scope: str, links: Iterable[Link]
+    ) -> tuple[Walk, Problem | None]:
+        """Walk `links`, then the tip outside the store: (walk, its first problem, or 'no_seals'
+        when there is nothing to walk)."""
+        walk = self.tip_status(location, conversation_id, self.walk(conversation_id, scope, links))
+        if walk.problem is None and not walk.count:
+            why = 'the conversation has no seals: it was written without the store key, or they were removed'
+            return walk, Problem('seals', 'no_seals', why)
+        return walk, walk.problem
+
     def _link_problem(self, link: Link, seq: int, prev: str, conversation_id: str, scope: str) -> Problem | None:
         if link.seq != seq:
             return Problem(f'seal {seq}', 'seal_missing', f'it is missing ({link.where} holds seal {link.seq})')

@@ -159,12 +159,9 @@ def check(
         conn, 'SELECT seq, facts, key_id, tag FROM seals WHERE conversation_id = ? ORDER BY seq', (conversation_id,)
     )
     links = (Link(int(seq), key_id, tag, _digest(facts), f'seal {seq}') for seq, facts, key_id, tag in rows)
-    walk = seal.tip_status(location, conversation_id, seal.walk(conversation_id, scope, links))
-    if walk.problem is not None:
-        return walk, walk.problem
-    if not rows:
-        why = 'the conversation has no seals: it was written without the store key, or they were removed'
-        return walk, Problem('seals', 'no_seals', why)
+    walk, problem = seal.check(location, conversation_id, scope, links)
+    if problem is not None:
+        return walk, problem
     expected: dict[Ident, str | None] = {}
     for _, facts, _, _ in rows:
         for ident, digest in json.loads(facts)['f']:
