@@ -6,8 +6,10 @@
 what the framework itself does is compared. Model functions return responses with usage set, so
 neither side estimates tokens.
 
-(a) per model request in a 50-step tool loop;
+(a) per model request in a 50-step tool loop, with an async tool and with a sync tool (which both
+    sides run in a worker thread);
 (b) a one-step run whose message_history is 1k and 10k messages of the shared workload;
+Both sides are timed interleaved, run by run, with GC on; figures are medians.
 (c) `import threadline` vs `import pydantic_ai` in a fresh interpreter;
 (d) streaming 1,000 text chunks from `FunctionModel(stream_function=...)`: time to the first delta
     the caller sees, and framework time per chunk = (stream wall time - time inside the stream
@@ -68,7 +70,7 @@ class Side:
         return self.m.RequestUsage(input_tokens=100, output_tokens=10)
 
 
-def tool_loop_agent(side: Side, inside: list[float]) -> Any:
+def tool_loop_agent(side: Side, inside: list[float], sync_tool: bool = False) -> Any:
     m = side.m
 
     async def respond(messages: list[Any], info: Any) -> Any:
@@ -85,9 +87,17 @@ def tool_loop_agent(side: Side, inside: list[float]) -> Any:
 
     agent = side.Agent(side.FunctionModel(respond), capabilities=side.capabilities())
 
-    @agent.tool_plain
-    async def step(n: int) -> int:
-        return n + 1
+    if sync_tool:
+
+        @agent.tool_plain
+        def step(n: int) -> int:
+            return n + 1
+
+    else:
+
+        @agent.tool_plain
+        async def step(n: int) -> int:  # type: ignore[no-redef]
+            return n + 1
 
     return agent
 
@@ -104,20 +114,24 @@ def one_step_agent(side: Side, inside: list[float]) -> Any:
     return side.Agent(side.FunctionModel(respond), capabilities=side.capabilities())
 
 
-def framework_time(run: Callable[[], Any], inside: list[float], repeat: int) -> float:
-    """Median framework time (wall minus model-function time) of `run`, in seconds."""
-    samples = []
+def interleaved(runs: dict[str, tuple[Callable[[], Any], list[float]]], repeat: int) -> dict[str, float]:
+    """Median framework time (wall minus model-function time) of each run, in seconds: the runs
+    take turns, repetition by repetition, so both sides meet the same machine state; GC stays on."""
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for run, _ in runs.values():
+        asyncio.run(run())  # warm up (lazy imports, schema building)
     for _ in range(repeat):
-        inside[0] = 0.0
-        start = time.perf_counter()
-        asyncio.run(run())
-        samples.append(time.perf_counter() - start - inside[0])
-    return statistics.median(samples)
+        for name, (run, inside) in runs.items():
+            inside[0] = 0.0
+            start = time.perf_counter()
+            asyncio.run(run())
+            samples[name].append(time.perf_counter() - start - inside[0])
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def bench_tool_loop(side: Side) -> float:
+def tool_loop_run(side: Side, sync_tool: bool) -> tuple[Callable[[], Any], list[float]]:
     inside = [0.0]
-    agent = tool_loop_agent(side, inside)
+    agent = tool_loop_agent(side, inside, sync_tool)
     limits = side.UsageLimits(request_limit=None)
 
     async def run() -> Any:
@@ -125,11 +139,10 @@ def bench_tool_loop(side: Side) -> float:
         assert result.output == 'done', result.output
         return result
 
-    asyncio.run(run())  # warm up (lazy imports, schema building)
-    return framework_time(run, inside, repeat=15) / STEPS
+    return run, inside
 
 
-def bench_long_history(side: Side, size: int, raw: list[dict[str, Any]]) -> float:
+def long_history_run(side: Side, raw: list[dict[str, Any]]) -> tuple[Callable[[], Any], list[float]]:
     inside = [0.0]
     agent = one_step_agent(side, inside)
     history = side.ta.validate_python(raw)
@@ -137,8 +150,7 @@ def bench_long_history(side: Side, size: int, raw: list[dict[str, Any]]) -> floa
     async def run() -> Any:
         return await agent.run('one more question', message_history=history)
 
-    asyncio.run(run())
-    return framework_time(run, inside, repeat=9 if size <= 1000 else 5)
+    return run, inside
 
 
 CHUNKS = 1000
@@ -191,18 +203,23 @@ def import_time(module: str) -> float:
 def main() -> None:
     wl = workload()
     ours, theirs = Side('threadline'), Side('pydantic-ai')
-    print(f'(a) framework time per model request, {STEPS}-step tool loop')
-    a_ours, a_theirs = bench_tool_loop(ours), bench_tool_loop(theirs)
-    print(
-        f'    threadline {a_ours * 1e3:8.3f} ms   pydantic-ai {a_theirs * 1e3:8.3f} ms   ratio {a_theirs / a_ours:5.1f}x'
-    )
-    print('(b) framework time of a one-step run over a long message_history')
+    print(f'(a) framework time per model request, {STEPS}-step tool loop (medians of 15, interleaved, GC on)')
+    for label, sync_tool in (('async tool', False), ('sync tool', True)):
+        t = interleaved({'ours': tool_loop_run(ours, sync_tool), 'theirs': tool_loop_run(theirs, sync_tool)}, 15)
+        a_ours, a_theirs = t['ours'] / STEPS, t['theirs'] / STEPS
+        print(
+            f'    {label:>10}: threadline {a_ours * 1e3:8.3f} ms   pydantic-ai {a_theirs * 1e3:8.3f} ms'
+            f'   ratio {a_theirs / a_ours:5.1f}x'
+        )
+    print('(b) framework time of a one-step run over a long message_history (interleaved, GC on)')
     for size in (1000, 10_000):
         raw = wl.history(size)
-        b_ours, b_theirs = bench_long_history(ours, size, raw), bench_long_history(theirs, size, raw)
+        t = interleaved(
+            {'ours': long_history_run(ours, raw), 'theirs': long_history_run(theirs, raw)}, 9 if size <= 1000 else 5
+        )
         print(
-            f'    {size:>6} msgs: threadline {b_ours * 1e3:8.2f} ms   pydantic-ai {b_theirs * 1e3:8.2f} ms'
-            f'   ratio {b_theirs / b_ours:5.1f}x'
+            f'    {size:>6} msgs: threadline {t["ours"] * 1e3:8.2f} ms   pydantic-ai {t["theirs"] * 1e3:8.2f} ms'
+            f'   ratio {t["theirs"] / t["ours"]:5.1f}x'
         )
     print(f'(d) streaming {CHUNKS} chunks')
     (f_ours, c_ours), (f_theirs, c_theirs) = bench_streaming(ours), bench_streaming(theirs)
