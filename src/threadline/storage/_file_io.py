@@ -25,8 +25,9 @@ from ..exceptions import (
 from ..messages import ModelMessage, ModelMessagesTypeAdapter
 from ..messages._codec import encoder
 from ._chain import extend_chain
-from ._file_records import BatchLine, Branch, ConvState, CreateLine, FileRecord, decode_line, file_key, replay
+from ._file_records import BatchLine, CreateLine, FileRecord, decode_line, file_key
 from ._file_seal import seal_bytes
+from ._file_state import Branch, ConvState, replay
 from ._neutral import check_scope, check_writable, not_found, now_text, run_not_found
 from ._records import Provenance
 from ._seal import GENESIS_TAG, StoreSeal

@@ -19,21 +19,11 @@ from ..messages import ModelMessage
 from ..messages._codec import encoder
 from ._chain import GENESIS, extend_chain
 from ._contract import FinishedRun
+from ._file_convert import result_line, to_effect
 from ._file_io import FileBase
-from ._file_records import (
-    REV,
-    BranchLine,
-    ConvState,
-    CreateLine,
-    FileRecord,
-    HeadLine,
-    MaterializeLine,
-    file_key,
-    replay,
-    result_line,
-    to_effect,
-)
+from ._file_records import REV, BranchLine, CreateLine, FileRecord, HeadLine, MaterializeLine, file_key
 from ._file_seal import check as check_seals
+from ._file_state import ConvState, replay
 from ._neutral import (
     check_append,
     check_messages,

@@ -17,16 +17,7 @@ from typing import Any
 
 from ..messages import ModelMessage
 from ._face import AsyncStore
-from ._file_log import FileLogOps
-from ._file_records import (
-    REV,
-    BranchLine,
-    FileRecord,
-    OutcomeLine,
-    QuarantineLine,
-    RunLine,
-    WaitLine,
-    WaitResolvedLine,
+from ._file_convert import (
     audit_event_line,
     effect_line,
     event_line,
@@ -39,6 +30,8 @@ from ._file_records import (
     to_snapshot,
     to_wait,
 )
+from ._file_log import FileLogOps
+from ._file_records import REV, BranchLine, FileRecord, OutcomeLine, QuarantineLine, RunLine, WaitLine, WaitResolvedLine
 from ._neutral import check_scope, check_step_write, not_found, now_text, run_not_found
 from ._records import (
     AuditEvent,
