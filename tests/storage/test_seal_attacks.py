@@ -533,3 +533,23 @@ def test_every_honest_sequence_of_writes_verifies(backend: str, ops: list[str], 
         check = store.verify(cid, scope=SCOPE)
         assert check.ok and check.tip == 'current', (ops, cid, check)
     store.close()
+
+
+def test_an_edit_on_a_branch_a_rewrite_left_behind_is_detected(tmp_path: Path) -> None:
+    """The current history is re-hashed along its lineage; an older branch's messages are
+    re-hashed against their own sealed batch links."""
+    seal = StoreSeal.in_directory(tmp_path / 'keys')
+    store = SQLiteStore(tmp_path / 'a.db', seal=seal).sync
+    store.append(CID, turn(0, conversation_id=CID), scope=SCOPE)
+    store.append(CID, turn(1, conversation_id=CID), scope=SCOPE)
+    stored = store.load(CID, scope=SCOPE)
+    store.replace(CID, stored.messages[:4], scope=SCOPE, expected_revision=stored.revision)
+    assert store.verify(CID, scope=SCOPE).ok
+    db = SQL(sqlite3.connect(tmp_path / 'a.db'), '?')
+    [(old_branch,)] = db('SELECT branch_id FROM batches WHERE start = 4')
+    db(
+        "UPDATE messages SET body = replace(body, 'question 1', 'question 9') WHERE branch_id = ? AND position = 4",
+        old_branch,
+    )
+    check = store.verify(CID, scope=SCOPE)
+    assert not check.ok and check.code == 'message_changed' and f'branch {old_branch}' in (check.record or '')

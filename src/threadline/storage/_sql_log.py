@@ -394,7 +394,7 @@ class LogOps(SQLBase):
             segments = self._lineage(conn, conversation.head_branch)
             rows = self._raw_messages(conn, segments, 0, conversation.length)
             batches = self._batches(conn, segments)
-            walk, problem = check_seals(self, conn, self._seal, self._location, conversation_id, scope)
+            walk, problem = check_seals(self, conn, self._seal, self._location, conversation_id, scope, segments)
         recorded = {b.end: (b.start, b.link) for b in batches if b.complete}
         return report(rows, recorded, conversation.chain_head, walk, problem, self._seal.key_id)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from ._neutral import now_text
 from ._seal import GENESIS_TAG, Link, Problem, StoreSeal, Tip, Walk, fact_digest
 
 if TYPE_CHECKING:
-    from ._sql_base import SQLBase
+    from ._sql_base import Segment, SQLBase
 
 __all__ = ['Ident', 'all_idents', 'check', 'describe', 'seal_touched']
 
@@ -149,9 +149,18 @@ def seal_touched(
 
 
 def check(
-    db: SQLBase, conn: Any, seal: StoreSeal, location: str | None, conversation_id: str, scope: str
+    db: SQLBase,
+    conn: Any,
+    seal: StoreSeal,
+    location: str | None,
+    conversation_id: str,
+    scope: str,
+    lineage: Sequence[Segment],
 ) -> tuple[Walk, Problem | None]:
-    """Walk the seals and compare every record with its newest seal: (walk, first problem)."""
+    """Walk the seals and compare every record with its newest seal: (walk, first problem).
+
+    Batches lying whole inside `lineage` are not re-hashed here: `verify()` re-hashes the
+    lineage's messages against those same (sealed) links, so hashing them twice proves nothing more."""
     if not db._sealed_schema:
         why = 'the database predates seals: open it for writing once with this version to seal it'
         return Walk(None, (), ()), Problem('seals', 'no_seals', why)
@@ -167,7 +176,7 @@ def check(
         for ident, digest in json.loads(facts)['f']:
             expected[tuple(ident)] = digest
     return walk, _compare(expected, current_facts(db, conn, conversation_id)) or _batch_bodies(
-        db, conn, conversation_id
+        db, conn, conversation_id, lineage
     )
 
 
@@ -184,8 +193,9 @@ def _compare(expected: dict[Ident, str | None], current: dict[Ident, str]) -> Pr
     return None
 
 
-def _batch_bodies(db: SQLBase, conn: Any, conversation_id: str) -> Problem | None:
-    """Re-hash each batch's stored messages from its sealed previous link to its sealed link."""
+def _batch_bodies(db: SQLBase, conn: Any, conversation_id: str, lineage: Sequence[Segment]) -> Problem | None:
+    """Re-hash each batch's stored messages from its sealed previous link to its sealed link
+    (those of old branches and copies; the current lineage's are re-hashed by `verify()`)."""
     batches = db._all(
         conn,
         'SELECT branch_id, start, end_, prev_link, link FROM batches WHERE conversation_id = ? ORDER BY branch_id, start',
@@ -195,6 +205,8 @@ def _batch_bodies(db: SQLBase, conn: Any, conversation_id: str) -> Problem | Non
         following = batches[index + 1] if index + 1 < len(batches) else None
         if following is not None and following[0] == branch and following[1] < end:
             continue  # copied whole from a fork parent but only partly kept: the lineage check covers it
+        if any(seg.branch == branch and seg.start <= start and end <= seg.end for seg in lineage):
+            continue
         bodies = [
             r[0]
             for r in db._all(
