@@ -126,34 +126,79 @@ def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
         agent.run_sync(turn[0].parts[-1].content, message_history=current.messages, conversation_id='o')
         return time.perf_counter() - start
 
-    # Timed directly: with and without StepPersistence, turn by turn, interleaved; the overhead is
-    # the median of the paired differences (a difference of two medians printed 0.00 under load).
-    commits = [0]
+    # Timed directly: the wall time the run spends inside StepPersistence's hooks (its store calls,
+    # thread hops and bookkeeping), per turn. A with-minus-without difference of whole runs was
+    # tried first: at 20k messages a run takes ~80 ms and varies by +-10 ms, which swamps a few ms.
+    # The paired difference is still printed, with its spread, as a cross-check.
+    commits, syncs, mode, writing = [0], [0], ['FULL'], [False]
 
     def count(statement: str) -> None:
-        commits[0] += statement.strip().upper().startswith('COMMIT')
+        text = statement.strip().upper()
+        if text.startswith('PRAGMA SYNCHRONOUS='):
+            mode[0] = text.split('=', 1)[1]
+        elif text.startswith('BEGIN'):
+            writing[0] = text == 'BEGIN IMMEDIATE'  # reads are BEGIN ... COMMIT too
+        elif text.startswith('COMMIT') and writing[0]:
+            commits[0] += 1
+            syncs[0] += mode[0] == 'FULL'  # in WAL mode only a FULL commit waits for the disk
 
-    differences = []
-    for k in range(7):
+    inside, differences = [], []
+    for k in range(REPEAT):
         without = run_once(size // 4 + 2 * k, [])
         store.dialect.connection.set_trace_callback(count)
-        with_persistence = run_once(size // 4 + 2 * k + 1, [StepPersistence(store, scope='bench')])
+        persistence = _timed_hooks(StepPersistence(store, scope='bench'))
+        with_persistence = run_once(size // 4 + 2 * k + 1, [persistence])
         store.dialect.connection.set_trace_callback(None)
+        inside.append(persistence.spent)  # type: ignore[attr-defined]
         differences.append(with_persistence - without)
     store.close()
-    STEP_COMMITS[size] = commits[0] / 7
-    return statistics.median(differences)
+    STEP_COMMITS[size] = (commits[0] / REPEAT, syncs[0] / REPEAT)
+    differences.sort()
+    STEP_PAIRED[size] = (statistics.median(differences), differences[len(differences) // 4], differences[-1 - len(differences) // 4])
+    return statistics.median(inside)
 
 
-STEP_COMMITS: dict[int, float] = {}
-"""Write transactions (each synced with synchronous=FULL) per StepPersistence turn, by size."""
+REPEAT = 9
+HOOKS = (
+    'before_run',
+    'before_model_request',
+    'after_model_request',
+    'after_node_run',
+    'before_tool_execute',
+    'after_tool_execute',
+    'on_tool_execute_error',
+    'after_run',
+)
+
+
+def _timed_hooks(persistence: Any) -> Any:
+    """`persistence` with each hook's wall time added to `persistence.spent`."""
+    persistence.spent = 0.0
+    for name in HOOKS:
+        hook = getattr(persistence, name)
+
+        async def timed_hook(*args: Any, _hook: Any = hook, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await _hook(*args, **kwargs)
+            finally:
+                persistence.spent += time.perf_counter() - start
+
+        setattr(persistence, name, timed_hook)
+    return persistence
+
+
+STEP_PAIRED: dict[int, tuple[float, float, float]] = {}
+"""Whole-run difference with minus without StepPersistence: median, first and third quartile."""
+STEP_COMMITS: dict[int, tuple[float, float]] = {}
+"""Write transactions, and those of them synced to disk, per StepPersistence turn, by size."""
 
 
 def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> None:
     print('(a) persisting one turn at conversation length N (median)')
     print(
-        f'{"N":>7} {"sqlite append":>14} {"pg append":>10} {"ours step-persist":>18} {"commits/turn":>13} '
-        f'{"harness step-persist":>21} {"ratio":>8}'
+        f'{"N":>7} {"sqlite append":>14} {"pg append":>10} {"ours step-persist":>18} {"commits/syncs":>14} '
+        f'{"harness step-persist":>21} {"ratio":>8}  {"paired run diff (q1..q3)":>26}'
     )
     first: dict[str, float] = {}
     last: dict[str, float] = {}
@@ -172,7 +217,8 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
         ratio = harness_t / step_t if step_t and harness_t == harness_t else float('nan')
         print(
             f'{size:>7} {sqlite_t * 1e3:11.2f} ms {pg_t * 1e3:7.2f} ms {step_t * 1e3:15.2f} ms '
-            f'{STEP_COMMITS.get(size, float("nan")):13.1f} {harness_t * 1e3:18.1f} ms {ratio:7.0f}x'
+            f'{"{:.0f} / {:.0f}".format(*STEP_COMMITS.get(size, (0, 0))):>14} {harness_t * 1e3:18.1f} ms {ratio:7.0f}x'
+            '  {:6.2f} ms ({:.1f}..{:.1f})'.format(*(x * 1e3 for x in STEP_PAIRED[size]))
         )
     print(
         f'    flatness (20k / 10): sqlite {last["sqlite"] / first["sqlite"]:.2f}  postgres {last["pg"] / first["pg"]:.2f}'

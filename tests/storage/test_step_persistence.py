@@ -56,10 +56,9 @@ async def test_a_run_is_recorded_step_by_step(store: Any) -> None:
     ]
     snapshots = await store.list_snapshots(result.run_id, scope='acme')
     assert [(s.position, s.state) for s in snapshots] == [
-        (0, 'complete'),  # at run start, so a crash before the first request is resumable
+        (1, 'complete'),  # with the prompt, so a crash during the first request is resumable
         (2, 'interrupted'),
         (3, 'complete'),
-        (4, 'complete'),
         (4, 'complete'),
     ]
     [effect] = await store.tool_effects(result.run_id, scope='acme')
@@ -183,7 +182,7 @@ async def test_opting_out_lets_an_idempotent_tool_run_again(store: Any) -> None:
     assert (await relaxed.run(deps=True, **stored.run_kwargs())).output  # runs the open call again
 
 
-async def test_a_crash_before_the_first_model_request_is_resumable(store: Any) -> None:
+async def test_a_crash_during_the_first_model_request_keeps_the_prompt_resumable(store: Any) -> None:
     class Crash(BaseException):
         pass
 
@@ -198,7 +197,9 @@ async def test_a_crash_before_the_first_model_request_is_resumable(store: Any) -
     [summary] = await store.list('acme')
     [run] = await store.list_runs(summary.conversation_id, scope='acme')
     resumed = await continue_run(store, run.run_id, scope='acme')
-    assert resumed.conversation_id == summary.conversation_id and resumed.length == 0
+    assert resumed.conversation_id == summary.conversation_id and resumed.length == 1
+    [prompt] = resumed.messages
+    assert isinstance(prompt, ModelRequest) and prompt.parts[-1].content == 'hello'
 
 
 async def test_a_quarantined_conversation_refuses_runs_and_appends_until_released(store: Any) -> None:

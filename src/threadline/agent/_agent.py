@@ -311,6 +311,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         finally:
             if captured is not None:
                 captured[:] = state.history
+            await state.capabilities.settle(state.ctx)
 
     def _new_state(
         self,

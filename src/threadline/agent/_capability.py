@@ -19,6 +19,7 @@ loop over capabilities themselves:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -66,6 +67,11 @@ class AbstractCapability(Generic[AgentDepsT]):
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
         """Called when the run failed; re-raise (the default) or return a result to recover."""
         raise error
+
+    async def _settle(self, ctx: RunContext[Any]) -> None:
+        """Internal: awaited when the run is left by any path (cancellation and `BaseException`
+        included), for work a capability started and has not awaited yet. Errors are ignored here:
+        the hooks that await the same work report them."""
 
     async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
         """Called after each node ran with the node that comes next (or `End`)."""
@@ -133,6 +139,11 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     async def before_run(self, ctx: RunContext[Any]) -> None:
         for capability in self._forward:
             await capability.before_run(ctx)
+
+    async def settle(self, ctx: RunContext[Any]) -> None:
+        for capability in self._reverse:
+            with contextlib.suppress(Exception):
+                await capability._settle(ctx)
 
     async def after_run(self, ctx: RunContext[Any], result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         for capability in self._reverse:

@@ -54,7 +54,7 @@ class RecordConformance:
                 messages=turn(0, conversation_id='w1', run_id='r1'),
                 events=[event],
                 snapshot=SnapshotMark('complete', 1, 'snap-0'),
-                effect=effect,
+                effects=[effect],
                 register=True,
             )
         )

@@ -46,7 +46,7 @@ def _fill_tenant_a(store: SyncStore) -> None:
             messages=turn(1, conversation_id='ca-2', run_id='ra-2', text=SECRET),
             events=[event],
             snapshot=SnapshotMark('complete', 1, 's0'),
-            effect=effect,
+            effects=[effect],
             register=True,
         )
     )

@@ -24,8 +24,9 @@ class Dialect(Protocol):
     """Where the database is, as the tip book names it (None: it dies with the process)."""
     writable: bool
 
-    def write(self) -> AbstractContextManager[Any]:
-        """A connection inside a write transaction: committed on success, rolled back on error."""
+    def write(self, *, durable: bool = True) -> AbstractContextManager[Any]:
+        """A connection inside a write transaction: committed on success, rolled back on error.
+        `durable=False` commits without waiting for the disk (see `StepWrite.durable`)."""
         ...
 
     def read(self) -> AbstractContextManager[Any]:

@@ -84,8 +84,9 @@ class FileBase:
                     self._writing.pop(path, None)
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _append_lines(self, path: Path, records: list[FileRecord]) -> None:
-        """Append `records` and their seal in one write, fsync, then record the new tip."""
+    def _append_lines(self, path: Path, records: list[FileRecord], *, durable: bool = True) -> None:
+        """Append `records` and their seal in one write, fsync (unless not `durable`: then the
+        next durable write's fsync covers it), then record the new tip."""
         conversation_id = self._writing[path]  # set by `_locked`, which every writer holds
         state = self._state(conversation_id)
         data = b''.join(_encoder.encode(r) + b'\n' for r in records)
@@ -111,15 +112,16 @@ class FileBase:
                 prev=state.seal_tag,
                 genesis=state.seal_genesis,
             )
-        self._write_bytes(path, sealed.data)
+        self._write_bytes(path, sealed.data, durable=durable)
         self.seal.advance(self._location, conversation_id, sealed.tip)
 
-    def _write_bytes(self, path: Path, data: bytes) -> None:
+    def _write_bytes(self, path: Path, data: bytes, *, durable: bool = True) -> None:
         try:
             with open(path, 'ab') as handle:
                 handle.write(data)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
         except OSError as exc:
             raise BackendError(f'cannot write {path.name}: {exc}') from None
 

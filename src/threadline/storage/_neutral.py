@@ -12,7 +12,7 @@ from ..exceptions import ConflictError, ConversationNotFound, ConversationQuaran
 from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from ..messages._adapter import to_python
 from ._chain import canonical_json
-from ._records import StepWrite
+from ._records import StepEvent, StepWrite, ToolEffect
 
 __all__ = [
     'finished_ids',
@@ -107,7 +107,8 @@ def check_scope(scope: object) -> str:
 def check_step_write(write: StepWrite) -> None:
     """Every record of a step write belongs to its run: events or a ledger row of another run would
     land in a conversation that does not own that run."""
-    strays = [r.run_id for r in (*write.events, write.effect) if r is not None and r.run_id != write.run_id]
+    records: list[StepEvent | ToolEffect] = [*write.events, *write.effects]
+    strays = [r.run_id for r in records if r.run_id != write.run_id]
     if strays:
         raise UserError(f'a step write for run {write.run_id!r} carries records of run {strays[0]!r}')
 

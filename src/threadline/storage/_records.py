@@ -328,6 +328,13 @@ class StepWrite:
 
     `messages` are appended; `history`, when given, replaces the stored history as a new branch
     instead (a processor rewrote it). `register` creates the run record; `finish` closes it.
+    `effects` are ledger rows, upserted in order (a later status of the same call wins).
+
+    `durable=False` lets the backend commit without waiting for the disk (SQLite
+    `synchronous=NORMAL` for that commit, PostgreSQL `synchronous_commit=off`, no fsync for
+    files): the write is still atomic and survives the process being killed, and the next durable
+    write makes it durable too, but a power loss before then may drop it. StepPersistence uses it
+    only for writes whose loss a crash already allows (see its docstring).
     """
 
     conversation_id: str
@@ -339,9 +346,10 @@ class StepWrite:
     provenance: Provenance = 'server'
     events: Sequence[StepEvent] = ()
     snapshot: SnapshotMark | None = None
-    effect: ToolEffect | None = None
+    effects: Sequence[ToolEffect] = ()
     register: bool = False
     finish: RunFinish | None = None
+    durable: bool = True
 
     @property
     def changes_history(self) -> bool:

@@ -92,13 +92,13 @@ class SQLBase:
     """Whether the database has the seals table (a read-only database may predate it)."""
 
     @contextmanager
-    def _write(self) -> Iterator[Any]:
+    def _write(self, *, durable: bool = True) -> Iterator[Any]:
         """One write transaction. The records it touches are sealed before it commits, and the
         new seal of each conversation is recorded in the tip book after it commits."""
         touched: dict[str, list[Ident]] = {}
         self._tx.touched = touched
         try:
-            with self._dialect.write() as conn:
+            with self._dialect.write(durable=durable) as conn:
                 yield conn
                 tips = seal_touched(self, conn, self._seal, touched, getattr(self._tx, 'adopting', False))
         finally:

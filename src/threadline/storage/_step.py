@@ -1,13 +1,32 @@
 """`StepPersistence`: record what each run did, as it does it.
 
-At every boundary of a run the capability writes, in one transaction: the messages the run added
-since the last boundary (appended to the conversation log, so a crash loses at most the step in
-flight), the events of the step, and a snapshot, which is a position in the log plus `state`
-(`'complete'` when every call is answered, else `'interrupted'`). Around each tool body it keeps
-a ledger row keyed by `(run_id, tool_call_id)`: `started` is durable before the body runs, so a
-row still `started` after a crash means the effect is unknown. A tool records its idempotency key
-with `annotate_tool_effect` before its external effect. Events and snapshots carry idempotency
-keys, so a retried write is dropped rather than doubled.
+At the boundaries of a run the capability writes, each time in one transaction: the messages the
+run added since the last write (appended to the conversation log, so a crash loses at most the
+step in flight), the events of the step, a snapshot (a position in the log plus `state`:
+`'complete'` when every call is answered, else `'interrupted'`), and the tool ledger's rows, keyed
+by `(run_id, tool_call_id)`. Events and snapshots carry idempotency keys, so a retried write is
+dropped rather than doubled. A tool records its idempotency key with `annotate_tool_effect`
+before its external effect.
+
+Which writes wait for the disk (a sync), and why. A tool-calling turn costs three syncs:
+1. Before a tool body runs: the response that called it and the ledger row `started`. After a
+   crash, a call with an effect in the world must never be missing from the ledger. The calls of
+   one response share this commit (a group commit).
+2. When a response's tool calls are answered, before the next model request: the tool results,
+   the rows `completed`/`failed` and a settled snapshot. Until this sync a crash leaves the rows
+   `started` (effect unknown), exactly what a crash inside the tool leaves, and the result is not
+   stored either, so no row ever claims an effect whose result was lost.
+3. When the run ends, finished or failed: the last response and the run record.
+Everything else (the run's registration and its new prompt before the first model request, a
+final response before its output is processed, events) is committed, atomically and so that
+killing the process loses none of it, without waiting for the disk (`StepWrite.durable=False`);
+the next sync makes it durable. A power loss before then loses at most the step in flight, which
+is what the log promises anyway. Writes with nothing but events wait for the next write.
+
+The write before a model request goes *behind* it: it commits in a worker thread while the
+request is made, and the next write waits for it (and raises its error, such as a conflict). So
+that no model request is made for a conversation the store would refuse, the run start checks
+what that write would: the stored tip (`ConflictError`) and quarantine (`ConversationQuarantined`).
 """
 
 from __future__ import annotations
@@ -16,7 +35,7 @@ import asyncio
 import contextlib
 import contextvars
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,15 +46,14 @@ from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ..messages._codec import encoder
 from ._audit_events import record_repair_events
 from ._face import AsyncStore
+from ._neutral import quarantined
 from ._records import (
     RecoveryInspection,
     RunFinish,
-    SnapshotMark,
-    StepEvent,
-    StepWrite,
     StoredConversation,
     ToolEffect,
 )
+from ._step_log import RunLog
 
 if TYPE_CHECKING:
     from ..agent import AgentNode, AgentRunResult, NodeResult, RunContext
@@ -48,24 +66,10 @@ def _now() -> datetime:
     return datetime.now(tz=UTC)
 
 
-@dataclass
-class _RunState:
-    conversation_id: str
-    scope: str
-    revision: int | None
-    stored: int = 0
-    first: ModelMessage | None = None
-    last: ModelMessage | None = None
-    events: list[StepEvent] = field(default_factory=list)
-    event_index: int = 0
-    snapshot_index: int = 0
-    repairs_recorded: bool = False
-
-
 @dataclass(frozen=True)
 class _ToolScope:
     persistence: StepPersistence
-    state: _RunState
+    state: RunLog
     run_id: str
     tool_call_id: str
     tool_name: str
@@ -103,7 +107,7 @@ class StepPersistence(AbstractCapability[Any]):
         self._scope = scope
         self.include_content = include_content
         self.allow_unknown_effects = allow_unknown_effects
-        self._runs: dict[str, _RunState] = {}
+        self._runs: dict[str, RunLog] = {}
         self._key: bytes | None = None
 
     def _error(self, error: BaseException) -> str:
@@ -119,82 +123,41 @@ class StepPersistence(AbstractCapability[Any]):
             raise UserError('StepPersistence scope must resolve to a non-empty string')
         return scope
 
-    def _event(self, ctx: Any, state: _RunState, kind: str, **fields: Any) -> None:
-        key = f'{state.event_index}:{ctx.run_step}:{kind}:{fields.get("tool_call_id") or ""}'
-        state.event_index += 1
-        state.events.append(StepEvent(ctx.run_id, kind, ctx.run_step, _now(), idempotency_key=key, **fields))  # type: ignore[arg-type]
-
-    async def _flush(
-        self,
-        ctx: Any,
-        state: _RunState,
-        *,
-        snapshot: Literal['complete', 'interrupted'] | None = None,
-        effect: ToolEffect | None = None,
-        register: bool = False,
-        messages: bool = True,
-        finish: RunFinish | None = None,
-    ) -> None:
-        """One transaction: new messages (or a rewritten history), pending events, a snapshot, a ledger row."""
-        history = ctx.messages
-        new: list[ModelMessage] = []
-        rewritten: list[ModelMessage] | None = None
-        if messages:
-            unchanged = len(history) >= state.stored and (
-                state.stored == 0 or (history[0] is state.first and history[state.stored - 1] is state.last)
-            )
-            if unchanged:
-                new = history[state.stored :]
-            else:
-                rewritten = list(history)
-        events, state.events = state.events, []
-        mark = None
-        if snapshot is not None:
-            mark = SnapshotMark(snapshot, ctx.run_step, f'{state.snapshot_index}:{ctx.run_step}:{snapshot}')
-            state.snapshot_index += 1
-        state.revision = await self.store.step_write(
-            StepWrite(
-                state.conversation_id,
-                state.scope,
-                ctx.run_id,
-                state.revision,
-                messages=new,
-                history=rewritten,
-                events=events,
-                snapshot=mark,
-                effect=effect,
-                register=register,
-                finish=finish,
-            )
-        )
-        if messages and history:
-            state.stored, state.first, state.last = len(history), history[0], history[-1]
-
     # -- hooks ------------------------------------------------------------------------------
     async def before_run(self, ctx: RunContext[Any]) -> None:
         scope = self._scope_for(ctx)
-        if self._key is None and not self.include_content:
-            self._key = await self.store.audit_key()
-        existing = await self.store.conversation_state(ctx.conversation_id, scope=scope)
-        if existing is not None and not self.allow_unknown_effects:
-            effects = await self.store.tool_effects_for_conversation(ctx.conversation_id, scope=scope)
-            refuse_unknown_effects(ctx.conversation_id, effects)
-        state = _RunState(ctx.conversation_id, scope, existing[0] if existing else None)
+        existing, effects, tip = await asyncio.to_thread(self._read_start, ctx.conversation_id, scope)
+        refuse_unknown_effects(ctx.conversation_id, effects)
+        state = RunLog(self.store, ctx.conversation_id, scope, existing[0] if existing else None)
         self._runs[ctx.run_id] = state
-        history = ctx.messages
-        if existing is not None and existing[1] > 0:
-            await self._check_not_stale(ctx, state, existing)
-        self._event(ctx, state, 'run_started')
-        # A history the store has not seen is imported as the caller's (provenance 'client'): the
-        # store cannot vouch for it, so the audit will not either.
-        imported = bool(history) and (existing is None or existing[1] == 0)
-        # A settled snapshot at run start: a crash before the first model request is resumable too.
-        start: Literal['complete', 'interrupted'] = 'complete' if _settled(history) else 'interrupted'
-        await self._flush(ctx, state, register=True, messages=imported, snapshot=start)
-        if imported:
-            state.stored, state.first, state.last = len(history), history[0], history[-1]
+        if existing is not None and tip is not None:
+            self._check_not_stale(ctx, state, existing, tip)
+        state.event(ctx, 'run_started')
 
-    async def _check_not_stale(self, ctx: RunContext[Any], state: _RunState, existing: tuple[int, int]) -> None:
+    def _read_start(
+        self, conversation_id: str, scope: str
+    ) -> tuple[tuple[int, int] | None, list[ToolEffect], ModelMessage | None]:
+        """What a run start needs from the store, read in one trip to a worker thread: the
+        conversation's (revision, length), its unresolved ledger rows (unless allowed), its tip."""
+        store = self.store.sync
+        if self._key is None and not self.include_content:
+            self._key = store.audit_key()
+        existing = store.conversation_state(conversation_id, scope=scope)
+        if existing is None:
+            return None, [], None
+        effects = (
+            [] if self.allow_unknown_effects else store.tool_effects_for_conversation(conversation_id, scope=scope)
+        )
+        stored = store.load(conversation_id, scope=scope, last=1)
+        if stored.quarantined:
+            # Refused here, before the first model request: the first write, which the store
+            # would refuse too, goes behind that request (see the module docstring).
+            raise quarantined(conversation_id)
+        return existing, effects, stored.messages[-1] if stored.messages else None
+
+    def _check_not_stale(
+        self, ctx: RunContext[Any], state: RunLog, existing: tuple[int, int], tip: ModelMessage
+    ) -> None:
         """The run's history must hold what is stored: the same stored tip, at the same place. A
         run over a history loaded before another writer appended to it would otherwise store its
         turn on top of theirs (or rewrite them away); it is refused with `ConflictError` instead.
@@ -202,11 +165,9 @@ class StepPersistence(AbstractCapability[Any]):
         history, length = ctx.messages, existing[1]
         if ctx.repair_events:
             return
-        if len(history) >= length:
-            tip = (await self.store.load(state.conversation_id, scope=state.scope, last=1)).messages[-1]
-            if encoder.encode(tip) == encoder.encode(history[length - 1]):
-                state.stored, state.first, state.last = length, history[0], history[length - 1]
-                return
+        if len(history) >= length and encoder.encode(tip) == encoder.encode(history[length - 1]):
+            state.pin(history, length)
+            return
         self._runs.pop(ctx.run_id, None)
         raise ConflictError(
             f'conversation {state.conversation_id!r} holds {length} stored messages that this run was not given '
@@ -222,8 +183,13 @@ class StepPersistence(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         state = self._runs.get(ctx.run_id)
         if state is not None:
-            self._event(ctx, state, 'model_request_started')
-            await self._flush(ctx, state)
+            state.event(ctx, 'model_request_started')
+            if not state.registered:
+                # The first write registers the run and stores what the store has not seen, with
+                # a snapshot: a crash during this first request is resumable too.
+                state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
+            # Not durable, and committed while the request goes on (see the module docstring).
+            state.write_behind(ctx)
             if ctx.repair_events and not state.repairs_recorded:
                 # The run-start repair changed the stored history: keep content-free audit events.
                 state.repairs_recorded = True
@@ -241,7 +207,7 @@ class StepPersistence(AbstractCapability[Any]):
     ) -> ModelResponse:
         state = self._runs.get(ctx.run_id)
         if state is not None:
-            self._event(ctx, state, 'model_request_completed')
+            state.event(ctx, 'model_request_completed')
         return response
 
     async def on_model_request_error(
@@ -249,7 +215,7 @@ class StepPersistence(AbstractCapability[Any]):
     ) -> ModelResponse:
         state = self._runs.get(ctx.run_id)
         if state is not None:
-            self._event(ctx, state, 'model_request_failed', error=self._error(error))
+            state.event(ctx, 'model_request_failed', error=self._error(error))
         raise error
 
     async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
@@ -259,11 +225,12 @@ class StepPersistence(AbstractCapability[Any]):
         if state is None:
             return result
         if isinstance(node, ModelRequestNode):
-            last = ctx.messages[-1] if ctx.messages else None
-            open_calls = isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts)
-            await self._flush(ctx, state, snapshot='interrupted' if open_calls else 'complete')
+            # Written by the next write: the first tool call's `started` row, the end of the run,
+            # or the request that retries an output.
+            state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
         elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
-            await self._flush(ctx, state, snapshot='complete')
+            state.snapshot = 'complete'
+            await state.flush(ctx, durable=True)
         return result
 
     async def before_tool_execute(
@@ -273,9 +240,11 @@ class StepPersistence(AbstractCapability[Any]):
         if state is None:
             return args
         started = _now()
-        self._event(ctx, state, 'tool_call_started', tool_call_id=call.tool_call_id, tool_name=call.tool_name)
+        state.event(ctx, 'tool_call_started', tool_call_id=call.tool_call_id, tool_name=call.tool_name)
         effect = ToolEffect(ctx.run_id, call.tool_call_id, call.tool_name, 'started', started)
-        await self._flush(ctx, state, effect=effect, messages=False)
+        state.effects.append(effect)
+        await asyncio.sleep(0)  # sibling calls of the same response queue their rows: one commit
+        await state.flush(ctx, durable=True, needed=effect)
         _current_tool.set(_ToolScope(self, state, ctx.run_id, call.tool_call_id, call.tool_name, started))
         return args
 
@@ -305,9 +274,8 @@ class StepPersistence(AbstractCapability[Any]):
         state = self._runs.get(ctx.run_id)
         if state is None:
             return
-        self._event(
+        state.event(
             ctx,
-            state,
             'tool_call_completed' if status == 'completed' else 'tool_call_failed',
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
@@ -322,7 +290,7 @@ class StepPersistence(AbstractCapability[Any]):
             _now(),
             summary=error,
         )
-        await self._flush(ctx, state, effect=effect, messages=False)
+        state.effects.append(effect)  # synced with the step's results (rule 2 above)
 
     async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         import json
@@ -332,25 +300,29 @@ class StepPersistence(AbstractCapability[Any]):
         state = self._runs.pop(ctx.run_id, None)
         if state is None:
             return result
-        self._event(ctx, state, 'run_completed')
+        state.event(ctx, 'run_completed')
         try:
             output = json.dumps(to_python_output(result.output))
         except (TypeError, ValueError):
             output = json.dumps(repr(result.output))
-        await self._flush(
-            ctx,
-            state,
-            snapshot='complete' if _settled(ctx.messages) else 'interrupted',
-            finish=RunFinish(ctx.run_id, 'completed', output, result.run_usage),
-        )
+        state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
+        await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'completed', output, result.run_usage))
         return result
+
+    async def _settle(self, ctx: RunContext[Any]) -> None:
+        """A run left by `BaseException` (cancelled, interrupted) still finishes the write that
+        went behind its model request before control returns to the caller."""
+        state = self._runs.pop(ctx.run_id, None)
+        if state is not None and state.behind is not None:
+            await asyncio.shield(state.behind)
 
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
         state = self._runs.pop(ctx.run_id, None)
         if state is not None:
-            self._event(ctx, state, 'run_failed', error=self._error(error))
+            state.event(ctx, 'run_failed', error=self._error(error))
             with contextlib.suppress(Exception):  # the run's own error is the one to report
-                await self._flush(ctx, state, snapshot='interrupted', finish=RunFinish(ctx.run_id, 'failed'))
+                state.snapshot = 'interrupted'
+                await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'failed'), raise_behind=False)
         raise error
 
 

@@ -203,7 +203,7 @@ class StepOps(SQLBase):
         """Apply one boundary (see `StepWrite`); returns the revision after the write. A completed
         run's usage is added to the conversation's total."""
         check_step_write(write)
-        with self._write() as conn:
+        with self._write(durable=write.durable) as conn:
             conversation = self._open_for_write(
                 conn,
                 write.conversation_id,
@@ -222,8 +222,8 @@ class StepOps(SQLBase):
                 self._insert_event(conn, event, write.conversation_id)
             if write.snapshot is not None:
                 self._snapshot(conn, write.run_id, write.conversation_id, write.scope, write.snapshot)
-            if write.effect is not None:
-                self._upsert_effect(conn, write.effect, write.conversation_id)
+            for effect in write.effects:
+                self._upsert_effect(conn, effect, write.conversation_id)
             if write.finish is not None:
                 revision = self._finish_run_locked(conn, write.conversation_id, write.scope, write.finish)
             return revision

@@ -91,15 +91,14 @@ class FileBackend(FileLogOps):
             if snapshot is not None and not state.seen(state.snapshots, run_id, snapshot.idempotency_key):
                 head = next((r.id for r in records if isinstance(r, BranchLine)), state.head)
                 records.append(snapshot_line(run_id, head, length, snapshot))
-            if write.effect is not None:
-                records.append(effect_line(write.effect))
+            records += [effect_line(e) for e in write.effects]
             if finish is not None:
                 records.append(finish_line(finish, with_usage=True))
                 bumps = bumps or (finish.status == 'completed' and finish.usage is not None)
             if bumps:
                 records.append(REV)
             if records:
-                self._append_lines(path, records)
+                self._append_lines(path, records, durable=write.durable)
             return state.revision + (1 if bumps else 0)
 
     def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:

@@ -146,10 +146,14 @@ class PostgresDialect:
             return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version').fetchall()]
 
     @contextmanager
-    def write(self) -> Iterator[Any]:
+    def write(self, *, durable: bool = True) -> Iterator[Any]:
         psycopg = self._psycopg
         try:
             with self._pool.connection() as conn, conn.transaction():
+                if not durable:
+                    # This commit returns before its WAL is flushed; the next synchronous commit
+                    # flushes it too. A crash of the server may lose it, never half of it.
+                    conn.execute('SET LOCAL synchronous_commit TO OFF')
                 yield conn
         except psycopg.Error as exc:
             raise BackendError(f'the write was rolled back: {_describe(exc)}') from None

@@ -73,6 +73,7 @@ class SQLiteDialect:
         read_only: bool = False,
     ) -> None:
         self.path = str(path)
+        self._synchronous = synchronous.upper()
         self.location = None if self.path == ':memory:' else 'sqlite:' + str(Path(self.path).resolve())
         self.writable = not read_only
         self._lock = threading.RLock()
@@ -127,7 +128,21 @@ class SQLiteDialect:
             return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version')]
 
     @contextmanager
-    def write(self) -> Iterator[Any]:
+    def write(self, *, durable: bool = True) -> Iterator[Any]:
+        with self._lock:
+            if durable or self._synchronous in ('OFF', 'NORMAL', '0', '1'):
+                yield from self._transaction()
+                return
+            # In WAL mode a commit under synchronous=NORMAL appends to the WAL without fsync; the
+            # next FULL commit syncs the WAL, and with it this one. Killing the process loses
+            # nothing either way; only a power loss before that sync can.
+            self.connection.execute('PRAGMA synchronous=NORMAL')
+            try:
+                yield from self._transaction()
+            finally:
+                self.connection.execute(f'PRAGMA synchronous={self._synchronous}')
+
+    def _transaction(self) -> Iterator[Any]:
         with self._lock:
             try:
                 self.connection.execute('BEGIN IMMEDIATE')

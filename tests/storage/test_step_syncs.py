@@ -1,0 +1,177 @@
+"""How often StepPersistence waits for the disk, and that what must be durable is durable first.
+
+Counted on SQLite through its statement trace: a write transaction is `BEGIN IMMEDIATE` ...
+`COMMIT`, and in WAL mode only a commit under `synchronous=FULL` syncs. The rules are in the
+docstring of `threadline.storage._step`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from threadline import Agent, ModelMessage, ModelResponse, TextPart, ToolCallPart
+from threadline.models.function import AgentInfo, FunctionModel
+from threadline.storage import SQLiteStore, StepPersistence
+
+
+class Commits:
+    """Write transactions on one SQLite connection, each marked synced or not."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.log: list[bool] = []
+        self._mode, self._writing = 'FULL', False
+        store.dialect.connection.set_trace_callback(self._see)
+
+    def _see(self, statement: str) -> None:
+        text = statement.strip().upper()
+        if text.startswith('PRAGMA SYNCHRONOUS='):
+            self._mode = text.split('=', 1)[1]
+        elif text.startswith('BEGIN'):
+            self._writing = text == 'BEGIN IMMEDIATE'
+        elif text.startswith('COMMIT') and self._writing:
+            self.log.append(self._mode == 'FULL')
+
+    @property
+    def syncs(self) -> int:
+        return sum(self.log)
+
+
+def calling(*names: str) -> FunctionModel:
+    """A model that calls `names` at once (one response), then answers in text."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(n, {'order': str(i)}, f'call-{i}') for i, n in enumerate(names)])
+        return ModelResponse(parts=[TextPart('done')])
+
+    return FunctionModel(model)
+
+
+@pytest.mark.parametrize('calls', [1, 3])
+def test_a_tool_calling_turn_syncs_three_times_whatever_the_number_of_calls(tmp_path: Path, calls: int) -> None:
+    store = SQLiteStore(tmp_path / 'steps.db')
+    agent = Agent(calling(*['refund'] * calls), capabilities=[StepPersistence(store, scope='acme')])
+
+    @agent.tool_plain
+    async def refund(order: str) -> str:
+        return f'refunded {order}'
+
+    commits = Commits(store)
+    result = agent.run_sync('refund my orders')
+    # started rows (one group commit for all calls), the step's results, the end of the run; the
+    # prompt went before the model request without waiting for the disk
+    assert commits.syncs == 3 and commits.log == [False, True, True, True]
+    effects = store.sync.tool_effects(result.run_id, scope='acme')
+    assert [e.status for e in effects] == ['completed'] * calls
+    assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
+
+
+def test_the_started_row_is_committed_and_synced_before_the_tool_body_runs(tmp_path: Path) -> None:
+    path = tmp_path / 'steps.db'
+    store = SQLiteStore(path)
+    agent = Agent(calling('refund', 'refund'), capabilities=[StepPersistence(store, scope='acme')])
+    commits = Commits(store)
+    seen: list[Any] = []
+
+    @agent.tool_plain
+    def refund(order: str) -> str:
+        other = SQLiteStore(path, read_only=True)  # another connection sees only what is committed
+        try:
+            [summary] = other.sync.list('acme')
+            [run] = other.sync.list_runs(summary.conversation_id, scope='acme')
+            rows = other.sync.tool_effects(run.run_id, scope='acme')
+            stored = other.sync.load(summary.conversation_id, scope='acme').messages
+        finally:
+            other.close()
+        seen.append(([(r.tool_call_id, r.status) for r in rows], commits.log[-1], type(stored[-1]).__name__))
+        return 'ok'
+
+    agent.run_sync('refund two orders')
+    started = [('call-0', 'started'), ('call-1', 'started')]
+    # both rows, and the response that called them, were in one synced commit before either body ran
+    assert seen == [(started, True, 'ModelResponse')] * 2
+
+
+def test_a_failed_write_keeps_what_was_pending_for_the_next_one(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'steps.db')
+    agent = Agent(calling('refund'), capabilities=[StepPersistence(store, scope='acme')])
+    real = store.sync.step_write
+    failures = iter([True])
+
+    def flaky(write: Any) -> int:
+        if write.effects and next(failures, False):
+            raise OSError('disk full')
+        return real(write)
+
+    store.sync.step_write = flaky  # type: ignore[method-assign]
+
+    @agent.tool_plain
+    def refund(order: str) -> str:
+        return 'refunded'
+
+    with pytest.raises(OSError, match='disk full'):
+        agent.run_sync('refund')
+    [summary] = store.sync.list('acme')
+    [run] = store.sync.list_runs(summary.conversation_id, scope='acme')
+    # the run's failure write carried the events and the ledger row the failed write dropped
+    assert run.status == 'failed'
+    kinds = [e.kind for e in store.sync.list_events(run.run_id, scope='acme')]
+    assert kinds[:3] == ['run_started', 'model_request_started', 'model_request_completed']
+    assert 'tool_call_started' in kinds and kinds[-1] == 'run_failed'
+    [effect] = store.sync.tool_effects(run.run_id, scope='acme')
+    # the body never ran: the error hooks closed the row as failed, and that reached the store
+    assert effect.status == 'failed' and effect.summary and 'disk full' not in effect.summary
+
+
+def test_an_error_of_the_write_behind_the_first_request_stops_the_run_before_any_tool(tmp_path: Path) -> None:
+    from threadline.exceptions import ConflictError
+
+    store = SQLiteStore(tmp_path / 'steps.db')
+    agent = Agent(calling('refund'), capabilities=[StepPersistence(store, scope='acme')])
+    real = store.sync.step_write
+    ran: list[str] = []
+
+    def conflicting(write: Any) -> int:
+        if write.register:  # the first write: another writer got there first
+            raise ConflictError('conversation changed', conversation_id=write.conversation_id, expected=0, actual=1)
+        return real(write)
+
+    store.sync.step_write = conflicting  # type: ignore[method-assign]
+
+    @agent.tool_plain
+    def refund(order: str) -> str:
+        ran.append(order)
+        return 'refunded'
+
+    with pytest.raises(ConflictError):
+        agent.run_sync('refund')
+    assert ran == []
+
+
+async def test_a_run_cancelled_during_its_first_request_has_its_prompt_stored_when_it_returns(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from threadline.storage import FileStore
+
+    store = FileStore(tmp_path / 'files')  # the slowest writer: the write behind is still going
+    entered = asyncio.Event()
+
+    async def stuck(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        entered.set()
+        await asyncio.sleep(3600)
+        raise AssertionError('not reached')
+
+    agent = Agent(FunctionModel(stuck), capabilities=[StepPersistence(store, scope='acme')])
+    task = asyncio.create_task(agent.run('keep this prompt'))
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [summary] = store.sync.list('acme')
+    [prompt] = store.sync.load(summary.conversation_id, scope='acme').messages
+    assert prompt.parts[-1].content == 'keep this prompt'
