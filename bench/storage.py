@@ -154,7 +154,11 @@ def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
     store.close()
     STEP_COMMITS[size] = (commits[0] / REPEAT, syncs[0] / REPEAT)
     differences.sort()
-    STEP_PAIRED[size] = (statistics.median(differences), differences[len(differences) // 4], differences[-1 - len(differences) // 4])
+    STEP_PAIRED[size] = (
+        statistics.median(differences),
+        differences[len(differences) // 4],
+        differences[-1 - len(differences) // 4],
+    )
     return statistics.median(inside)
 
 
