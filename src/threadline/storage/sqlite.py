@@ -22,6 +22,7 @@ from ._face import AsyncStore
 from ._neutral import now_text
 from ._schema import migrations
 from ._seal import StoreSeal
+from ._local_rank import MARK_END, MARK_START, rank_locally
 from ._sql_base import token
 from ._sql_store import SQLStore
 
@@ -193,9 +194,7 @@ class SQLiteDialect:
     ) -> list[SearchRow]:
         terms_match = ' AND '.join(f'body : "{t}"' for t in terms)
         if conversations:
-            # A conversation's token has a short posting list: intersecting with it is cheap.
-            match = terms_match + ' AND ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
-            return self._ranked(conn, match, limit, scope=None)
+            return self._scoped(conn, terms, conversations, limit)
         # Store-wide: intersecting with a scope token is slow when the scope is large, so rank the
         # terms alone and keep the hits in scope, fetching more while too few are; a scope that
         # holds few of the hits is then found through its token instead.
@@ -206,6 +205,27 @@ class SQLiteDialect:
                 return rows[:limit]
             fetch *= 4
         return self._ranked(conn, f'{terms_match} AND stok : "{token("s", scope or "")}"', limit, scope=None)
+
+    def _scoped(self, conn: Any, terms: list[str], conversations: list[str], limit: int) -> list[SearchRow]:
+        """Matches in `conversations` (a conversation and the ones it forked from), ranked by
+        their own statistics (see `_local_rank`): every query here costs what those
+        conversations hold, whatever the rest of the store holds."""
+        within = 'ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
+        match = ' AND '.join(f'body : "{t}"' for t in terms) + ' AND ' + within
+        hits = conn.execute(
+            'SELECT rowid, highlight(message_fts, 0, ?, ?) FROM message_fts WHERE message_fts MATCH ?',
+            (MARK_START, MARK_END, match),
+        ).fetchall()
+        if not hits:
+            return []
+        count = 'SELECT count(*) FROM message_fts WHERE message_fts MATCH ?'
+        total = conn.execute(count, (within,)).fetchone()[0]
+        df = (
+            [len(hits)]
+            if len(terms) == 1
+            else [conn.execute(count, (f'body : "{t}" AND {within}',)).fetchone()[0] for t in terms]
+        )
+        return self._attach(conn, rank_locally(hits, terms, total, df, limit), None)
 
     def _ranked_with_count(self, conn: Any, match: str, fetch: int, scope: str | None) -> tuple[list[SearchRow], bool]:
         hits = conn.execute(

@@ -1,0 +1,77 @@
+"""A search scoped to one conversation ranks by that conversation alone (SQLite).
+
+Its cost and its scores must not depend on what the rest of the store holds: not on other
+conversations' size (issue 15 §5), and not on other tenants' words (their term frequencies would
+otherwise show through the scores).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from threadline import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from threadline.storage import SQLiteStore
+
+
+def chat(*texts: str) -> list[ModelRequest | ModelResponse]:
+    return [
+        ModelRequest(parts=[UserPromptPart(t)]) if i % 2 == 0 else ModelResponse(parts=[TextPart(t)])
+        for i, t in enumerate(texts)
+    ]
+
+
+TEXTS = (
+    'my refund for order 42 has not arrived',
+    'the refund was sent on Monday; refunds take five days',
+    'refund refund refund',
+    'nothing to see here',
+    'a very long message that mentions a refund once among many other words about shipping and parcels',
+)
+
+
+def test_scoped_ranking_prefers_more_and_denser_matches(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 's.db')
+    store.sync.append('c', chat(*TEXTS), scope='acme')
+    hits = store.sync.search('refund', scope='acme', conversation_id='c', limit=10)
+    assert [h.position for h in hits] == [2, 0, 1, 4]  # 'refund' x3 first, the long message last
+    assert hits[0].snippet == '[refund] [refund] [refund]'
+    assert all(h.conversation_id == 'c' for h in hits) and hits[0].score > hits[-1].score > 0
+    long = hits[-1].snippet
+    assert '[refund]' in long and long.endswith('...')
+
+
+def test_scoped_scores_do_not_depend_on_other_tenants(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 's.db')
+    store.sync.append('c', chat(*TEXTS), scope='acme')
+    before = [(h.position, h.score) for h in store.sync.search('refund order', scope='acme', conversation_id='c')]
+    for k in range(30):  # another tenant writes the same words a lot
+        store.sync.append(f'other-{k}', chat(*['refund order refund'] * 20), scope='globex')
+    after = [(h.position, h.score) for h in store.sync.search('refund order', scope='acme', conversation_id='c')]
+    assert before == after and [p for p, _ in before] == [0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(['alpha', 'beta', 'Gamma', 'délta', 'x']), min_size=1, max_size=8), max_size=12),
+    st.sampled_from(['alpha', 'beta', 'gamma', 'delta', 'alpha beta']),
+)
+def test_scoped_hits_are_exactly_the_messages_holding_every_term(words: list[list[str]], query: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        store = SQLiteStore(Path(directory) / 's.db')
+        texts = [' '.join(w) for w in words]
+        if texts:
+            store.sync.append('c', chat(*texts), scope='acme')
+        else:
+            store.sync.append('c', chat('empty'), scope='acme')
+            texts = ['empty']
+        hits = store.sync.search(query, scope='acme', conversation_id='c', limit=100)
+        folded = [t.lower().replace('é', 'e').split() for t in texts]
+        expected = {i for i, ws in enumerate(folded) if all(q in ws for q in query.split())}
+        assert {h.position for h in hits} == expected
+        assert len(hits) == len(expected)  # no duplicates
+        store.close()
