@@ -185,21 +185,34 @@ class PostgresDialect:
     def search(
         self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
+        if conversations:
+            return self._scoped(conn, terms, conversations, limit)
         sql = (
             'SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, q) AS score, '
             "ts_headline('simple', m.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
             "FROM messages m, plainto_tsquery('simple', %s) q WHERE m.tsv @@ q"
         )
         params: list[Any] = [' '.join(terms)]
-        if conversations:
-            sql += ' AND m.conversation_id = ANY(%s)'
-            params.append(conversations)
-        elif scope is not None:
+        if scope is not None:
             sql += ' AND m.scope = %s'
             params.append(scope)
         sql += ' ORDER BY score DESC, m.id LIMIT %s'
         params.append(limit)
         return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+
+    def _scoped(self, conn: Any, terms: list[str], conversations: list[str], limit: int) -> list[SearchRow]:
+        """Matches in `conversations` only. The conversation's rows are taken first (a
+        materialized CTE, so the planner cannot start from the GIN index, whose posting list for
+        a frequent word grows with the store): the query costs what the conversation holds.
+        `ts_rank` reads only the row it ranks, so no other conversation's words shape a score."""
+        sql = (
+            'WITH c AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, search_text FROM messages '
+            'WHERE conversation_id = ANY(%s)) '
+            'SELECT c.id, c.branch_id, c.position, c.run_id, ts_rank(c.tsv, q) AS score, '
+            "ts_headline('simple', c.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
+            "FROM c, plainto_tsquery('simple', %s) q WHERE c.tsv @@ q ORDER BY score DESC, c.id LIMIT %s"
+        )
+        return [tuple(r) for r in conn.execute(sql, (conversations, ' '.join(terms), limit)).fetchall()]
 
 
 def _describe(exc: Exception) -> str:

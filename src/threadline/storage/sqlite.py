@@ -19,10 +19,10 @@ from typing import Any
 from ..exceptions import BackendError, CorruptRecordError, StoreError
 from ._dialect import SearchRow
 from ._face import AsyncStore
+from ._local_rank import MARK_END, MARK_START, rank_locally
 from ._neutral import now_text
 from ._schema import migrations
 from ._seal import StoreSeal
-from ._local_rank import MARK_END, MARK_START, rank_locally
 from ._sql_base import token
 from ._sql_store import SQLStore
 
