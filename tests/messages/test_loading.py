@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -271,3 +272,54 @@ def test_fuzz_loader_only_loads_or_raises_our_error(document: Any) -> None:
 def test_fuzz_loader_on_arbitrary_bytes(raw: bytes) -> None:
     with contextlib.suppress(MessageValidationError):
         ModelMessagesTypeAdapter.validate_json(raw)
+
+
+def _wire_objects(history: list[Any]) -> list[dict[str, Any]]:
+    """The objects of `history` that are wire structs Threadline declares (messages, their usage,
+    parts and content items of known kinds); user data (arguments, metadata) and parts of newer
+    kinds keep every key, so they are left out."""
+    from threadline.messages._codec import _CONTENT_TYPES, _PART_TYPES_REQUEST, _PART_TYPES_RESPONSE
+
+    known_parts = {*_PART_TYPES_REQUEST, *_PART_TYPES_RESPONSE}
+    found: list[dict[str, Any]] = []
+    for message in history:
+        found.append(message)
+        if isinstance(message.get('usage'), dict):
+            found.append(message['usage'])
+        for part in message.get('parts', []):
+            if part.get('part_kind') not in known_parts:
+                continue
+            found.append(part)
+            content = part.get('content') if part.get('part_kind') == 'user-prompt' else None
+            for item in content if isinstance(content, list) else []:
+                if isinstance(item, dict) and item.get('kind') in _CONTENT_TYPES:
+                    found.append(item)
+    return found
+
+
+WIRE = sorted((Path(__file__).parents[1] / 'data' / 'vectors' / 'wire').glob('*.json'))
+
+
+@settings(max_examples=examples(200))
+@given(st.sampled_from(WIRE), st.data())
+def test_fields_from_a_newer_writer_anywhere_are_ignored_on_both_paths(path: Path, data: st.DataObject) -> None:
+    """The fast decoder ignores undeclared fields as the careful loader does: adding them to any
+    wire objects of a history the reference wrote changes nothing that loads."""
+    original = json.loads(path.read_text())
+    loaded = ModelMessagesTypeAdapter.validate_json(json.dumps(original))
+    objects = _wire_objects(original)
+    chosen = data.draw(st.lists(st.sampled_from(objects), min_size=1, max_size=6))
+    names = st.from_regex(r'x_[a-z]{1,8}', fullmatch=True)
+    extra = data.draw(st.dictionaries(names, json_values, min_size=1, max_size=2))
+    for obj in chosen:
+        obj.update(extra)
+    assert ModelMessagesTypeAdapter.validate_json(json.dumps(original)) == loaded
+    assert ModelMessagesTypeAdapter.validate_python(original) == loaded
+
+
+def test_a_legacy_name_as_a_value_or_beside_unknown_fields_is_handled() -> None:
+    legacy = response({'content': 'vendor_id', 'part_kind': 'text', 'x_new': 1}, vendor_id='resp_1', x_other=[1])
+    [message] = load([legacy])
+    assert message.provider_response_id == 'resp_1' and message.parts[0].content == 'vendor_id'
+    [plain] = load([response({'content': '"added"', 'part_kind': 'text'})])  # a value, quoted
+    assert plain.parts[0].content == '"added"'

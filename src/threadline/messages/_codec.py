@@ -115,12 +115,29 @@ _ALIASES: dict[type, dict[str, str]] = {
 _ENCODE_NAMES: dict[type, frozenset[str]] = {}
 
 
+_LEGACY_NAMES = sorted({name for aliases in _ALIASES.values() for name in aliases})
+_LEGACY_BYTES = tuple(f'"{name}"'.encode() for name in _LEGACY_NAMES)
+_LEGACY_TEXT = tuple(f'"{name}"' for name in _LEGACY_NAMES)
+
+
+def mentions_legacy_names(data: bytes | bytearray | memoryview | str | msgspec.Raw) -> bool:
+    """Whether `data` may hold a legacy field name that must be renamed, not dropped (the typed
+    decoders ignore fields they do not declare). A quoted name inside a string value is escaped
+    (`\\"name\\"`) and so never matches; a string value that is exactly such a name only costs a careful load."""
+    if isinstance(data, str):
+        return any(name in data for name in _LEGACY_TEXT)
+    raw = data if isinstance(data, (bytes, bytearray)) else bytes(data)
+    return any(name in raw for name in _LEGACY_BYTES)
+
+
 def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMessage]:
     """Load a JSON history: the fast typed decoder first, the careful loader for anything else."""
-    try:
-        return _decoder.decode(data)
-    except Exception:  # noqa: BLE001 - every failure is re-examined by the careful loader
-        pass
+    legacy = isinstance(data, (bytes, bytearray, memoryview, str)) and mentions_legacy_names(data)
+    if not legacy:
+        try:
+            return _decoder.decode(data)
+        except Exception:  # noqa: BLE001 - every failure is re-examined by the careful loader
+            pass
     try:
         items = _raw_items.decode(data)
     except (msgspec.DecodeError, TypeError, RecursionError):
@@ -141,10 +158,11 @@ def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMes
 
 
 def _decode_one(raw: msgspec.Raw, index: int) -> ModelMessage:
-    try:
-        return _message_decoder.decode(raw)
-    except Exception:  # noqa: BLE001 - re-examined by the careful loader, which names what is wrong
-        pass
+    if not mentions_legacy_names(raw):
+        try:
+            return _message_decoder.decode(raw)
+        except Exception:  # noqa: BLE001 - re-examined by the careful loader, which names what is wrong
+            pass
     if json_depth(raw) > MAX_JSON_DEPTH - 1:  # the message sits one level inside the history's list
         raise MessageValidationError('messages', f'JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)')
     try:
