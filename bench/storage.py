@@ -244,14 +244,24 @@ def part_b(wl: Any, directory: Path, turns: int) -> None:
     from pydantic_ai.models.function import FunctionModel
     from pydantic_ai_harness.step_persistence import SqliteStepStore, StepPersistence
 
-    print(f'(b) database size after a {turns}-turn conversation')
-    ours_path = directory / 'b-ours.db'
-    store = SQLiteStore(ours_path)
+    print(f'(b) database size after a {turns}-turn conversation, StepPersistence against StepPersistence')
+    ours_path = directory / 'b-ours-steps.db'
+    _our_step_conversation(wl, ours_path, turns)
+    ours_rows = table_rows(ours_path)
+    print(
+        f'    threadline StepPersistence: {ours_path.stat().st_size / 1e6:8.2f} MB  rows {sum(ours_rows.values()):>9,}  '
+        f'{ours_rows}'
+    )
+    plain_path = directory / 'b-ours.db'
+    store = SQLiteStore(plain_path)
     for i in range(turns):
         store.sync.append('b', OurTA.validate_python(wl.turn(i, conversation_id='b')), scope='bench')
     store.close()
-    ours_rows = table_rows(ours_path)
-    print(f'    threadline: {ours_path.stat().st_size / 1e6:8.2f} MB  rows {sum(ours_rows.values()):>9,}  {ours_rows}')
+    plain_rows = table_rows(plain_path)
+    print(
+        f'    (threadline plain append, no step records, not like for like: {plain_path.stat().st_size / 1e6:.2f} MB, '
+        f'rows {sum(plain_rows.values()):,})'
+    )
     harness_path = directory / 'b-harness.db'
     harness = SqliteStepStore(database=harness_path)
     history: list[Any] = []
@@ -268,8 +278,35 @@ def part_b(wl: Any, directory: Path, turns: int) -> None:
         history = agent.run_sync(turn[0].parts[-1].content, message_history=history, conversation_id='b').all_messages()
     harness_rows = table_rows(harness_path)
     print(
-        f'    harness:    {harness_path.stat().st_size / 1e6:8.2f} MB  rows {sum(harness_rows.values()):>9,}  {harness_rows}'
+        f'    harness StepPersistence:    {harness_path.stat().st_size / 1e6:8.2f} MB  rows '
+        f'{sum(harness_rows.values()):>9,}  {harness_rows}'
     )
+    print(f'    ratio (harness / threadline): {harness_path.stat().st_size / ours_path.stat().st_size:.0f}x')
+
+
+def _our_step_conversation(wl: Any, path: Path, turns: int) -> None:
+    """`turns` runs of one conversation under our StepPersistence, each over the stored history,
+    the same turns the harness side runs."""
+    from threadline import Agent
+    from threadline.models.function import FunctionModel
+    from threadline.storage import StepPersistence
+
+    store = SQLiteStore(path)
+    history: list[Any] = []
+    for i in range(turns):
+        turn = OurTA.validate_python(wl.turn(i, conversation_id='b'))
+        responses = iter([turn[1], turn[3]])
+        agent = Agent(
+            FunctionModel(lambda m, info, r=responses: next(r)), capabilities=[StepPersistence(store, scope='bench')]
+        )
+        content = turn[2].parts[0].content
+
+        @agent.tool_plain(name=turn[1].parts[-1].tool_name)
+        def _tool(query: str, limit: int, content: Any = content) -> str:
+            return str(content)
+
+        history = agent.run_sync(turn[0].parts[-1].content, message_history=history, conversation_id='b').all_messages()
+    store.close()
 
 
 def part_c(wl: Any, directory: Path) -> None:
