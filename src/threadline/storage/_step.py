@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import error_summary
 from ..capabilities import AbstractCapability, ModelRequestContext
-from ..exceptions import ConflictError, UnresolvedToolEffect, UserError
+from ..exceptions import ConflictError, ConversationNotFound, UnresolvedToolEffect, UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ..messages._codec import encoder
 from ._audit_events import record_repair_events
@@ -142,13 +142,14 @@ class StepPersistence(AbstractCapability[Any]):
         store = self.store.sync
         if self._key is None and not self.include_content:
             self._key = store.audit_key()
-        existing = store.conversation_state(conversation_id, scope=scope)
-        if existing is None:
+        try:
+            stored = store.load(conversation_id, scope=scope, last=1)
+        except ConversationNotFound:
             return None, [], None
+        existing = (stored.revision, stored.length)
         effects = (
             [] if self.allow_unknown_effects else store.tool_effects_for_conversation(conversation_id, scope=scope)
         )
-        stored = store.load(conversation_id, scope=scope, last=1)
         if stored.quarantined:
             # Refused here, before the first model request: the first write, which the store
             # would refuse too, goes behind that request (see the module docstring).
