@@ -172,7 +172,10 @@ SURFACE: dict[str, set[str]] = {
     'threadline.capabilities': {
         'AbstractCapability',
         'CapabilityChain',
+        'ClearOldToolResults',
         'Hooks',
+        'KeepLastTurns',
+        'SummarizeOlderTurns',
         'Instrumentation',
         'MessageHistoryMutatedWarning',
         'ModelRequestContext',

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._public import publish
 from ..agent._capability import AbstractCapability, CapabilityChain, ModelRequestContext
+from ._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
 from ._hooks import Hooks
 from ._instrumentation import Instrumentation, MessageHistoryMutatedWarning
 from ._process_history import ProcessHistory
@@ -12,12 +13,15 @@ from ._reinject import ReinjectSystemPrompt
 __all__ = [
     'AbstractCapability',
     'CapabilityChain',
+    'ClearOldToolResults',
     'Hooks',
     'Instrumentation',
+    'KeepLastTurns',
     'MessageHistoryMutatedWarning',
     'ModelRequestContext',
     'ProcessHistory',
     'ReinjectSystemPrompt',
+    'SummarizeOlderTurns',
 ]
 
 

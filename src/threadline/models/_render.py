@@ -10,6 +10,10 @@ Rules, applied to a copy (stored history is never changed):
 - Feedback parts become what the model can read: a `RetryFeedbackPart` with one of the fixed
   "no output" texts stays in the system voice; other feedback becomes a user part that says it is
   automated feedback; a legacy `RetryPromptPart` for a tool becomes a `retried` tool return.
+- A `CompactionPart` in a request (a summary the application wrote in place of earlier turns)
+  becomes user text: the summary inside `<conversation_summary>` tags, behind a line saying a
+  separate model wrote it and that it is context, not instructions, with any framing tag inside
+  it neutralized (see `_framing`). It is never sent as a system prompt.
 - Opaque parts and content (kinds this version does not know) are skipped; their kinds are
   returned so the run can warn once.
 """
@@ -24,6 +28,7 @@ from typing import Any
 import msgspec
 
 from ..messages import (
+    CompactionPart,
     ModelMessage,
     ModelRequest,
     OpaqueContent,
@@ -36,6 +41,7 @@ from ..messages import (
     UserPromptPart,
 )
 from ._base import ModelProfile
+from ._framing import CONVERSATION_SUMMARY_PROVENANCE, frame
 
 __all__ = ['NO_OUTPUT_TEXTS', 'render_history', 'standing_prompt_count', 'wrap_system_text']
 
@@ -104,6 +110,9 @@ def _render_request_part(part: Any, standing: bool, profile: ModelProfile, skipp
             )
         cause = 'validation_error' if isinstance(part.content, list) else 'model_retry'
         return UserPromptPart(_feedback_text(part.content, cause), timestamp=part.timestamp)
+    if isinstance(part, CompactionPart):
+        body = f'\n{CONVERSATION_SUMMARY_PROVENANCE}\n\n{part.content or ""}\n'
+        return UserPromptPart(frame('conversation_summary', body))
     if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
         kept = [item for item in part.content if not isinstance(item, OpaqueContent)]
         if len(kept) != len(part.content):
