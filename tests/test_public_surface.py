@@ -183,6 +183,7 @@ SURFACE: dict[str, set[str]] = {
         'ReinjectSystemPrompt',
     },
     'threadline.usage': {'RequestUsage', 'RunUsage', 'UsageLimits'},
+    'threadline.toolsets': {'FunctionToolset'},
     'threadline.trust': {
         'REASONS',
         'Envelope',

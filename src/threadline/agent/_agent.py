@@ -36,6 +36,7 @@ from ._run import AgentRun
 from ._state import RunState
 from ._streamed import EventStream, StreamedRunResult, open_stream, stream_events
 from ._tools import Tool
+from ._toolset import merge_tools
 
 __all__ = ['Agent', 'RunOptions']
 
@@ -340,6 +341,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         history = _check_history(message_history)
         run_id, conversation_id = _resolve_ids(history, run_id, conversation_id)
         settings = {**(self.model_settings or {}), **(model_settings or {})} or None
+        chain = CapabilityChain([*self.capabilities, *capabilities])
+        tools = merge_tools(self._tools, chain.toolsets()) if len(chain) else self._tools
         ctx: RunContext[Any] = RunContext(
             deps=deps,
             model=resolved_model,
@@ -358,8 +361,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             limits=usage_limits or UsageLimits(),
             settings=settings,  # type: ignore[arg-type]
             output=self._output,
-            tools=self._tools,
-            capabilities=CapabilityChain([*self.capabilities, *capabilities]),
+            tools=tools,
+            capabilities=chain,
             instruction_sources=[*self._instructions, *_as_list(instructions)],
             system_prompt_sources=self._system_prompts,
             dynamic_system_prompts=self._dynamic_system_prompts,

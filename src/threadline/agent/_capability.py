@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._context import RunContext
     from ._graph import AgentNode, NodeResult
     from ._result import AgentRunResult
+    from ._toolset import FunctionToolset
 
 __all__ = ['AbstractCapability', 'CapabilityChain', 'ModelRequestContext']
 
@@ -56,6 +57,10 @@ class ModelRequestContext:
 class AbstractCapability(Generic[AgentDepsT]):
     """Base class of capabilities; every hook is a no-op until overridden. Generic in the run's
     deps type (`AbstractCapability[MyDeps]`), as the hooks' `RunContext` is."""
+
+    def get_toolset(self) -> FunctionToolset[Any] | None:
+        """Tools this capability gives every run it is part of (None: no tools)."""
+        return None
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
         """Called once before the first node; raise to refuse the run."""
@@ -139,6 +144,15 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     async def before_run(self, ctx: RunContext[Any]) -> None:
         for capability in self._forward:
             await capability.before_run(ctx)
+
+    def toolsets(self) -> list[tuple[str, FunctionToolset[Any]]]:
+        """Each capability's toolset, named by the capability that gives it."""
+        named = []
+        for capability in self._forward:
+            toolset = capability.get_toolset()
+            if toolset is not None:
+                named.append((f'capability {type(capability).__name__}', toolset))
+        return named
 
     async def settle(self, ctx: RunContext[Any]) -> None:
         for capability in self._reverse:

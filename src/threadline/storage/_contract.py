@@ -132,9 +132,17 @@ class ConversationStore(Protocol):
         ...
 
     def search(
-        self, query: str, *, scope: str, conversation_id: str | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        scope: str,
+        conversation_id: str | None = None,
+        limit: int = 10,
+        include_dropped: bool = False,
     ) -> builtins.list[SearchHit]:
-        """Ranked full-text matches within the scope (or one conversation's lineage)."""
+        """Ranked full-text matches within the scope, or one conversation's history (with
+        `include_dropped`: every branch of it, so turns a rewrite or compaction dropped too).
+        `query` follows `threadline.storage._query` (words, "phrases", prefix*)."""
         ...
 
     def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:

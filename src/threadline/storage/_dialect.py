@@ -10,6 +10,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from ._query import Term
+
 __all__ = ['Dialect', 'SearchRow']
 
 SearchRow = tuple[int, int, int, str | None, float, str]
@@ -50,7 +52,7 @@ class Dialect(Protocol):
         ...
 
     def search(
-        self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
+        self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
         """The best `limit` hits for all `terms`, within `conversations` or else `scope`."""
         ...

@@ -7,8 +7,7 @@ import copy
 import os
 from collections.abc import Sequence
 from datetime import datetime
-
-import msgspec
+from typing import Any
 
 from .._uuid import uuid7
 from ..exceptions import (
@@ -32,9 +31,9 @@ from ._neutral import (
     now_text,
     parse_time,
     safe_start,
-    search_terms,
     shared_prefix,
 )
+from ._query import Term, fold, parse_query
 from ._records import (
     EVERY_SCOPE,
     BatchInfo,
@@ -46,7 +45,7 @@ from ._records import (
     StoredConversation,
     ToolEffect,
 )
-from ._text import message_text
+from ._text import message_text, role_of
 from ._verify import report
 
 __all__ = ['FileLogOps']
@@ -287,10 +286,18 @@ class FileLogOps(FileBase):
         return [s.id for s in doomed]
 
     def search(
-        self, query: str, *, scope: str, conversation_id: str | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        scope: str,
+        conversation_id: str | None = None,
+        limit: int = 10,
+        include_dropped: bool = False,
     ) -> builtins.list[SearchHit]:
+        """A scan: every message of the scope (or the conversation) is matched in Python, ranked by
+        matched instances over length. Fine for the sizes a directory of files is for."""
         check_scope(scope)
-        terms = search_terms(query)
+        terms = parse_query(query)
         if not terms:
             return []
         states = (
@@ -300,25 +307,35 @@ class FileLogOps(FileBase):
         )
         hits = []
         for state in states:
+            every = include_dropped or not conversation_id
             rows = (
-                self._bodies(state)
-                if conversation_id
-                else [(p, b) for br in state.branches.values() for p, b in br.messages.items()]
+                [(p, b) for br in state.branches.values() for p, b in br.messages.items()]
+                if every
+                else self._bodies(state)
             )
-            for position, body in rows:
-                text = message_text(self._decode([(position, body)], state.id)[0])
-                words = text.lower().split()
-                counts = [sum(1 for w in words if term in w) for term in terms]
-                if all(counts):
-                    score = sum(counts) / (1 + len(words) / 50)
-                    at = text.lower().find(terms[0])
-                    snippet = text[max(0, at - 40) : at + 60].replace(
-                        text[at : at + len(terms[0])], f'[{text[at : at + len(terms[0])]}]'
-                    )
-                    run_id = msgspec.json.decode(body).get('run_id')
-                    hits.append(SearchHit(state.id, position, score, snippet, run_id))
+            for position, body in dict.fromkeys(rows):
+                hit = self._match(state.id, position, body, terms)
+                if hit is not None:
+                    hits.append(hit)
         hits.sort(key=lambda h: (-h.score, h.conversation_id, h.position))
         return hits[:limit]
+
+    def _match(self, conversation_id: str, position: int, body: Any, terms: builtins.list[Term]) -> SearchHit | None:
+        message = self._decode([(position, body)], conversation_id)[0]
+        text = message_text(message)
+        folded = fold(text)
+        words = folded.split()
+        counts = [_count(term, folded, words) for term in terms]
+        if not all(counts):
+            return None
+        first = terms[0].text if terms[0].kind != 'phrase' else terms[0].text.split(' ')[0]
+        at = max(folded.find(first), 0)
+        start = max(0, at - 40)
+        snippet = text[start:at] + '[' + text[at : at + len(first)] + ']' + text[at + len(first) : at + 60]
+        stamps = (getattr(p, 'timestamp', None) for p in message.parts)
+        timestamp = message.timestamp or next((t for t in stamps if t is not None), None)
+        score = sum(counts) / (1 + len(words) / 50)
+        return SearchHit(conversation_id, position, score, snippet, message.run_id, role_of(message), timestamp)
 
     def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:
         """Re-hash the stored history against every whole batch's link and the chain head, then
@@ -349,3 +366,13 @@ class FileLogOps(FileBase):
     def branches(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[int, int]]:
         state = self._get(conversation_id, scope)
         return [(b.id, b.length) for b in sorted(state.branches.values(), key=lambda b: b.id)]
+
+
+def _count(term: Term, folded: str, words: builtins.list[str]) -> int:
+    """Instances of `term` in a message's folded text: a phrase as a substring, a prefix at the
+    start of a word, a word inside any word (as CJK text and compounds need)."""
+    if term.kind == 'phrase':
+        return folded.count(term.text)
+    if term.kind == 'prefix':
+        return sum(1 for w in words if w.startswith(term.text))
+    return sum(1 for w in words if term.text in w)

@@ -8,8 +8,8 @@ with FTS5's `highlight()`, and ranks them here:
 
 - `N` is the number of the conversation's indexed messages, `df` of a term the number of them
   that hold it (each counted by FTS5 within the conversation);
-- `tf` is the number of highlighted spans that are the term (compared case- and accent-folded,
-  as the `unicode61` tokenizer folds them);
+- `tf` is the number of highlighted spans that are an instance of the term (a word, a phrase, a
+  word with the term's prefix; compared case- and accent-folded, as `unicode61` folds them);
 - a message's length is its count of whitespace-separated words; the average length is taken over the matching messages
   (counting every message of the conversation would cost a read of all of them);
 - `k1 = 1.2`, `b = 0.75`, and `idf = ln(1 + (N - df + 0.5) / (df + 0.5))`, as FTS5's bm25 uses.
@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
+
+from ._query import Term, fold
 
 __all__ = ['MARK_END', 'MARK_START', 'rank_locally']
 
@@ -36,31 +37,23 @@ _SNIPPET_WORDS = 12
 
 
 def rank_locally(
-    hits: Sequence[tuple[int, str]], terms: Sequence[str], total: int, df: Sequence[int], limit: int
+    hits: Sequence[tuple[int, str]], terms: Sequence[Term], total: int, df: Sequence[int], limit: int
 ) -> list[tuple[int, float, str]]:
     """The best `limit` of `hits` (rowid, highlighted text) as (rowid, score, snippet)."""
-    folded = [_fold(t) for t in terms]
     idf = [math.log(1 + (total - d + 0.5) / (d + 0.5)) for d in df]
     lengths = [len(text.split()) for _, text in hits]
     average = (sum(lengths) / len(lengths)) if lengths else 1.0
     scored: list[tuple[float, int, int]] = []
     for index, ((_, text), length) in enumerate(zip(hits, lengths, strict=True)):
-        spans = [_fold(s) for s in _SPAN.findall(text)]
+        spans = [fold(s) for s in _SPAN.findall(text)]
         norm = _K1 * (1 - _B + _B * length / (average or 1.0))
         score = 0.0
-        for term, weight in zip(folded, idf, strict=True):
-            tf = sum(1 for s in spans if s == term) or 1  # a match FTS5 reported counts at least once
+        for term, weight in zip(terms, idf, strict=True):
+            tf = sum(1 for s in spans if term.matches(s)) or 1  # a match FTS5 reported counts at least once
             score += weight * tf * (_K1 + 1) / (tf + norm)
         scored.append((-score, index, hits[index][0]))
     scored.sort()
     return [(rowid, -negative, _snippet(hits[index][1])) for negative, index, rowid in scored[:limit]]
-
-
-def _fold(text: str) -> str:
-    if text.isascii():
-        return text.lower()
-    decomposed = unicodedata.normalize('NFKD', text.casefold())
-    return ''.join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _snippet(text: str) -> str:

@@ -133,6 +133,9 @@ class SearchHit:
     score: float
     snippet: str
     run_id: str | None = None
+    role: str | None = None
+    """'user', 'assistant', 'tool' (a request answering tool calls) or 'system'."""
+    timestamp: datetime | None = None
 
 
 @dataclass(frozen=True)

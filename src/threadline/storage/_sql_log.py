@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -21,9 +22,9 @@ from ._neutral import (
     now_text,
     parse_time,
     safe_start,
-    search_terms,
     to_python_output,
 )
+from ._query import parse_query
 from ._records import (
     EVERY_SCOPE,
     ChainCheck,
@@ -35,7 +36,7 @@ from ._records import (
 )
 from ._sql_base import Conversation, Segment, SQLBase, usage_decoder
 from ._sql_seal import check as check_seals
-from ._text import message_text
+from ._text import message_text, role_and_time
 from ._verify import report
 
 __all__ = ['LogOps']
@@ -351,11 +352,17 @@ class LogOps(SQLBase):
         return [c for c, _ in doomed]
 
     def search(
-        self, query: str, *, scope: str, conversation_id: str | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        scope: str,
+        conversation_id: str | None = None,
+        limit: int = 10,
+        include_dropped: bool = False,
     ) -> builtins.list[SearchHit]:
-        """Ranked full-text matches of every word of `query` in `scope` (or one conversation)."""
+        """Ranked full-text matches of every term of `query` in `scope` (or one conversation)."""
         check_scope(scope)
-        terms = search_terms(query)
+        terms = parse_query(query)
         if not terms:
             return []
         with self._read() as conn:
@@ -363,24 +370,46 @@ class LogOps(SQLBase):
             conversations: builtins.list[str] | None = None
             if conversation_id is not None:
                 conversation = self._conversation(conn, conversation_id, scope)
-                allowed = self._lineage(conn, conversation.head_branch)
+                heads = [conversation.head_branch]
+                if include_dropped:
+                    owned = 'SELECT id FROM branches WHERE conversation_id = ? ORDER BY id'
+                    heads = [r[0] for r in self._all(conn, owned, (conversation_id,))]
+                allowed = [s for head in heads for s in self._lineage(conn, head)]
                 conversations = sorted({s.conversation_id for s in allowed})
             hits: builtins.list[SearchHit] = []
             fetch = limit if allowed is None else limit * 4
             while True:
                 rows = self._dialect.search(conn, terms, scope, conversations, fetch)
                 hits = []
-                for _, branch, position, run_id, score, snippet in rows:
+                seen: set[int] = set()
+                for rowid, branch, position, run_id, score, snippet in rows:
                     owner = conversation_id
                     if allowed is not None:
-                        if not any(s.branch == branch and s.start <= position < s.end for s in allowed):
+                        if rowid in seen or not any(
+                            s.branch == branch and s.start <= position < s.end for s in allowed
+                        ):
                             continue
                     else:
                         owner = self._owner(conn, branch)
+                    seen.add(rowid)
                     hits.append(SearchHit(owner or '', position, score, snippet, run_id))
                 if len(hits) >= limit or len(rows) < fetch:
-                    return hits[:limit]
+                    return self._described(conn, hits[:limit], [r[0] for r in rows if r[0] in seen])
                 fetch *= 4
+
+    def _described(
+        self, conn: Any, hits: builtins.list[SearchHit], rowids: builtins.list[int]
+    ) -> builtins.list[SearchHit]:
+        """`hits` with the role and time of the message each one is in."""
+        if not hits:
+            return hits
+        marks = ','.join('?' * len(rowids))
+        bodies = dict(self._all(conn, f'SELECT id, body FROM messages WHERE id IN ({marks})', rowids))
+        described = []
+        for hit, rowid in zip(hits, rowids, strict=False):
+            role, timestamp = role_and_time(bodies[rowid])
+            described.append(replace(hit, role=role, timestamp=timestamp))
+        return described
 
     def _owner(self, conn: Any, branch: int) -> str:
         row = self._one(conn, 'SELECT conversation_id FROM branches WHERE id = ?', (branch,))

@@ -3,6 +3,7 @@ and results (never binary data, never application metadata)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -20,8 +21,9 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from ..messages._codec import decode_messages
 
-__all__ = ['message_text', 'title_of']
+__all__ = ['message_text', 'role_and_time', 'role_of', 'title_of']
 
 
 def _json_text(value: Any) -> str:
@@ -74,3 +76,27 @@ def title_of(messages: list[ModelMessage]) -> str | None:
                     if text:
                         return text if len(text) <= 80 else text[:77] + '...'
     return None
+
+
+def role_of(message: ModelMessage) -> str:
+    """Who a message speaks for, as a search hit names it: 'assistant' (a response), 'tool' (a
+    request answering tool calls), 'user' (a request with a user prompt), else 'system'."""
+    if not isinstance(message, ModelRequest):
+        return 'assistant'
+    kinds = {type(p) for p in message.parts}
+    if ToolReturnPart in kinds or (
+        RetryPromptPart in kinds and any(getattr(p, 'tool_name', None) for p in message.parts)
+    ):
+        return 'tool'
+    if UserPromptPart in kinds or RetryFeedbackPart in kinds or RetryPromptPart in kinds:
+        return 'user'
+    return 'system'
+
+
+def role_and_time(body: str | bytes) -> tuple[str, datetime | None]:
+    """The role and time of one stored message (its wire JSON)."""
+    raw = body.encode() if isinstance(body, str) else body
+    [message] = decode_messages(b'[' + raw + b']')
+    stamps = (getattr(p, 'timestamp', None) for p in message.parts)
+    timestamp = message.timestamp or next((t for t in stamps if t is not None), None)
+    return role_of(message), timestamp

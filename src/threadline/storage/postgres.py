@@ -20,6 +20,7 @@ from ..exceptions import BackendError, UserError
 from ._dialect import SearchRow
 from ._face import AsyncStore
 from ._neutral import now_text
+from ._query import Term
 from ._schema import migrations
 from ._seal import StoreSeal
 from ._sql_store import SQLStore
@@ -183,16 +184,16 @@ class PostgresDialect:
         """Index entries live on the message rows, so deleting the rows removes them."""
 
     def search(
-        self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
+        self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
         if conversations:
             return self._scoped(conn, terms, conversations, limit)
         sql = (
             'SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, q) AS score, '
             "ts_headline('simple', m.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
-            "FROM messages m, plainto_tsquery('simple', %s) q WHERE m.tsv @@ q"
+            "FROM messages m, to_tsquery('simple', %s) q WHERE m.tsv @@ q"
         )
-        params: list[Any] = [' '.join(terms)]
+        params: list[Any] = [_tsquery(terms)]
         if scope is not None:
             sql += ' AND m.scope = %s'
             params.append(scope)
@@ -200,7 +201,7 @@ class PostgresDialect:
         params.append(limit)
         return [tuple(r) for r in conn.execute(sql, params).fetchall()]
 
-    def _scoped(self, conn: Any, terms: list[str], conversations: list[str], limit: int) -> list[SearchRow]:
+    def _scoped(self, conn: Any, terms: list[Term], conversations: list[str], limit: int) -> list[SearchRow]:
         """Matches in `conversations` only. The conversation's rows are taken first (a
         materialized CTE, so the planner cannot start from the GIN index, whose posting list for
         a frequent word grows with the store): the query costs what the conversation holds.
@@ -210,9 +211,25 @@ class PostgresDialect:
             'WHERE conversation_id = ANY(%s)) '
             'SELECT c.id, c.branch_id, c.position, c.run_id, ts_rank(c.tsv, q) AS score, '
             "ts_headline('simple', c.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
-            "FROM c, plainto_tsquery('simple', %s) q WHERE c.tsv @@ q ORDER BY score DESC, c.id LIMIT %s"
+            "FROM c, to_tsquery('simple', %s) q WHERE c.tsv @@ q ORDER BY score DESC, c.id LIMIT %s"
         )
-        return [tuple(r) for r in conn.execute(sql, (conversations, ' '.join(terms), limit)).fetchall()]
+        return [tuple(r) for r in conn.execute(sql, (conversations, _tsquery(terms), limit)).fetchall()]
+
+
+def _tsquery(terms: list[Term]) -> str:
+    """The terms as a `to_tsquery` expression: words and prefixes (`'refun':*`) joined by `&`, a
+    phrase's words by `<->`. Each word is quoted (a term holds only word characters; see `_query`)."""
+
+    def quoted(word: str) -> str:
+        return "'" + word.replace("'", "''") + "'"
+
+    parts = []
+    for term in terms:
+        if term.kind == 'phrase':
+            parts.append('(' + ' <-> '.join(quoted(w) for w in term.words) + ')')
+        else:
+            parts.append(quoted(term.text) + (':*' if term.kind == 'prefix' else ''))
+    return ' & '.join(parts)
 
 
 def _describe(exc: Exception) -> str:

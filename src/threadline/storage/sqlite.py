@@ -21,6 +21,7 @@ from ._dialect import SearchRow
 from ._face import AsyncStore
 from ._local_rank import MARK_END, MARK_START, rank_locally
 from ._neutral import now_text
+from ._query import Term
 from ._schema import migrations
 from ._seal import StoreSeal
 from ._sql_base import token
@@ -190,9 +191,9 @@ class SQLiteDialect:
         )
 
     def search(
-        self, conn: Any, terms: list[str], scope: str | None, conversations: list[str] | None, limit: int
+        self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
-        terms_match = ' AND '.join(f'body : "{t}"' for t in terms)
+        terms_match = ' AND '.join(_fts(t) for t in terms)
         if conversations:
             return self._scoped(conn, terms, conversations, limit)
         # Store-wide: intersecting with a scope token is slow when the scope is large, so rank the
@@ -206,12 +207,12 @@ class SQLiteDialect:
             fetch *= 4
         return self._ranked(conn, f'{terms_match} AND stok : "{token("s", scope or "")}"', limit, scope=None)
 
-    def _scoped(self, conn: Any, terms: list[str], conversations: list[str], limit: int) -> list[SearchRow]:
+    def _scoped(self, conn: Any, terms: list[Term], conversations: list[str], limit: int) -> list[SearchRow]:
         """Matches in `conversations` (a conversation and the ones it forked from), ranked by
         their own statistics (see `_local_rank`): every query here costs what those
         conversations hold, whatever the rest of the store holds."""
         within = 'ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
-        match = ' AND '.join(f'body : "{t}"' for t in terms) + ' AND ' + within
+        match = ' AND '.join(_fts(t) for t in terms) + ' AND ' + within
         hits = conn.execute(
             'SELECT rowid, highlight(message_fts, 0, ?, ?) FROM message_fts WHERE message_fts MATCH ?',
             (MARK_START, MARK_END, match),
@@ -223,7 +224,7 @@ class SQLiteDialect:
         df = (
             [len(hits)]
             if len(terms) == 1
-            else [conn.execute(count, (f'body : "{t}" AND {within}',)).fetchone()[0] for t in terms]
+            else [conn.execute(count, (f'{_fts(t)} AND {within}',)).fetchone()[0] for t in terms]
         )
         return self._attach(conn, rank_locally(hits, terms, total, df, limit), None)
 
@@ -258,6 +259,13 @@ class SQLiteDialect:
             params.append(scope)
         rows = {r[0]: r for r in conn.execute(sql, params).fetchall()}
         return [(h[0], rows[h[0]][1], rows[h[0]][2], rows[h[0]][3], h[1], h[2]) for h in hits if h[0] in rows]
+
+
+def _fts(term: Term) -> str:
+    """One term as an FTS5 expression on the body column. A term holds only word characters and
+    spaces (see `_query`), so quoting it cannot reach FTS5's syntax."""
+    expression = f'body : "{term.text}"'
+    return expression + ' *' if term.kind == 'prefix' else expression
 
 
 def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:

@@ -1,0 +1,64 @@
+"""`FunctionToolset`: a named group of tools, the way a capability hands tools to a run.
+
+This is the part of the reference's toolset API that capabilities need today: a capability returns
+one from `get_toolset()`, and every run that has the capability can call its tools. Names must be
+unique across the agent's own tools and every toolset of the run (a clash is a `UserError` at run
+start, naming the tool), because the model addresses a tool by name alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from ..exceptions import UserError
+from ._context import AgentDepsT
+from ._tools import Tool
+
+__all__ = ['FunctionToolset', 'merge_tools']
+
+F = TypeVar('F', bound=Callable[..., Any])
+
+
+class FunctionToolset(Generic[AgentDepsT]):
+    """Tools made from plain functions, registered with `add_function` or the `tool` decorator."""
+
+    def __init__(self, tools: Sequence[Tool[AgentDepsT] | Callable[..., Any]] = (), *, id: str | None = None) -> None:
+        self.id = id
+        self.tools: dict[str, Tool[AgentDepsT]] = {}
+        for tool in tools:
+            self.add_tool(tool if isinstance(tool, Tool) else Tool(tool))
+
+    def __repr__(self) -> str:
+        return f'FunctionToolset(id={self.id!r}, tools={list(self.tools)})'
+
+    def add_tool(self, tool: Tool[AgentDepsT]) -> None:
+        if tool.name in self.tools:
+            raise UserError(f'Tool name conflicts with an existing tool in this toolset: {tool.name!r}')
+        self.tools[tool.name] = tool
+
+    def add_function(self, function: Callable[..., Any], **options: Any) -> None:
+        """Add `function` as a tool (`name=`, `description=`, `max_retries=`, `takes_ctx=` as for `Tool`)."""
+        self.add_tool(Tool(function, **options))
+
+    def tool(self, function: F, /) -> F:
+        """Decorator form of `add_function`."""
+        self.add_function(function)
+        return function
+
+
+def merge_tools(
+    own: Mapping[str, Tool[Any]], toolsets: Iterable[tuple[str, FunctionToolset[Any]]]
+) -> dict[str, Tool[Any]]:
+    """The agent's tools plus each `(owner, toolset)`'s, refusing a name two of them share."""
+    merged = dict(own)
+    owners = dict.fromkeys(own, 'the agent')
+    for owner, toolset in toolsets:
+        for name, tool in toolset.tools.items():
+            if name in merged:
+                raise UserError(
+                    f'Tool name {name!r} from {owner} conflicts with a tool from {owners[name]}: give one of them '
+                    'another name'
+                )
+            merged[name], owners[name] = tool, owner
+    return merged

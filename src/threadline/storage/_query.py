@@ -1,0 +1,68 @@
+"""The search query syntax every store reads, and nothing else: a query is never raw FTS syntax.
+
+- `refund order`: messages holding every word (case and accents ignored);
+- `"order 42"`: the words next to each other, in that order (a phrase);
+- `refun*`: words starting with `refun` (a prefix of at least two characters);
+- everything else, operators included (`AND`, `OR`, `NOT`, `NEAR`, `-`, `:`, `(`, `^`), is
+  treated as words or as separators between them, so no query can reach the engine's own
+  syntax. At most 16 terms are used.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ['MAX_TERMS', 'Term', 'fold', 'parse_query']
+
+MAX_TERMS = 16
+_WORD = re.compile(r'\w+')
+_TOKENS = re.compile(r'"([^"]*)"?|(\S+)')
+
+
+@dataclass(frozen=True)
+class Term:
+    """One thing a match must hold: a word, a phrase (its words in order) or a word prefix.
+    `text` is case- and accent-folded; a phrase's words are joined by single spaces."""
+
+    kind: Literal['word', 'phrase', 'prefix']
+    text: str
+
+    @property
+    def words(self) -> list[str]:
+        return self.text.split(' ')
+
+    def matches(self, folded: str) -> bool:
+        """Whether a folded matched span (a word, or a phrase's words) is an instance of this term."""
+        span = ' '.join(folded.split())
+        return span.startswith(self.text) if self.kind == 'prefix' else span == self.text
+
+
+def fold(text: str) -> str:
+    """Lowercase, without accents: how the indexes compare words."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize('NFKD', text.casefold())
+    return ''.join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def parse_query(query: str) -> list[Term]:
+    """The terms of `query` (see the module docstring); empty when it holds no word."""
+    terms: list[Term] = []
+    for quoted, bare in _TOKENS.findall(query.replace('\x00', ' ')):
+        if quoted:
+            words = [fold(w) for w in _WORD.findall(quoted)]
+            if len(words) > 1:
+                terms.append(Term('phrase', ' '.join(words)))
+            elif words:
+                terms.append(Term('word', words[0]))
+            continue
+        words = [fold(w) for w in _WORD.findall(bare)]
+        prefix = bare.endswith('*') and bool(words) and len(words[-1]) >= 2 and bare.rstrip('*')[-1:].isalnum()
+        for index, word in enumerate(words):
+            kind: Literal['word', 'prefix'] = 'prefix' if prefix and index == len(words) - 1 else 'word'
+            terms.append(Term(kind, word))
+    unique = list(dict.fromkeys(terms))
+    return unique[:MAX_TERMS]
