@@ -11,6 +11,7 @@ import pytest
 SURFACE: dict[str, set[str]] = {
     'threadline': {
         'ApprovalRequired',
+        'ConversationSearch',
         'CallDeferred',
         'capture_run_messages',
         'CachePoint',
@@ -184,6 +185,7 @@ SURFACE: dict[str, set[str]] = {
     },
     'threadline.usage': {'RequestUsage', 'RunUsage', 'UsageLimits'},
     'threadline.toolsets': {'FunctionToolset'},
+    'threadline.search': {'ConversationSearch'},
     'threadline.trust': {
         'REASONS',
         'Envelope',

@@ -64,6 +64,7 @@ from .messages import (
 
 __all__ = [
     'Agent',
+    'ConversationSearch',
     'AgentRun',
     'AgentRunError',
     'AgentRunResult',
@@ -119,3 +120,12 @@ __all__ = [
 
 
 publish(__name__, globals(), __all__)  # after every name above exists
+
+
+def __getattr__(name: str) -> object:
+    # Recall lives beside the storage layer, which a plain `import threadline` does not load.
+    if name == 'ConversationSearch':
+        from .search import ConversationSearch
+
+        return ConversationSearch
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
