@@ -92,14 +92,25 @@ def _summary(part: Any) -> str:
 @click.option('--json', 'as_json', is_flag=True)
 @shared_options
 def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
-    """Full-text search over the stored history of the scope."""
+    """Full-text search over the stored history of the scope, best match first.
+
+    \b
+    Query syntax (the same as the model's search tool):
+      refund order     messages holding every word (case and accents ignored)
+      "order 42"       the words next to each other, in that order
+      refun*           words starting with refun (two characters or more)
+    Anything else (AND, OR, NOT, -, :, parentheses) is read as words, never as operators.
+    """
     state = state_for(db, scope, debug)
     hits = state.reader.sync.search(query, scope=state.scope, limit=limit)
     if as_json:
-        dump([h.__dict__ for h in hits])
+        dump([{**h.__dict__, 'timestamp': _wire_time(h.timestamp)} for h in hits])
         return
     for hit in hits:
-        console.print(f'{hit.conversation_id} #{hit.position}  {hit.score:.2f}  {escape(repr(hit.snippet))}')
+        when = _wire_time(hit.timestamp) or '-'
+        console.print(
+            f'{hit.conversation_id} #{hit.position}  {hit.role or "?"}  {when}  {hit.score:.2f}  {escape(repr(hit.snippet))}'
+        )
     if not hits:
         console.print('no matches')
 
@@ -232,3 +243,8 @@ def _age(text: str) -> timedelta:
         return timedelta(**{units[text[-1]]: float(text[:-1])})
     except (KeyError, ValueError):
         raise click.ClickException(f'--older-than {text!r}: use a number and a unit, like 30d, 12h or 90m') from None
+
+
+def _wire_time(value: Any) -> str | None:
+    """A time as the wire format writes it (`...Z`), or None."""
+    return value.isoformat().replace('+00:00', 'Z') if value is not None else None

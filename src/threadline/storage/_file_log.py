@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import copy
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -323,13 +324,12 @@ class FileLogOps(FileBase):
     def _match(self, conversation_id: str, position: int, body: Any, terms: builtins.list[Term]) -> SearchHit | None:
         message = self._decode([(position, body)], conversation_id)[0]
         text = message_text(message)
-        folded = fold(text)
-        words = folded.split()
-        counts = [_count(term, folded, words) for term in terms]
+        words = [fold(w) for w in _WORDS.findall(text)]
+        counts = [_count(term, words) for term in terms]
         if not all(counts):
             return None
         first = terms[0].text if terms[0].kind != 'phrase' else terms[0].text.split(' ')[0]
-        at = max(folded.find(first), 0)
+        at = max(fold(text).find(first), 0)
         start = max(0, at - 40)
         snippet = text[start:at] + '[' + text[at : at + len(first)] + ']' + text[at + len(first) : at + 60]
         stamps = (getattr(p, 'timestamp', None) for p in message.parts)
@@ -368,11 +368,14 @@ class FileLogOps(FileBase):
         return [(b.id, b.length) for b in sorted(state.branches.values(), key=lambda b: b.id)]
 
 
-def _count(term: Term, folded: str, words: builtins.list[str]) -> int:
-    """Instances of `term` in a message's folded text: a phrase as a substring, a prefix at the
-    start of a word, a word inside any word (as CJK text and compounds need)."""
-    if term.kind == 'phrase':
-        return folded.count(term.text)
+_WORDS = re.compile(r'[^\W_]+')
+
+
+def _count(term: Term, words: builtins.list[str]) -> int:
+    """Instances of `term` among a message's folded words (split as `unicode61` splits them): a
+    word equal to it, a word starting with a prefix, a phrase's words in a row."""
     if term.kind == 'prefix':
         return sum(1 for w in words if w.startswith(term.text))
-    return sum(1 for w in words if term.text in w)
+    wanted = term.words
+    size = len(wanted)
+    return sum(1 for i in range(len(words) - size + 1) if words[i : i + size] == wanted)

@@ -3,6 +3,7 @@
 - `refund order`: messages holding every word (case and accents ignored);
 - `"order 42"`: the words next to each other, in that order (a phrase);
 - `refun*`: words starting with `refun` (a prefix of at least two characters);
+- `order_id`, `e-mail`: a token the index splits into several words is those words in a row;
 - everything else, operators included (`AND`, `OR`, `NOT`, `NEAR`, `-`, `:`, `(`, `^`), is
   treated as words or as separators between them, so no query can reach the engine's own
   syntax. At most 16 terms are used.
@@ -18,7 +19,7 @@ from typing import Literal
 __all__ = ['MAX_TERMS', 'Term', 'fold', 'parse_query']
 
 MAX_TERMS = 16
-_WORD = re.compile(r'\w+')
+_WORD = re.compile(r'[^\W_]+')  # letters and digits, as the `unicode61` tokenizer splits
 _TOKENS = re.compile(r'"([^"]*)"?|(\S+)')
 
 
@@ -53,16 +54,17 @@ def parse_query(query: str) -> list[Term]:
     terms: list[Term] = []
     for quoted, bare in _TOKENS.findall(query.replace('\x00', ' ')):
         if quoted:
-            words = [fold(w) for w in _WORD.findall(quoted)]
+            words = _WORD.findall(fold(quoted))
             if len(words) > 1:
                 terms.append(Term('phrase', ' '.join(words)))
             elif words:
                 terms.append(Term('word', words[0]))
             continue
-        words = [fold(w) for w in _WORD.findall(bare)]
-        prefix = bare.endswith('*') and bool(words) and len(words[-1]) >= 2 and bare.rstrip('*')[-1:].isalnum()
-        for index, word in enumerate(words):
-            kind: Literal['word', 'prefix'] = 'prefix' if prefix and index == len(words) - 1 else 'word'
-            terms.append(Term(kind, word))
+        words = _WORD.findall(fold(bare))
+        if len(words) > 1:  # `order_id`, `e-mail`: its words in a row, as the index split them
+            terms.append(Term('phrase', ' '.join(words)))
+        elif words:
+            prefix = bare.endswith('*') and len(words[0]) >= 2 and bare.rstrip('*')[-1:].isalnum()
+            terms.append(Term('prefix' if prefix else 'word', words[0]))
     unique = list(dict.fromkeys(terms))
     return unique[:MAX_TERMS]

@@ -184,6 +184,27 @@ class ConversationStoreConformance(RecordConformance, ScopeConformance):
         assert {h.conversation_id for h in store.sync.search('question', scope='s', limit=10)} == {'s0', 's1', 's2'}
         assert store.sync.search('"; DROP TABLE messages; --', scope='s') == []
 
+    def test_search_syntax_roles_and_dropped_turns(self, store: AsyncStore[SyncStore]) -> None:
+        first = [
+            ModelRequest(parts=[UserPromptPart('the parcel went to North Lisbon', timestamp=T0)], timestamp=T0),
+            *turn(1, conversation_id='q1')[1:],
+        ]
+        revision = store.sync.append('q1', first, scope='s')
+        later = [ModelRequest(parts=[UserPromptPart('refunds are processed weekly', timestamp=T0)], timestamp=T0)]
+        store.sync.replace('q1', later, scope='s', expected_revision=revision)
+
+        def positions(query: str, **options: bool) -> list[int]:
+            return sorted(h.position for h in store.sync.search(query, scope='s', conversation_id='q1', **options))
+
+        assert positions('"north lisbon"') == [] and positions('"north lisbon"', include_dropped=True) == [0]
+        assert positions('"lisbon north"', include_dropped=True) == []  # a phrase keeps its order
+        assert positions('refund*') == [0] and positions('refund') == []  # a prefix, then a whole word
+        assert positions('parcel OR refunds', include_dropped=True) == []  # OR is a word, never syntax
+        [hit] = store.sync.search('weekly', scope='s', conversation_id='q1')
+        assert (hit.role, hit.timestamp) == ('user', T0)
+        for hostile in ('body:x', 'NEAR(a b)', '"unclosed', '^start', 'a -b', '*'):
+            store.sync.search(hostile, scope='s', conversation_id='q1', include_dropped=True)  # never an error
+
     def test_chain_verifies(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c11', turn(0, conversation_id='c11'), scope='s')
         store.sync.append('c11', turn(1, conversation_id='c11'), scope='s')
