@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests._hypothesis import examples
@@ -313,7 +313,11 @@ def test_fields_from_a_newer_writer_anywhere_are_ignored_on_both_paths(path: Pat
     extra = data.draw(st.dictionaries(names, json_values, min_size=1, max_size=2))
     for obj in chosen:
         obj.update(extra)
-    assert ModelMessagesTypeAdapter.validate_json(json.dumps(original)) == loaded
+    try:
+        document = json.dumps(original, allow_nan=False)
+    except ValueError:
+        assume(False)  # NaN and infinities are not JSON
+    assert ModelMessagesTypeAdapter.validate_json(document) == loaded
     assert ModelMessagesTypeAdapter.validate_python(original) == loaded
 
 
