@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from tests.storage.conftest import any_store  # noqa: F401 - the fixture, every backend
 from threadline import Agent, ConversationSearch, ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from threadline.capabilities import KeepLastTurns, ProcessHistory
 from threadline.exceptions import UserError
@@ -46,7 +45,7 @@ def agent_for(store: AsyncStore[Any], model: Searcher, *extra: Any, **options: A
     return Agent(FunctionModel(model), capabilities=capabilities)
 
 
-async def test_the_model_finds_a_turn_compaction_dropped(any_store: AsyncStore[Any]) -> None:  # noqa: F811
+async def test_the_model_finds_a_turn_compaction_dropped(any_store: AsyncStore[Any]) -> None:
     model = Searcher()
     agent = agent_for(any_store, model, ProcessHistory(KeepLastTurns(1)))
     result = await agent.run('my locker code is zanzibar')
@@ -68,7 +67,7 @@ def ModelMessagesText(messages: list[ModelMessage]) -> str:
 
 
 async def test_reach_scope_searches_every_conversation_of_the_scope_and_no_other(
-    any_store: AsyncStore[Any],  # noqa: F811
+    any_store: AsyncStore[Any],
 ) -> None:
     model = Searcher()
     await agent_for(any_store, model).run('the parcel went to Lisbon')
@@ -83,7 +82,7 @@ async def test_reach_scope_searches_every_conversation_of_the_scope_and_no_other
     assert 'parcel' not in by_conversation  # a new conversation finds only its own search so far
 
 
-async def test_filters_roles_runs_and_time(any_store: AsyncStore[Any]) -> None:  # noqa: F811
+async def test_filters_roles_runs_and_time(any_store: AsyncStore[Any]) -> None:
     model = Searcher()
     agent = agent_for(any_store, model)
     first = await agent.run('refund please')  # the model answers 'noted: refund please'
@@ -107,7 +106,7 @@ async def test_filters_roles_runs_and_time(any_store: AsyncStore[Any]) -> None: 
     assert future.startswith('No stored message')
 
 
-async def test_the_answer_is_bounded_and_an_empty_query_is_a_retry(any_store: AsyncStore[Any]) -> None:  # noqa: F811
+async def test_the_answer_is_bounded_and_an_empty_query_is_a_retry(any_store: AsyncStore[Any]) -> None:
     model = Searcher()
     agent = agent_for(any_store, model, max_chars=400, max_hits=10)
     history: list[ModelMessage] = []
@@ -120,7 +119,7 @@ async def test_the_answer_is_bounded_and_an_empty_query_is_a_retry(any_store: As
     assert retry.outcome == 'retried' and 'no words to search for' in retry.content
 
 
-async def test_phrases_and_prefixes_through_the_tool(any_store: AsyncStore[Any]) -> None:  # noqa: F811
+async def test_phrases_and_prefixes_through_the_tool(any_store: AsyncStore[Any]) -> None:
     model = Searcher()
     agent = agent_for(any_store, model)
     history = (await agent.run('order forty two was refunded')).all_messages()

@@ -13,9 +13,9 @@ from threadline.storage import SQLiteStore
 from threadline.storage._query import MAX_TERMS, Term, parse_query
 from threadline.storage._samples import turn
 
-SAFE = re.compile(r'[^\W_]+( [^\W_]+)*')
+SAFE = re.compile(r'(?:[^\W_]|[^\w\s"])+(?: (?:[^\W_]|[^\w\s"])+)*')  # words, symbols; never a quote
 syntaxy = st.lists(
-    st.sampled_from([*'ab é漢"*()-:^+_{}[]\\\'\x00', 'NOT ', ' OR ', 'AND', 'NEAR', 'body:']), max_size=20
+    st.sampled_from([*'ab é漢😀환불"*()-:^+_{}[]\\\'\x00', 'NOT ', ' OR ', 'AND', 'NEAR', 'body:']), max_size=20
 ).map(''.join)
 
 

@@ -325,7 +325,8 @@ class FileLogOps(FileBase):
         message = self._decode([(position, body)], conversation_id)[0]
         text = message_text(message)
         words = [fold(w) for w in _WORDS.findall(text)]
-        counts = [_count(term, words) for term in terms]
+        folded = fold(text)
+        counts = [folded.count(term.text) if term.grams else _count(term, words) for term in terms]
         if not all(counts):
             return None
         first = terms[0].text if terms[0].kind != 'phrase' else terms[0].text.split(' ')[0]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from ._query import Term, fold
 
-__all__ = ['MARK_END', 'MARK_START', 'rank_locally']
+__all__ = ['MARK_END', 'MARK_START', 'mark_grams', 'rank_locally', 'snippet_of']
 
 MARK_START, MARK_END = '\x01', '\x02'
 """The markers `highlight()` is asked to put around each match."""
@@ -41,6 +41,7 @@ def rank_locally(
 ) -> list[tuple[int, float, str]]:
     """The best `limit` of `hits` (rowid, highlighted text) as (rowid, score, snippet)."""
     idf = [math.log(1 + (total - d + 0.5) / (d + 0.5)) for d in df]
+    hits = [(rowid, mark_grams(text, terms)) for rowid, text in hits]
     lengths = [len(text.split()) for _, text in hits]
     average = (sum(lengths) / len(lengths)) if lengths else 1.0
     scored: list[tuple[float, int, int]] = []
@@ -49,11 +50,28 @@ def rank_locally(
         norm = _K1 * (1 - _B + _B * length / (average or 1.0))
         score = 0.0
         for term, weight in zip(terms, idf, strict=True):
-            tf = sum(1 for s in spans if term.matches(s)) or 1  # a match FTS5 reported counts at least once
+            tf = (
+                sum(1 for s in spans if term.matches(s) or (term.grams and term.words[0] in s)) or 1
+            )  # a match FTS5 reported counts at least once
             score += weight * tf * (_K1 + 1) / (tf + norm)
         scored.append((-score, index, hits[index][0]))
     scored.sort()
     return [(rowid, -negative, _snippet(hits[index][1])) for negative, index, rowid in scored[:limit]]
+
+
+def mark_grams(text: str, terms: Sequence[Term]) -> str:
+    """`text` with every instance of a gram term's words (CJK, emoji) marked: the word index's
+    `highlight()` cannot see them inside longer words."""
+    words = [w for t in terms if t.grams for w in t.words]
+    if not words:
+        return text
+    pattern = re.compile('|'.join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.IGNORECASE)
+    return pattern.sub(lambda m: MARK_START + m.group(0) + MARK_END, text)
+
+
+def snippet_of(text: str, terms: Sequence[Term]) -> str:
+    """A snippet of an unmarked `text` with the gram terms marked (the word terms are the index's)."""
+    return _snippet(mark_grams(text, terms))
 
 
 def _snippet(text: str) -> str:

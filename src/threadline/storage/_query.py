@@ -16,10 +16,12 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from ._grams import has_grams, is_gram_char
+
 __all__ = ['MAX_TERMS', 'Term', 'fold', 'parse_query']
 
 MAX_TERMS = 16
-_WORD = re.compile(r'[^\W_]+')  # letters and digits, as the `unicode61` tokenizer splits
+_WORD = re.compile(r'[^\W_]+|[^\w\s]')  # letter-digit runs, as `unicode61` splits; or one other char
 _TOKENS = re.compile(r'"([^"]*)"?|(\S+)')
 
 
@@ -35,6 +37,11 @@ class Term:
     def words(self) -> list[str]:
         return self.text.split(' ')
 
+    @property
+    def grams(self) -> bool:
+        """Whether the term holds gram characters (CJK, symbols): answered by the n-gram index."""
+        return has_grams(self.text)
+
     def matches(self, folded: str) -> bool:
         """Whether a folded matched span (a word, or a phrase's words) is an instance of this term."""
         span = ' '.join(folded.split())
@@ -42,11 +49,23 @@ class Term:
 
 
 def fold(text: str) -> str:
-    """Lowercase, without accents: how the indexes compare words."""
+    """Lowercase, without accents: how the indexes compare words. Gram characters (see `_grams`)
+    are kept as written: decomposing a Hangul syllable would turn it into letters the n-gram
+    index never saw."""
     if text.isascii():
         return text.lower()
-    decomposed = unicodedata.normalize('NFKD', text.casefold())
-    return ''.join(c for c in decomposed if not unicodedata.combining(c))
+    out = []
+    for char in text.casefold():
+        if is_gram_char(char):
+            out.append(char)
+        else:
+            out.extend(c for c in unicodedata.normalize('NFKD', char) if not unicodedata.combining(c))
+    return ''.join(out)
+
+
+def _words(text: str) -> list[str]:
+    """Letter-digit runs, and each symbol (emoji) on its own; other punctuation separates."""
+    return [w for w in _WORD.findall(text) if w[0].isalnum() or is_gram_char(w[0])]
 
 
 def parse_query(query: str) -> list[Term]:
@@ -54,13 +73,13 @@ def parse_query(query: str) -> list[Term]:
     terms: list[Term] = []
     for quoted, bare in _TOKENS.findall(query.replace('\x00', ' ')):
         if quoted:
-            words = _WORD.findall(fold(quoted))
+            words = _words(fold(quoted))
             if len(words) > 1:
                 terms.append(Term('phrase', ' '.join(words)))
             elif words:
                 terms.append(Term('word', words[0]))
             continue
-        words = _WORD.findall(fold(bare))
+        words = _words(fold(bare))
         if len(words) > 1:  # `order_id`, `e-mail`: its words in a row, as the index split them
             terms.append(Term('phrase', ' '.join(words)))
         elif words:

@@ -19,11 +19,15 @@ if TYPE_CHECKING:
 from ..exceptions import BackendError, UserError
 from ._dialect import SearchRow
 from ._face import AsyncStore
+from ._grams import gram_phrases, grams_of
+from ._local_rank import snippet_of
 from ._neutral import now_text
-from ._query import Term
+from ._query import Term, fold
 from ._schema import migrations
 from ._seal import StoreSeal
 from ._sql_store import SQLStore
+
+GRAM_MIGRATION = 6
 
 __all__ = ['PostgresDialect', 'PostgresStore']
 
@@ -140,6 +144,8 @@ class PostgresDialect:
                     conn.execute(
                         'INSERT INTO threadline_migrations (version, applied_at) VALUES (%s, %s)', (version, now_text())
                     )
+                    if version == GRAM_MIGRATION:
+                        self._index_grams_of_older_messages(conn)
 
     def migrations(self) -> list[int]:
         """The migration versions applied to this database."""
@@ -176,9 +182,18 @@ class PostgresDialect:
         if rows:
             with conn.cursor() as cursor:
                 cursor.executemany(
-                    "UPDATE messages SET scope = %s, search_text = %s, tsv = to_tsvector('simple', %s) WHERE id = %s",
-                    [(scope, text, text, rowid) for rowid, text, _, scope in rows],
+                    "UPDATE messages SET scope = %s, search_text = %s, tsv = to_tsvector('simple', %s), "
+                    "grams = CASE WHEN %s = '' THEN NULL ELSE to_tsvector('simple', %s) END WHERE id = %s",
+                    [(scope, text, text, g, g, rowid) for rowid, text, _, scope in rows for g in (grams_of(text),)],
                 )
+
+    def _index_grams_of_older_messages(self, conn: Any) -> None:
+        """Give messages indexed before the gram index their grams (once, when it is added)."""
+        rows = conn.execute("SELECT id, search_text FROM messages WHERE search_text ~ '[^[:ascii:]]'").fetchall()
+        updates = [(g, rowid) for rowid, text in rows for g in (grams_of(text or ''),) if g]
+        if updates:
+            with conn.cursor() as cursor:
+                cursor.executemany("UPDATE messages SET grams = to_tsvector('simple', %s) WHERE id = %s", updates)
 
     def unindex(self, conn: Any, conversation_id: str) -> None:
         """Index entries live on the message rows, so deleting the rows removes them."""
@@ -186,34 +201,50 @@ class PostgresDialect:
     def search(
         self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
+        """Word terms through `tsv`, gram terms (CJK, symbols; see `_grams`) through `grams`.
+        Scoped to conversations, their rows are taken first (a materialized CTE, so the planner
+        cannot start from a GIN index whose posting list for a frequent word grows with the
+        store): the query costs what the conversation holds. `ts_rank` reads only the row it
+        ranks, so no other conversation's words shape a score."""
+        words = [t for t in terms if not t.grams]
+        grams = [t for t in terms if t.grams]
         if conversations:
-            return self._scoped(conn, terms, conversations, limit)
-        sql = (
-            'SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, q) AS score, '
-            "ts_headline('simple', m.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
-            "FROM messages m, to_tsquery('simple', %s) q WHERE m.tsv @@ q"
+            source = (
+                'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, grams, search_text '
+                'FROM messages WHERE conversation_id = ANY(%s)) SELECT m.id, m.branch_id, m.position, m.run_id, '
+            )
+            params: list[Any] = [conversations]
+        else:
+            source = 'SELECT m.id, m.branch_id, m.position, m.run_id, '
+            params = []
+        wq = "to_tsquery('simple', %s)"
+        score = ' + '.join(
+            [*(['ts_rank(m.tsv, ' + wq + ')'] if words else []), *(['ts_rank(m.grams, ' + wq + ')'] if grams else [])]
         )
-        params: list[Any] = [_tsquery(terms)]
-        if scope is not None:
-            sql += ' AND m.scope = %s'
+        params += [*([_tsquery(words)] if words else []), *([_gram_tsquery(grams)] if grams else [])]
+        headline = (
+            "ts_headline('simple', m.search_text, " + wq + ", 'StartSel=[, StopSel=], MaxWords=14, MinWords=4')"
+            if words and not grams
+            else 'm.search_text'
+        )
+        params += [_tsquery(words)] if words and not grams else []
+        where = [*(['m.tsv @@ ' + wq] if words else []), *(['m.grams @@ ' + wq] if grams else [])]
+        params += [*([_tsquery(words)] if words else []), *([_gram_tsquery(grams)] if grams else [])]
+        if scope is not None and not conversations:
+            where.append('m.scope = %s')
             params.append(scope)
-        sql += ' ORDER BY score DESC, m.id LIMIT %s'
-        params.append(limit)
-        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-
-    def _scoped(self, conn: Any, terms: list[Term], conversations: list[str], limit: int) -> list[SearchRow]:
-        """Matches in `conversations` only. The conversation's rows are taken first (a
-        materialized CTE, so the planner cannot start from the GIN index, whose posting list for
-        a frequent word grows with the store): the query costs what the conversation holds.
-        `ts_rank` reads only the row it ranks, so no other conversation's words shape a score."""
         sql = (
-            'WITH c AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, search_text FROM messages '
-            'WHERE conversation_id = ANY(%s)) '
-            'SELECT c.id, c.branch_id, c.position, c.run_id, ts_rank(c.tsv, q) AS score, '
-            "ts_headline('simple', c.search_text, q, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') "
-            "FROM c, to_tsquery('simple', %s) q WHERE c.tsv @@ q ORDER BY score DESC, c.id LIMIT %s"
+            f'{source}{score} AS score, {headline} FROM messages m WHERE '
+            if not conversations
+            else (f'{source}{score} AS score, {headline} FROM m WHERE ')
         )
-        return [tuple(r) for r in conn.execute(sql, (conversations, _tsquery(terms), limit)).fetchall()]
+        sql += ' AND '.join(where) + ' ORDER BY score DESC, m.id LIMIT %s'
+        params.append(limit * 5 if grams else limit)
+        rows = [tuple(r) for r in conn.execute(sql, params).fetchall()]
+        if not grams:
+            return rows
+        kept = [r for r in rows if all(t.text in fold(r[5] or '') for t in grams)][:limit]
+        return [(*r[:5], snippet_of(r[5] or '', grams)) for r in kept]
 
 
 def _tsquery(terms: list[Term]) -> str:
@@ -230,6 +261,12 @@ def _tsquery(terms: list[Term]) -> str:
         else:
             parts.append(quoted(term.text) + (':*' if term.kind == 'prefix' else ''))
     return ' & '.join(parts)
+
+
+def _gram_tsquery(terms: list[Term]) -> str:
+    """Gram terms as a `to_tsquery` expression on the gram text: each run's tokens in a row."""
+    phrases = [tokens for term in terms for word in term.words for tokens in gram_phrases(word)]
+    return ' & '.join('(' + ' <-> '.join("'" + t + "'" for t in tokens) + ')' for tokens in phrases)
 
 
 def _describe(exc: Exception) -> str:

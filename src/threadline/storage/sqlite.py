@@ -19,15 +19,18 @@ from typing import Any
 from ..exceptions import BackendError, CorruptRecordError, StoreError
 from ._dialect import SearchRow
 from ._face import AsyncStore
-from ._local_rank import MARK_END, MARK_START, rank_locally
+from ._grams import gram_phrases, grams_of, has_grams
+from ._local_rank import MARK_END, MARK_START, rank_locally, snippet_of
 from ._neutral import now_text
-from ._query import Term
+from ._query import Term, fold
 from ._schema import migrations
 from ._seal import StoreSeal
 from ._sql_base import token
 from ._sql_store import SQLStore
 
 __all__ = ['SQLiteDialect', 'SQLiteStore']
+
+GRAM_MIGRATION = 6
 
 
 class SQLiteStore(AsyncStore[SQLStore]):
@@ -117,6 +120,8 @@ class SQLiteDialect:
                 conn.execute(
                     'INSERT INTO threadline_migrations (version, applied_at) VALUES (?, ?)', (version, now_text())
                 )
+                if version == GRAM_MIGRATION:
+                    self._index_grams_of_older_messages(conn)
 
     def q(self, sql: str) -> str:
         return sql
@@ -179,23 +184,37 @@ class SQLiteDialect:
                 self.connection.execute('COMMIT')
 
     def index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
-        conn.executemany(
-            'INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)',
-            [(rowid, text, token('c', conversation), token('s', scope)) for rowid, text, conversation, scope in rows],
-        )
+        tokens = [
+            (rowid, text, token('c', conversation), token('s', scope)) for rowid, text, conversation, scope in rows
+        ]
+        conn.executemany('INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)', tokens)
+        grams = [(rowid, grams_of(text), c, s) for rowid, text, c, s in tokens if has_grams(text)]
+        if grams:
+            conn.executemany('INSERT INTO message_grams (rowid, grams, ctok, stok) VALUES (?, ?, ?, ?)', grams)
+
+    def _index_grams_of_older_messages(self, conn: Any) -> None:
+        """Give messages indexed before the gram index their gram rows (once, when it is added)."""
+        cursor = conn.execute('SELECT rowid, body, ctok, stok FROM message_fts')
+        while batch := cursor.fetchmany(5_000):
+            grams = [(rowid, grams_of(text), c, s) for rowid, text, c, s in batch if has_grams(text)]
+            conn.executemany('INSERT INTO message_grams (rowid, grams, ctok, stok) VALUES (?, ?, ?, ?)', grams)
 
     def unindex(self, conn: Any, conversation_id: str) -> None:
-        conn.execute(
-            'DELETE FROM message_fts WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)',
-            (conversation_id,),
-        )
+        for table in ('message_fts', 'message_grams'):
+            conn.execute(
+                f'DELETE FROM {table} WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)',
+                (conversation_id,),
+            )
 
     def search(
         self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
-        terms_match = ' AND '.join(_fts(t) for t in terms)
+        words, grams = _split_terms(terms)
         if conversations:
-            return self._scoped(conn, terms, conversations, limit)
+            return self._scoped(conn, words, grams, conversations, limit)
+        if grams:
+            return self._gram_wide(conn, words, grams, scope, limit)
+        terms_match = ' AND '.join(_fts(t) for t in words)
         # Store-wide: intersecting with a scope token is slow when the scope is large, so rank the
         # terms alone and keep the hits in scope, fetching more while too few are; a scope that
         # holds few of the hits is then found through its token instead.
@@ -207,26 +226,60 @@ class SQLiteDialect:
             fetch *= 4
         return self._ranked(conn, f'{terms_match} AND stok : "{token("s", scope or "")}"', limit, scope=None)
 
-    def _scoped(self, conn: Any, terms: list[Term], conversations: list[str], limit: int) -> list[SearchRow]:
+    def _scoped(
+        self, conn: Any, words: list[Term], grams: list[Term], conversations: list[str], limit: int
+    ) -> list[SearchRow]:
         """Matches in `conversations` (a conversation and the ones it forked from), ranked by
         their own statistics (see `_local_rank`): every query here costs what those
         conversations hold, whatever the rest of the store holds."""
         within = 'ctok : (' + ' OR '.join(f'"{token("c", c)}"' for c in conversations) + ')'
-        match = ' AND '.join(_fts(t) for t in terms) + ' AND ' + within
-        hits = conn.execute(
-            'SELECT rowid, highlight(message_fts, 0, ?, ?) FROM message_fts WHERE message_fts MATCH ?',
-            (MARK_START, MARK_END, match),
-        ).fetchall()
+        match = ' AND '.join([*(_fts(t) for t in words), within])
+        highlighted = 'SELECT rowid, highlight(message_fts, 0, ?, ?) FROM message_fts WHERE message_fts MATCH ?'
+        if grams:
+            ids = _gram_rows(conn, grams, within)
+            if not ids:
+                return []
+            marks = ','.join('?' * len(ids))
+            hits = conn.execute(f'{highlighted} AND rowid IN ({marks})', (MARK_START, MARK_END, match, *ids)).fetchall()
+            hits = [h for h in hits if _holds(h[1], grams)]
+        else:
+            hits = conn.execute(highlighted, (MARK_START, MARK_END, match)).fetchall()
         if not hits:
             return []
-        count = 'SELECT count(*) FROM message_fts WHERE message_fts MATCH ?'
-        total = conn.execute(count, (within,)).fetchone()[0]
-        df = (
-            [len(hits)]
-            if len(terms) == 1
-            else [conn.execute(count, (f'{_fts(t)} AND {within}',)).fetchone()[0] for t in terms]
+        total = _count(conn, 'message_fts', within)
+        every = [*words, *grams]
+        df = [len(hits)] if len(every) == 1 else [_term_count(conn, t, within) for t in every]
+        return self._attach(conn, rank_locally(hits, every, total, df, limit), None)
+
+    def _gram_wide(
+        self, conn: Any, words: list[Term], grams: list[Term], scope: str | None, limit: int
+    ) -> list[SearchRow]:
+        """Store-wide with CJK or symbol terms: ranked by the (small) gram index within the scope's
+        token, then kept where the word terms match too."""
+        match = ' AND '.join([*(_gram_fts(t) for t in grams), f'stok : "{token("s", scope or "")}"'])
+        ranked = conn.execute(
+            'SELECT rowid, -rank FROM message_grams WHERE message_grams MATCH ? ORDER BY rank LIMIT ?',
+            (match, limit * 5),
+        ).fetchall()
+        if words and ranked:
+            marks = ','.join('?' * len(ranked))
+            keep = {
+                r[0]
+                for r in conn.execute(
+                    f'SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid IN ({marks})',
+                    (' AND '.join(_fts(t) for t in words), *(r[0] for r in ranked)),
+                )
+            }
+            ranked = [r for r in ranked if r[0] in keep]
+        if not ranked:
+            return []
+        marks = ','.join('?' * len(ranked))
+        texts = dict(
+            conn.execute(f'SELECT rowid, body FROM message_fts WHERE rowid IN ({marks})', [r[0] for r in ranked])
         )
-        return self._attach(conn, rank_locally(hits, terms, total, df, limit), None)
+        ranked = [r for r in ranked if _holds(texts[r[0]], grams)][:limit]
+        hits = [(rowid, score, snippet_of(texts[rowid], grams)) for rowid, score in ranked]
+        return self._attach(conn, hits, scope)
 
     def _ranked_with_count(self, conn: Any, match: str, fetch: int, scope: str | None) -> tuple[list[SearchRow], bool]:
         hits = conn.execute(
@@ -259,6 +312,40 @@ class SQLiteDialect:
             params.append(scope)
         rows = {r[0]: r for r in conn.execute(sql, params).fetchall()}
         return [(h[0], rows[h[0]][1], rows[h[0]][2], rows[h[0]][3], h[1], h[2]) for h in hits if h[0] in rows]
+
+
+def _split_terms(terms: list[Term]) -> tuple[list[Term], list[Term]]:
+    """Word terms for the word index, and gram terms (CJK, symbols) for the gram index. A gram
+    term's other characters (`ipad` in `ipad용`) are checked in the text itself (`_holds`):
+    `unicode61` keeps `ipad용` as one word, so the word index cannot answer for `ipad`."""
+    return [t for t in terms if not t.grams], [t for t in terms if t.grams]
+
+
+def _holds(text: str, grams: list[Term]) -> bool:
+    """Whether the (possibly highlighted) text holds every gram term as written, case-folded."""
+    plain = fold(text.replace(MARK_START, '').replace(MARK_END, ''))
+    return all(term.text in plain for term in grams)
+
+
+def _gram_fts(term: Term) -> str:
+    """A gram term as an FTS5 expression on the gram column: each run's tokens in a row."""
+    phrases = [phrase for word in term.words for phrase in gram_phrases(word)]
+    return ' AND '.join(f'grams : "{" ".join(tokens)}"' for tokens in phrases)
+
+
+def _gram_rows(conn: Any, grams: list[Term], within: str) -> list[int]:
+    match = ' AND '.join([*(_gram_fts(t) for t in grams), within])
+    return [r[0] for r in conn.execute('SELECT rowid FROM message_grams WHERE message_grams MATCH ?', (match,))]
+
+
+def _count(conn: Any, table: str, match: str) -> int:
+    return int(conn.execute(f'SELECT count(*) FROM {table} WHERE {table} MATCH ?', (match,)).fetchone()[0])
+
+
+def _term_count(conn: Any, term: Term, within: str) -> int:
+    if term.grams:
+        return len(_gram_rows(conn, [term], within))
+    return _count(conn, 'message_fts', f'{_fts(term)} AND {within}')
 
 
 def _fts(term: Term) -> str:
