@@ -208,39 +208,39 @@ class PostgresDialect:
         ranks, so no other conversation's words shape a score."""
         words = [t for t in terms if not t.grams]
         grams = [t for t in terms if t.grams]
-        if conversations:
-            source = (
-                'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, grams, search_text '
-                'FROM messages WHERE conversation_id = ANY(%s)) SELECT m.id, m.branch_id, m.position, m.run_id, '
-            )
-            params: list[Any] = [conversations]
+        queries = [
+            (column, text)
+            for column, text in (('tsv', words and _tsquery(words)), ('grams', grams and _gram_tsquery(grams)))
+            if text
+        ]
+        query = "to_tsquery('simple', %s)"
+        score = ' + '.join(f'ts_rank(m.{column}, {query})' for column, _ in queries)
+        where = ' AND '.join(f'm.{column} @@ {query}' for column, _ in queries)
+        texts = [text for _, text in queries]
+        headline = f"ts_headline('simple', m.search_text, {query}, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4')"
+        if grams:  # ts_headline cannot see a gram inside a word: the snippet is made below
+            headline, marks = 'm.search_text', []
         else:
-            source = 'SELECT m.id, m.branch_id, m.position, m.run_id, '
-            params = []
-        wq = "to_tsquery('simple', %s)"
-        score = ' + '.join(
-            [*(['ts_rank(m.tsv, ' + wq + ')'] if words else []), *(['ts_rank(m.grams, ' + wq + ')'] if grams else [])]
-        )
-        params += [*([_tsquery(words)] if words else []), *([_gram_tsquery(grams)] if grams else [])]
-        headline = (
-            "ts_headline('simple', m.search_text, " + wq + ", 'StartSel=[, StopSel=], MaxWords=14, MinWords=4')"
-            if words and not grams
-            else 'm.search_text'
-        )
-        params += [_tsquery(words)] if words and not grams else []
-        where = [*(['m.tsv @@ ' + wq] if words else []), *(['m.grams @@ ' + wq] if grams else [])]
-        params += [*([_tsquery(words)] if words else []), *([_gram_tsquery(grams)] if grams else [])]
-        if scope is not None and not conversations:
-            where.append('m.scope = %s')
-            params.append(scope)
-        sql = (
-            f'{source}{score} AS score, {headline} FROM messages m WHERE '
-            if not conversations
-            else (f'{source}{score} AS score, {headline} FROM m WHERE ')
-        )
-        sql += ' AND '.join(where) + ' ORDER BY score DESC, m.id LIMIT %s'
-        params.append(limit * 5 if grams else limit)
-        rows = [tuple(r) for r in conn.execute(sql, params).fetchall()]
+            marks = texts
+        if conversations:
+            sql = (
+                'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, grams, search_text '
+                f'FROM messages WHERE conversation_id = ANY(%s)) SELECT m.id, m.branch_id, m.position, m.run_id, '
+                f'{score}, {headline} FROM m WHERE {where}'
+            )
+            params: list[Any] = [conversations, *texts, *marks, *texts]
+        else:
+            sql = f'SELECT m.id, m.branch_id, m.position, m.run_id, {score}, {headline} FROM messages m WHERE {where}'
+            params = [*texts, *marks, *texts]
+            if scope is not None:
+                sql += ' AND m.scope = %s'
+                params.append(scope)
+        rows = [
+            tuple(r)
+            for r in conn.execute(
+                sql + ' ORDER BY 5 DESC, m.id LIMIT %s', [*params, limit * 5 if grams else limit]
+            ).fetchall()
+        ]
         if not grams:
             return rows
         kept = [r for r in rows if all(t.text in fold(r[5] or '') for t in grams)][:limit]
