@@ -214,6 +214,8 @@ class SQLiteDialect:
             return self._scoped(conn, words, grams, conversations, limit)
         if grams:
             return self._gram_wide(conn, words, grams, scope, limit)
+        if any(_is_frequent(conn, t) for t in words if t.kind == 'word'):
+            return self._newest_first(conn, words, scope, limit)
         terms_match = ' AND '.join(_fts(t) for t in words)
         # Store-wide: intersecting with a scope token is slow when the scope is large, so rank the
         # terms alone and keep the hits in scope, fetching more while too few are; a scope that
@@ -250,6 +252,23 @@ class SQLiteDialect:
         every = [*words, *grams]
         df = [len(hits)] if len(every) == 1 else [_term_count(conn, t, within) for t in every]
         return self._attach(conn, rank_locally(hits, every, total, df, limit), None)
+
+    def _newest_first(self, conn: Any, words: list[Term], scope: str | None, limit: int) -> list[SearchRow]:
+        """A query with a frequent word (held by more than `FREQUENT` messages): FTS5's bm25 would
+        count and score every one of them, which costs what the store holds, and a word in most
+        messages says little about which one is wanted. So the scope's newest `WINDOW` matches are
+        ranked by BM25 (store-wide N, document frequencies counted up to the cutoff)."""
+        match = ' AND '.join([*(_fts(t) for t in words), f'stok : "{token("s", scope or "")}"'])
+        hits = conn.execute(
+            'SELECT rowid, highlight(message_fts, 0, ?, ?) FROM message_fts WHERE message_fts MATCH ? '
+            'ORDER BY rowid DESC LIMIT ?',
+            (MARK_START, MARK_END, match, WINDOW),
+        ).fetchall()
+        if not hits:
+            return []
+        total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
+        df = [_bounded_count(conn, _fts(t)) for t in words]
+        return self._attach(conn, rank_locally(hits, words, total, df, limit), scope)
 
     def _gram_wide(
         self, conn: Any, words: list[Term], grams: list[Term], scope: str | None, limit: int
@@ -312,6 +331,21 @@ class SQLiteDialect:
             params.append(scope)
         rows = {r[0]: r for r in conn.execute(sql, params).fetchall()}
         return [(h[0], rows[h[0]][1], rows[h[0]][2], rows[h[0]][3], h[1], h[2]) for h in hits if h[0] in rows]
+
+
+FREQUENT = 10_000
+"""A word held by more messages than this is ranked within the newest matches (`_newest_first`)."""
+WINDOW = 200
+
+
+def _bounded_count(conn: Any, expression: str) -> int:
+    """How many messages match, counted no further than `FREQUENT + 1` (the cost is bounded)."""
+    sql = 'SELECT count(*) FROM (SELECT rowid FROM message_fts WHERE message_fts MATCH ? LIMIT ?)'
+    return int(conn.execute(sql, (expression, FREQUENT + 1)).fetchone()[0])
+
+
+def _is_frequent(conn: Any, term: Term) -> bool:
+    return _bounded_count(conn, _fts(term)) > FREQUENT
 
 
 def _split_terms(terms: list[Term]) -> tuple[list[Term], list[Term]]:
