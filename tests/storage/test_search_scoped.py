@@ -75,3 +75,22 @@ def test_scoped_hits_are_exactly_the_messages_holding_every_term(words: list[lis
         assert {h.position for h in hits} == expected
         assert len(hits) == len(expected)  # no duplicates
         store.close()
+
+
+def test_a_frequent_word_ranks_the_newest_matches_of_the_scope(tmp_path: Path, monkeypatch: object) -> None:
+    import pytest
+
+    from threadline.storage import sqlite
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setattr(sqlite, 'FREQUENT', 5)  # so a test store has frequent words
+    monkeypatch.setattr(sqlite, 'WINDOW', 8)
+    store = SQLiteStore(tmp_path / 's.db')
+    store.sync.append('old', chat(*[f'refund number {k}' for k in range(10)]), scope='acme')
+    store.sync.append('new', chat('refund refund refund', 'a refund', 'refund'), scope='acme')
+    store.sync.append('theirs', chat(*['refund'] * 20), scope='globex')
+    hits = store.sync.search('refund', scope='acme', limit=5)
+    assert len(hits) == 5 and {h.conversation_id for h in hits} <= {'old', 'new'}
+    assert (hits[0].conversation_id, hits[0].position) == ('new', 0)  # the densest match, within the window
+    assert all(h.score > 0 and '[refund]' in h.snippet for h in hits)
+    assert store.sync.search('"refund number"', scope='acme', limit=20)  # phrases keep the usual path

@@ -208,6 +208,8 @@ class PostgresDialect:
         ranks, so no other conversation's words shape a score."""
         words = [t for t in terms if not t.grams]
         grams = [t for t in terms if t.grams]
+        if words and not grams and not conversations and scope is not None and self._frequent(conn, words, scope):
+            return self._newest_first(conn, words, scope, limit)
         queries = [
             (column, text)
             for column, text in (('tsv', words and _tsquery(words)), ('grams', grams and _gram_tsquery(grams)))
@@ -245,6 +247,44 @@ class PostgresDialect:
             return rows
         kept = [r for r in rows if all(t.text in fold(r[5] or '') for t in grams)][:limit]
         return [(*r[:5], snippet_of(r[5] or '', grams)) for r in kept]
+
+    def _frequent(self, conn: Any, words: list[Term], scope: str) -> bool:
+        """Whether the query matches at least 1 in `SAMPLE // FREQUENT_SHARE` of the scope's newest
+        `SAMPLE` messages (a bounded look through the (scope, id) index)."""
+        sql = (
+            "SELECT count(*) FILTER (WHERE tsv @@ to_tsquery('simple', %s)) FROM "
+            '(SELECT tsv FROM messages WHERE scope = %s ORDER BY id DESC LIMIT %s) recent'
+        )
+        # Walk the (scope, id) index backwards, whatever the statistics say: a bitmap scan sorts
+        # the whole scope first. Bitmap scans stay off for the newest-first query (it walks the
+        # same index) and come back for the usual path, which needs them (GIN has no other scan).
+        conn.execute('SET LOCAL enable_bitmapscan = off')
+        hits = conn.execute(sql, (_tsquery(words), scope, SAMPLE)).fetchone()[0]
+        frequent = bool(hits * FREQUENT_SHARE >= SAMPLE)
+        if not frequent:
+            conn.execute('SET LOCAL enable_bitmapscan = on')
+        return frequent
+
+    def _newest_first(self, conn: Any, words: list[Term], scope: str, limit: int) -> list[SearchRow]:
+        """A query matching a large share of the scope: ranking every match costs what the store
+        holds (and says little), so the scope's newest `WINDOW` messages are searched and ranked."""
+        query = "to_tsquery('simple', %s)"
+        # The snippet is made for the best rows only: ts_headline costs far more than ts_rank.
+        sql = (
+            'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, search_text FROM messages '
+            'WHERE scope = %s ORDER BY id DESC LIMIT %s), '
+            f'best AS (SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, {query}) AS score, '
+            f'm.search_text FROM m WHERE m.tsv @@ {query} ORDER BY score DESC, m.id LIMIT %s) '
+            f"SELECT id, branch_id, position, run_id, score, ts_headline('simple', search_text, {query}, "
+            "'StartSel=[, StopSel=], MaxWords=14, MinWords=4') FROM best ORDER BY score DESC, id"
+        )
+        text = _tsquery(words)
+        return [tuple(r) for r in conn.execute(sql, (scope, WINDOW, text, text, limit, text)).fetchall()]
+
+
+SAMPLE, FREQUENT_SHARE, WINDOW = 1_000, 20, 5_000
+"""Frequent: the query matches 1 in 20 (or more) of the scope's newest 1,000 messages. Such a
+query is answered from the scope's newest 5,000 messages (about 250 matches or more)."""
 
 
 def _tsquery(terms: list[Term]) -> str:
