@@ -57,7 +57,8 @@ def ours(wl: Any, size: int, directory: Path, asked: list[str]) -> list[float]:
     return times
 
 
-def theirs(wl: Any, size: int, directory: Path, asked: list[str]) -> list[float]:
+def harness_toolset(wl: Any, size: int, directory: Path) -> Any:
+    """pydantic-ai-harness's search toolset over `size` messages stored as run snapshots."""
     from pydantic_ai import ModelMessagesTypeAdapter as RefTA
     from pydantic_ai_harness.conversation_search import SnapshotHistorySource
     from pydantic_ai_harness.conversation_search._toolset import ConversationSearchToolset
@@ -77,7 +78,7 @@ def theirs(wl: Any, size: int, directory: Path, asked: list[str]) -> list[float]
             await harness.save_snapshot(snapshot)
 
     asyncio.run(fill())
-    toolset = ConversationSearchToolset(
+    return ConversationSearchToolset(
         SnapshotHistorySource(harness),
         tool_id='s',
         max_matches=10,
@@ -86,11 +87,15 @@ def theirs(wl: Any, size: int, directory: Path, asked: list[str]) -> list[float]
         bm25_b=0.75,
         scope='all',
     )
+
+
+def theirs(wl: Any, size: int, directory: Path, asked: list[str]) -> list[float]:
+    toolset = harness_toolset(wl, size, directory)
     ctx = SimpleNamespace(conversation_id='c1')
     times = []
     for query in asked[:3]:
         start = time.perf_counter()
-        asyncio.run(toolset.search_conversation_history(ctx, query))  # type: ignore[arg-type]
+        asyncio.run(toolset.search_conversation_history(ctx, query))
         times.append(time.perf_counter() - start)
     return times
 

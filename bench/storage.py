@@ -416,46 +416,19 @@ def part_d(wl: Any, directory: Path, conversations: int) -> None:
 
 
 def harness_search(wl: Any, directory: Path, singles: list[str], doubles: list[str]) -> None:
-    from datetime import datetime
+    from recall import harness_toolset
 
-    from pydantic_ai import ModelMessagesTypeAdapter as RefTA
-    from pydantic_ai_harness.conversation_search import SnapshotHistorySource
-    from pydantic_ai_harness.conversation_search._toolset import ConversationSearchToolset
-    from pydantic_ai_harness.step_persistence import ContinuableSnapshot, SqliteStepStore
-    from pydantic_ai_harness.step_persistence import RunRecord as HarnessRun
-
-    harness = SqliteStepStore(database=directory / 'search-harness.db')
     ours = SQLiteStore(directory / 'search-10k.db')
-    now = datetime.now(tz=UTC)
-
-    async def fill() -> None:
-        for k in range(10):
-            messages = RefTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}'))
-            await harness.register_run(HarnessRun(run_id=f'r{k}', conversation_id=f'c{k}', started_at=now))
-            await harness.save_snapshot(
-                ContinuableSnapshot(
-                    run_id=f'r{k}', step_index=1, messages=messages, conversation_id=f'c{k}', timestamp=now
-                )
-            )
-            ours.sync.append(
-                f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench'
-            )
-
-    asyncio.run(fill())
-    toolset = ConversationSearchToolset(
-        SnapshotHistorySource(harness),
-        tool_id='s',
-        max_matches=10,
-        context_lines=1,
-        bm25_k1=1.5,
-        bm25_b=0.75,
-        scope='all',
-    )
+    for k in range(10):
+        ours.sync.append(
+            f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench'
+        )
+    toolset = harness_toolset(wl, 10_000, directory)
     ctx = SimpleNamespace(conversation_id='c1')
     theirs, mine = [], []
     for q in singles + doubles:
         t0 = time.perf_counter()
-        asyncio.run(toolset.search_conversation_history(ctx, q))  # type: ignore[arg-type]
+        asyncio.run(toolset.search_conversation_history(ctx, q))
         theirs.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         ours.sync.search(q, scope='bench', limit=10)

@@ -11,7 +11,7 @@ else in the body is kept exactly as written.
 from __future__ import annotations
 
 import re
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 __all__ = ['CONVERSATION_SUMMARY_PROVENANCE', 'FRAMING_TAGS', 'FramingTag', 'frame', 'neutralize']
 
@@ -26,17 +26,7 @@ FramingTag = Literal[
     'conversation_summary',
     'memory',
 ]
-FRAMING_TAGS: Final = (
-    'system',
-    'tool_result',
-    'assistant_thinking',
-    'context',
-    'context_diff',
-    'validation_errors',
-    'retry_feedback',
-    'conversation_summary',
-    'memory',
-)
+FRAMING_TAGS: Final = get_args(FramingTag)
 
 # `<`, optional spaces, an optional `/` with spaces, one of the tag names, then a character that
 # ends a tag name (space, `/`, `>`) or the end of the text; `<systematic>` is left alone.
