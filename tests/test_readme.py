@@ -33,3 +33,12 @@ def test_readme_stateless_pattern_runs() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(block.group(1), 'README.md', 'exec'), {})
     assert out.getvalue().strip() == 'True None'
+
+
+def test_readme_compaction_example_runs() -> None:
+    text = README.read_text()
+    start = text.index('from threadline import Agent\nfrom threadline.capabilities import KeepLastTurns')
+    code = text[start:].split('```')[0].replace("'openai:gpt-5.2'", "'test'")  # no key needed
+    namespace: dict[str, object] = {}
+    exec(compile(code, 'README.md', 'exec'), namespace)
+    assert namespace['agent'].run_sync('hi').output  # type: ignore[attr-defined]
