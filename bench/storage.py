@@ -364,10 +364,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def part_d(wl: Any, directory: Path, conversations: int) -> None:
-    print(f'(d) search over {conversations} conversations x 1,000 messages (SQLite FTS5)')
+def part_d(wl: Any, directory: Path, conversations: int, postgres: str | None = None) -> None:
+    backend = 'PostgreSQL tsvector' if postgres else 'SQLite FTS5'
+    print(f'(d) search over {conversations} conversations x 1,000 messages ({backend})')
     path = directory / 'search.db'
-    store = SQLiteStore(path, synchronous='NORMAL')
+    store: Any
+    if postgres:
+        from threadline.storage import PostgresStore
+
+        store = PostgresStore(postgres)
+    else:
+        store = SQLiteStore(path, synchronous='NORMAL')
     vocab = wl.vocabulary()
     start = time.perf_counter()
     built = 0
@@ -396,7 +403,8 @@ def part_d(wl: Any, directory: Path, conversations: int) -> None:
             f'    scoped frequent-word growth {stages[-1] * 1000:,} / {stages[0] * 1000:,} messages: '
             f'{flat[stages[-1]] / flat[stages[0]]:.2f}x (target < 1.3)'
         )
-    print(f'    built in {time.perf_counter() - start:.0f} s, {path.stat().st_size / 1e9:.2f} GB')
+    size = f', {path.stat().st_size / 1e9:.2f} GB' if not postgres else ''
+    print(f'    built in {time.perf_counter() - start:.0f} s{size}')
     rng = random.Random(7)
     singles = [vocab[rng.randrange(100, 10_000)] for _ in range(100)]
     doubles = [f'{vocab[rng.randrange(100, 10_000)]} {vocab[rng.randrange(100, 10_000)]}' for _ in range(50)]
@@ -412,7 +420,19 @@ def part_d(wl: Any, directory: Path, conversations: int) -> None:
             print(
                 f'    {kind:>8} {label:>10}: p50 {percentile(times, 0.5) * 1e3:7.2f} ms  p95 {percentile(times, 0.95) * 1e3:7.2f} ms'
             )
-    harness_search(wl, directory, singles, doubles)
+    store.close()
+    if not postgres:
+        harness_search(wl, directory, singles, doubles)
+
+
+def _fresh_schema(url: str) -> str:
+    """`url` with its public schema emptied (the bench database is scratch, as the tests' is)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute('DROP SCHEMA IF EXISTS public CASCADE')
+        conn.execute('CREATE SCHEMA public')
+    return url
 
 
 def harness_search(wl: Any, directory: Path, singles: list[str], doubles: list[str]) -> None:
@@ -475,6 +495,9 @@ def part_e(wl: Any, directory: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('--parts', default='a,b,c,d,e')
+    parser.add_argument(
+        '--search-postgres', action='store_true', help='(d) on PostgreSQL too (drops and recreates its schema)'
+    )
     parser.add_argument('--postgres', default=os.environ.get('THREADLINE_TEST_POSTGRES_URL'))
     parser.add_argument('--search-conversations', type=int, default=1000)
     parser.add_argument('--turns', type=int, default=1000)
@@ -492,6 +515,8 @@ def main() -> None:
             part_c(wl, directory)
         if 'd' in parts:
             part_d(wl, directory, args.search_conversations)
+            if args.postgres and args.search_postgres:
+                part_d(wl, directory, args.search_conversations, postgres=_fresh_schema(args.postgres))
         if 'e' in parts:
             part_e(wl, directory)
 

@@ -69,6 +69,11 @@ class RecordConformance:
         )
         assert [(e.tool_call_id, e.status) for e in store.sync.tool_effects('r1', scope='s')] == [('call-0', 'started')]
         assert [e.idempotency_key for e in store.sync.tool_effects_for_conversation('w1', scope='s')] == ['refund-42']
+        later = ToolEffect('r1', 'call-1', 'lookup', 'completed', T0)
+        store.sync.record_tool_effect(later, conversation_id='w1', scope='s')
+        started = store.sync.tool_effects_for_conversation('w1', scope='s', status='started')
+        assert [e.tool_call_id for e in started] == ['call-0']  # only the unresolved ones, when asked
+        assert len(store.sync.tool_effects_for_conversation('w1', scope='s')) == 2
         usage = RunUsage(requests=1, input_tokens=7)
         finished = store.sync.step_write(
             StepWrite('w1', 's', 'r1', revision, finish=RunFinish('r1', 'completed', '"ok"', usage))

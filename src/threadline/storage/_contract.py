@@ -212,7 +212,12 @@ class StepStore(Protocol):
 
     def tool_effects(self, run_id: str, *, scope: str) -> builtins.list[ToolEffect]: ...
 
-    def tool_effects_for_conversation(self, conversation_id: str, *, scope: str) -> builtins.list[ToolEffect]: ...
+    def tool_effects_for_conversation(
+        self, conversation_id: str, *, scope: str, status: str | None = None
+    ) -> builtins.list[ToolEffect]:
+        """The conversation's ledger rows (only those with `status`, when given: a run start asks
+        for the `started` ones, so its cost does not grow with every call the conversation made)."""
+        ...
 
 
 @runtime_checkable

@@ -361,8 +361,11 @@ class FileLogOps(FileBase):
         state = self._get(conversation_id, scope)
         return [(branch.owner, lo, hi) for branch, lo, hi in self._segments(state)]
 
-    def tool_effects_for_conversation(self, conversation_id: str, *, scope: str) -> builtins.list[ToolEffect]:
-        return [to_effect(e) for e in self._get(conversation_id, scope).effects.values()]
+    def tool_effects_for_conversation(
+        self, conversation_id: str, *, scope: str, status: str | None = None
+    ) -> builtins.list[ToolEffect]:
+        effects = self._get(conversation_id, scope).effects.values()
+        return [to_effect(e) for e in effects if status is None or e.status == status]
 
     def branches(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[int, int]]:
         state = self._get(conversation_id, scope)

@@ -148,7 +148,9 @@ class StepPersistence(AbstractCapability[Any]):
             return None, [], None
         existing = (stored.revision, stored.length)
         effects = (
-            [] if self.allow_unknown_effects else store.tool_effects_for_conversation(conversation_id, scope=scope)
+            []
+            if self.allow_unknown_effects
+            else store.tool_effects_for_conversation(conversation_id, scope=scope, status='started')
         )
         if stored.quarantined:
             # Refused here, before the first model request: the first write, which the store

@@ -193,10 +193,15 @@ class StepOps(SQLBase):
             )
         return [_effect(r) for r in rows]
 
-    def tool_effects_for_conversation(self, conversation_id: str, *, scope: str) -> list[ToolEffect]:
+    def tool_effects_for_conversation(
+        self, conversation_id: str, *, scope: str, status: str | None = None
+    ) -> list[ToolEffect]:
         with self._read() as conn:
             self._conversation(conn, conversation_id, scope)
-            rows = self._all(conn, _EFFECTS + 'WHERE t.conversation_id = ? ORDER BY t.started_at', (conversation_id,))
+            where, params = 'WHERE t.conversation_id = ?', [conversation_id]
+            if status is not None:
+                where, params = where + ' AND t.status = ?', [*params, status]
+            rows = self._all(conn, _EFFECTS + where + ' ORDER BY t.started_at', params)
         return [_effect(r) for r in rows]
 
     def step_write(self, write: StepWrite) -> int:
