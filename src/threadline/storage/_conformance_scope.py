@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..exceptions import ConversationNotFound, RunNotFound, UserError
+from ..exceptions import ConflictError, ConversationNotFound, RunNotFound, UserError
 from ._contract import SyncStore
 from ._face import AsyncStore
 from ._records import AuditEvent, RunFinish, SnapshotMark, SnapshotRequest, StepEvent, StepWrite, ToolEffect
@@ -29,7 +29,7 @@ SECRET = 'secretalpha'
 A_CONVERSATIONS = ('ca-1', 'ca-2')
 A_RUNS = ('ra-1', 'ra-2', 'ra-3')
 OTHER_SCOPES: tuple[Any, ...] = ('tenant-b', 'tenant-b', 'tenant-b', 'TENANT-A', None, '', 0)
-REFUSED = (ConversationNotFound, RunNotFound, UserError)
+REFUSED = (ConversationNotFound, RunNotFound, UserError, ConflictError)
 
 
 def _fill_tenant_a(store: SyncStore) -> None:
@@ -57,6 +57,7 @@ def _fill_tenant_a(store: SyncStore) -> None:
         'ca-2', scope='tenant-a', run_id='ra-2', owner='ops', decision='approve', deadline=T0, resume_token='tok'
     )
     store.record_audit_events('ca-2', [AuditEvent('ca-2', 'repair', 'h', 1, T0)], scope='tenant-a')
+    store.write_notebook('alice', f'## prefers\n{SECRET}\n', scope='tenant-a', expected_version=0, operation_id='op-1')
 
 
 def _tenant_a(store: SyncStore) -> dict[str, Any]:
@@ -88,6 +89,8 @@ def _tenant_a(store: SyncStore) -> dict[str, Any]:
         )
     # Scores are left out: BM25's term statistics are store-wide, so another scope's writes move them.
     out['search'] = [(h.conversation_id, h.position, h.snippet) for h in store.search(SECRET, scope='tenant-a')]
+    notebook = store.read_notebook('alice', scope='tenant-a')
+    out['notebook'] = (notebook.content, notebook.version) if notebook else None
     return out
 
 
@@ -148,6 +151,10 @@ def _random_call(store: SyncStore, rng: random.Random, branches: list[int]) -> C
             lambda: store.record_audit_events(cid, [AuditEvent(cid, 'k', None, 0, T0)], scope=scope),
             lambda: store.audit_events(cid, scope=scope),
             lambda: store.quarantine(cid, scope=scope, report={'by': 'tenant-b'}),
+            lambda: store.read_notebook('alice', scope=scope),
+            lambda: store.write_notebook('alice', 'planted', scope=scope, expected_version=1, operation_id='op-1'),
+            lambda: store.write_notebook('alice', 'planted', scope=scope, expected_version=0),
+            lambda: store.delete_notebook('alice', scope=scope),
         ]
         return rng.choice(calls)
 

@@ -31,6 +31,8 @@ from ._records import (
     ChainCheck,
     ConversationSummary,
     EveryScope,
+    Notebook,
+    NotebookWrite,
     OutcomeReceipt,
     Provenance,
     ReceiptStrength,
@@ -46,7 +48,7 @@ from ._records import (
     WaitRecord,
 )
 
-__all__ = ['AuditStore', 'ConversationStore', 'FinishedRun', 'StepStore', 'SyncStore']
+__all__ = ['AuditStore', 'ConversationStore', 'FinishedRun', 'NotebookStore', 'StepStore', 'SyncStore']
 
 
 class FinishedRun(Protocol):
@@ -275,5 +277,29 @@ class AuditStore(Protocol):
 
 
 @runtime_checkable
-class SyncStore(ConversationStore, StepStore, AuditStore, Protocol):
+class NotebookStore(Protocol):
+    """Notebooks that outlive a conversation (`threadline.memory`), keyed by scope and namespace.
+
+    Rules: another scope's notebook is reported as missing; a write names the version it
+    replaces (0 for a new notebook) and a stale one raises `ConflictError` and writes nothing;
+    a write whose `operation_id` was already applied to the notebook returns that write's version
+    with `replayed=True` and changes nothing (a retried tool call applies once)."""
+
+    def read_notebook(self, namespace: str, *, scope: str) -> Notebook | None:
+        """The notebook, or None when the namespace has none in this scope."""
+        ...
+
+    def write_notebook(
+        self, namespace: str, content: str, *, scope: str, expected_version: int, operation_id: str | None = None
+    ) -> NotebookWrite:
+        """Replace the notebook's content, if it is still at `expected_version`."""
+        ...
+
+    def delete_notebook(self, namespace: str, *, scope: str) -> bool:
+        """Erase the notebook and its operation receipts; whether there was one."""
+        ...
+
+
+@runtime_checkable
+class SyncStore(ConversationStore, StepStore, AuditStore, NotebookStore, Protocol):
     """The whole contract: what a backend implements to serve every Threadline feature."""

@@ -116,6 +116,10 @@ class AsyncStore(Generic[B]):
     record_audit_events = _AsyncOp(SyncStore.record_audit_events)
     audit_events = _AsyncOp(SyncStore.audit_events)
     quarantine = _AsyncOp(SyncStore.quarantine)
+    # notebooks
+    read_notebook = _AsyncOp(SyncStore.read_notebook)
+    write_notebook = _AsyncOp(SyncStore.write_notebook)
+    delete_notebook = _AsyncOp(SyncStore.delete_notebook)
 
 
 def contract_operations() -> builtins.list[str]:

@@ -358,3 +358,23 @@ class StepWrite:
     def changes_history(self) -> bool:
         """Whether the write starts a run or changes the stored history (what quarantine refuses)."""
         return self.register or bool(self.messages) or self.history is not None
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """A Markdown notebook of one namespace (a user, a tenant) in one scope: `Memory`'s storage.
+    `version` counts its writes; every write names the version it replaces."""
+
+    namespace: str
+    content: str
+    version: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class NotebookWrite:
+    """What a notebook write did: the version it produced, and whether it was a replay of an
+    operation already applied (the same `operation_id`), which changed nothing."""
+
+    version: int
+    replayed: bool = False

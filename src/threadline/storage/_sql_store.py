@@ -14,6 +14,7 @@ import threading
 from ._audit_sql import AuditOps
 from ._dialect import Dialect
 from ._neutral import now_text
+from ._notebooks_sql import NotebookOps
 from ._seal import StoreSeal
 from ._sql_log import LogOps
 from ._sql_seal import all_idents
@@ -24,7 +25,7 @@ __all__ = ['SQLStore']
 
 
 @validated
-class SQLStore(LogOps, StepOps, AuditOps):
+class SQLStore(LogOps, StepOps, AuditOps, NotebookOps):
     """The synchronous store on a SQL database (what `SQLiteStore(...).sync` is)."""
 
     def __init__(self, dialect: Dialect, seal: StoreSeal | None = None) -> None:

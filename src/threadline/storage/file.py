@@ -31,6 +31,7 @@ from ._file_convert import (
     to_wait,
 )
 from ._file_log import FileLogOps
+from ._file_notebooks import FileNotebooks
 from ._file_records import REV, BranchLine, FileRecord, OutcomeLine, QuarantineLine, RunLine, WaitLine, WaitResolvedLine
 from ._neutral import check_scope, check_step_write, not_found, now_text, run_not_found
 from ._records import (
@@ -54,7 +55,7 @@ __all__ = ['FileBackend', 'FileStore']
 
 
 @validated
-class FileBackend(FileLogOps):
+class FileBackend(FileLogOps, FileNotebooks):
     """The synchronous store over a directory of JSON-lines files (what `FileStore(...).sync` is)."""
 
     # -- step store ---------------------------------------------------------------------------

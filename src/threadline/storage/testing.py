@@ -8,7 +8,7 @@ This is how to check your own backend: implement the `SyncStore` Protocol (the s
 of every operation), wrap it with `AsyncStore(...)`, and run this suite against it. Each test is a
 behaviour a user of the store relies on: revisions, scopes, forks, deletion, retention, search,
 windows, the hash chain, run records, events, snapshots, the tool-effect ledger, the audit's
-receipts, waits, events and quarantine, and both faces. Needs pytest.
+receipts, waits, events and quarantine, Memory's notebooks, and both faces. Needs pytest.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 
 from ..exceptions import ConflictError, ConversationNotFound, UserError
 from ..messages import ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
+from ._conformance_notebooks import NotebookConformance
 from ._conformance_records import RecordConformance
 from ._conformance_scope import ScopeConformance
 from ._contract import SyncStore
@@ -32,7 +33,7 @@ from ._samples import T0, SampleResult, turn
 __all__ = ['ConversationStoreConformance', 'turn']
 
 
-class ConversationStoreConformance(RecordConformance, ScopeConformance):
+class ConversationStoreConformance(RecordConformance, ScopeConformance, NotebookConformance):
     """Behaviours every store must have, over the whole contract. Override `make_store` to return
     your backend wrapped in its async face (`AsyncStore(MyBackend(...))`, or a ready-made store)."""
 
