@@ -12,6 +12,7 @@ SURFACE: dict[str, set[str]] = {
     'threadline': {
         'ApprovalRequired',
         'ConversationSearch',
+        'Memory',
         'CallDeferred',
         'capture_run_messages',
         'CachePoint',
@@ -186,6 +187,7 @@ SURFACE: dict[str, set[str]] = {
     'threadline.usage': {'RequestUsage', 'RunUsage', 'UsageLimits'},
     'threadline.toolsets': {'FunctionToolset'},
     'threadline.search': {'ConversationSearch'},
+    'threadline.memory': {'Memory'},
     'threadline.trust': {
         'REASONS',
         'Envelope',

@@ -65,6 +65,7 @@ from .messages import (
 __all__ = [
     'Agent',
     'ConversationSearch',
+    'Memory',
     'AgentRun',
     'AgentRunError',
     'AgentRunResult',
@@ -123,9 +124,13 @@ publish(__name__, globals(), __all__)  # after every name above exists
 
 
 def __getattr__(name: str) -> object:
-    # Recall lives beside the storage layer, which a plain `import threadline` does not load.
+    # Recall and memory live beside the storage layer, which a plain `import threadline` does not load.
     if name == 'ConversationSearch':
         from .search import ConversationSearch
 
         return ConversationSearch
+    if name == 'Memory':
+        from .memory import Memory
+
+        return Memory
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
