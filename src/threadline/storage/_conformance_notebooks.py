@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from ..exceptions import ConflictError, UserError
@@ -52,3 +54,13 @@ class NotebookConformance:
                 sync.read_notebook(bad, scope='s')  # type: ignore[arg-type]
         with pytest.raises(UserError):
             sync.read_notebook('carol', scope='')
+
+    def test_prune_by_age_erases_old_notebooks_of_the_scope(self, store: AsyncStore[SyncStore]) -> None:
+        sync = store.sync
+        sync.write_notebook('erin', 'old notes', scope='s', expected_version=0)
+        sync.write_notebook('erin', 'kept', scope='other', expected_version=0)
+        sync.prune(older_than=datetime.now(tz=UTC) - timedelta(days=1), scope='s')
+        assert sync.read_notebook('erin', scope='s') is not None  # written since: kept
+        sync.prune(older_than=datetime.now(tz=UTC) + timedelta(seconds=1), scope='s')
+        assert sync.read_notebook('erin', scope='s') is None
+        assert sync.read_notebook('erin', scope='other') is not None  # another scope's stays

@@ -130,7 +130,9 @@ class ConversationStore(Protocol):
         self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope
     ) -> builtins.list[str]:
         """Delete the scope's conversations not updated since `older_than`, or beyond its `keep_last`
-        newest; `scope=EVERY_SCOPE` applies the rule to every scope (an operator action)."""
+        newest; `scope=EVERY_SCOPE` applies the rule to every scope (an operator action). With
+        `older_than`, the scope's notebooks not written since then are erased too. Returns the
+        deleted conversation ids."""
         ...
 
     def search(

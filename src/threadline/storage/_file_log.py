@@ -284,6 +284,8 @@ class FileLogOps(FileBase):
                 doomed.append(state)
         for state in doomed:
             self.delete(state.id, scope=state.scope)
+        if older_than is not None:
+            self._prune_notebooks(older_than, scope if isinstance(scope, str) else None)  # type: ignore[attr-defined]
         return [s.id for s in doomed]
 
     def search(

@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,17 @@ class FileNotebooks:
                 return False
             path.unlink()
             return True
+
+    def _prune_notebooks(self, older_than: datetime, scope: str | None) -> None:
+        """Erase the notebooks (of `scope`, or every scope) not written since `older_than`."""
+        folder = self.root / 'notebooks'
+        for path in sorted(folder.glob('*.json')) if folder.is_dir() else []:
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if (scope is None or data.get('scope') == scope) and parse_time(data['updated_at']) < older_than:
+                self.delete_notebook(data['namespace'], scope=data['scope'])
 
     def _replace_file(self, path: Path, data: dict[str, Any]) -> None:
         temporary = path.with_suffix('.tmp')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from ..exceptions import ConflictError
@@ -75,6 +76,17 @@ class NotebookOps(SQLBase):
             for table in ('notebooks', 'notebook_ops'):
                 self._exec(conn, f'DELETE FROM {table} WHERE scope = ? AND namespace = ?', (scope, namespace))
         return existed
+
+    def _prune_notebooks(self, older_than: datetime, scope: str | None) -> None:
+        """Erase the notebooks (of `scope`, or every scope) not written since `older_than`."""
+        sql, params = 'SELECT scope, namespace, updated_at FROM notebooks', []
+        if scope is not None:
+            sql, params = sql + ' WHERE scope = ?', [scope]
+        with self._read() as conn:
+            rows = self._all(conn, sql, params)
+        for row_scope, namespace, updated in rows:
+            if parse_time(updated) < older_than:
+                self.delete_notebook(namespace, scope=row_scope)
 
     def _current(self, conn: Any, scope: str, namespace: str) -> int:
         row = self._one(conn, 'SELECT version FROM notebooks WHERE scope = ? AND namespace = ?', (scope, namespace))

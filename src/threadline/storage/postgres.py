@@ -204,8 +204,8 @@ class PostgresDialect:
         """Word terms through `tsv`, gram terms (CJK, symbols; see `_grams`) through `grams`.
         Scoped to conversations, their rows are taken first (a materialized CTE, so the planner
         cannot start from a GIN index whose posting list for a frequent word grows with the
-        store): the query costs what the conversation holds. `ts_rank` reads only the row it
-        ranks, so no other conversation's words shape a score."""
+        store): the query costs what the conversation holds. `ts_rank_cd` reads only the row
+        it ranks, so no other conversation's words shape a score."""
         words = [t for t in terms if not t.grams]
         grams = [t for t in terms if t.grams]
         if words and not grams and not conversations and scope is not None and self._frequent(conn, words, scope):
@@ -216,7 +216,7 @@ class PostgresDialect:
             if text
         ]
         query = "to_tsquery('simple', %s)"
-        score = ' + '.join(f'ts_rank(m.{column}, {query})' for column, _ in queries)
+        score = ' + '.join(f'ts_rank_cd(m.{column}, {query})' for column, _ in queries)
         where = ' AND '.join(f'm.{column} @@ {query}' for column, _ in queries)
         texts = [text for _, text in queries]
         columns = 'm.id, m.branch_id, m.position, m.run_id'
@@ -272,7 +272,7 @@ class PostgresDialect:
         sql = (
             'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, search_text FROM messages '
             'WHERE scope = %s ORDER BY id DESC LIMIT %s), '
-            f'best AS (SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank(m.tsv, {query}) AS score, '
+            f'best AS (SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank_cd(m.tsv, {query}) AS score, '
             f'm.search_text FROM m WHERE m.tsv @@ {query} ORDER BY score DESC, m.id LIMIT %s) '
             f"SELECT id, branch_id, position, run_id, score, ts_headline('simple', search_text, {query}, "
             "'StartSel=[, StopSel=], MaxWords=14, MinWords=4') FROM best ORDER BY score DESC, id"
