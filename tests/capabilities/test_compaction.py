@@ -103,3 +103,16 @@ async def test_a_summary_replaces_older_turns_and_reaches_the_model_as_user_cont
     assert isinstance(text, str) and text.startswith('<conversation_summary>\nThe following is a summary')
     assert 'order 42' in text and text.endswith('</conversation_summary>')
     assert repair_messages(kept) == kept
+
+
+def test_no_cut_between_a_call_and_a_result_that_comes_after_another_prompt() -> None:
+    # found by the property test: a user prompt can sit between a call and its result, and a cut
+    # there would orphan the result
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart('q1')]),
+        ModelResponse(parts=[ToolCallPart('t', {}, 'c1')]),
+        ModelRequest(parts=[UserPromptPart('meanwhile')], instructions='A'),
+        ModelRequest(parts=[ToolReturnPart('t', 'r', 'c1'), UserPromptPart('now')], instructions='B'),
+    ]
+    out = KeepLastTurns(1)(messages)
+    assert out == messages and pairing_report(out).is_paired

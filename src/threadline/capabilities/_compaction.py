@@ -26,6 +26,7 @@ from ..messages import (
     CompactionPart,
     ModelMessage,
     ModelRequest,
+    ModelResponse,
     RetryPromptPart,
     SystemPromptPart,
     TextPart,
@@ -42,14 +43,24 @@ __all__ = ['ClearOldToolResults', 'KeepLastTurns', 'SummarizeOlderTurns', 'turn_
 
 
 def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
-    """Indexes of the requests that start a turn: a user prompt, and no tool call answered."""
-    starts = []
+    """Indexes of the requests that start a turn: a user prompt, no tool call answered, and no
+    call made before it still waiting for its result (a cut there would orphan that result)."""
+    answered_at: dict[str, int] = {}
     for index, message in enumerate(messages):
-        if not isinstance(message, ModelRequest):
+        if isinstance(message, ModelRequest):
+            for result in message.parts:
+                if isinstance(result, ToolReturnPart | RetryPromptPart) and result.tool_call_id:
+                    answered_at.setdefault(result.tool_call_id, index)
+    starts, pending_until = [], -1
+    for index, message in enumerate(messages):
+        if isinstance(message, ModelResponse):
+            for call in message.parts:
+                if isinstance(call, ToolCallPart):
+                    pending_until = max(pending_until, answered_at.get(call.tool_call_id, -1))
             continue
         parts = message.parts
         answers = any(isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_call_id for p in parts)
-        if not answers and any(isinstance(p, UserPromptPart) for p in parts):
+        if not answers and index > pending_until and any(isinstance(p, UserPromptPart) for p in parts):
             starts.append(index)
     return starts
 
