@@ -209,7 +209,10 @@ class PostgresDialect:
         words = [t for t in terms if not t.grams]
         grams = [t for t in terms if t.grams]
         if words and not grams and not conversations and scope is not None and self._frequent(conn, words, scope):
-            return self._newest_first(conn, words, scope, limit)
+            newest = self._newest_first(conn, words, scope, limit)
+            if len(newest) >= limit:
+                return newest
+            conn.execute('SET LOCAL enable_bitmapscan = on')
         queries = [
             (column, text)
             for column, text in (('tsv', words and _tsquery(words)), ('grams', grams and _gram_tsquery(grams)))
@@ -228,10 +231,15 @@ class PostgresDialect:
             )
             params: list[Any] = [conversations, *texts, *texts]
         else:
-            source = f'SELECT {columns}, {score} AS score, m.search_text FROM messages m WHERE {where}'
+            # The index matches first (a materialized CTE), the scope filters them after: left
+            # to itself the planner may AND the GIN bitmap with the whole scope's index entries.
+            source = (
+                'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, grams, search_text, scope '
+                f'FROM messages m WHERE {where}) SELECT {columns}, {score} AS score, m.search_text FROM m'
+            )
             params = [*texts, *texts]
             if scope is not None:
-                source += ' AND m.scope = %s'
+                source += ' WHERE m.scope = %s'
                 params.append(scope)
         # Rank first; the snippet (ts_headline costs far more than ts_rank) only for the best rows.
         best = f'{source} ORDER BY score DESC, m.id LIMIT %s'
@@ -281,9 +289,10 @@ class PostgresDialect:
         return [tuple(r) for r in conn.execute(sql, (scope, WINDOW, text, text, limit, text)).fetchall()]
 
 
-SAMPLE, FREQUENT_SHARE, WINDOW = 1_000, 20, 5_000
-"""Frequent: the query matches 1 in 20 (or more) of the scope's newest 1,000 messages. Such a
-query is answered from the scope's newest 5,000 messages (about 250 matches or more)."""
+SAMPLE, FREQUENT_SHARE, WINDOW = 1_000, 100, 5_000
+"""Frequent: the query matches 1 in 100 (or more) of the scope's newest 1,000 messages. Such a
+query is answered from the scope's newest 5,000 messages (about 50 matches or more; when they
+hold fewer than asked for, every match is ranked instead)."""
 
 
 def _tsquery(terms: list[Term]) -> str:
