@@ -231,6 +231,9 @@ class PostgresDialect:
             )
             params: list[Any] = [conversations, *texts, *texts]
         else:
+            # Enough memory for an exact bitmap of the matches: a lossy one rechecks (and
+            # detoasts) every row of each page it covers.
+            conn.execute("SET LOCAL work_mem = '32MB'")
             # The index matches first (a materialized CTE), the scope filters them after: left
             # to itself the planner may AND the GIN bitmap with the whole scope's index entries.
             source = (
