@@ -23,7 +23,7 @@ from ..exceptions import (
     StoreError,
     UserError,
 )
-from ._contract import AuditStore, ConversationStore, FinishedRun, StepStore, SyncStore
+from ._contract import AuditStore, ConversationStore, FinishedRun, NotebookStore, StepStore, SyncStore
 from ._face import AsyncStore
 from ._records import (
     EVERY_SCOPE,
@@ -32,6 +32,8 @@ from ._records import (
     ChainCheck,
     ConversationSummary,
     EveryScope,
+    Notebook,
+    NotebookWrite,
     OutcomeReceipt,
     RecoveryInspection,
     RunFinish,
@@ -74,6 +76,9 @@ __all__ = [
     'FileStore',
     'FinishedRun',
     'MemoryStore',
+    'Notebook',
+    'NotebookStore',
+    'NotebookWrite',
     'OutcomeReceipt',
     'PostgresStore',
     'RecoveryInspection',
