@@ -214,10 +214,6 @@ class SQLiteDialect:
             return self._scoped(conn, words, grams, conversations, limit)
         if grams:
             return self._gram_wide(conn, words, grams, scope, limit)
-        if len(words) > 1:
-            matched = self._all_terms(conn, words, scope, limit)
-            if matched is not None:
-                return matched
         if any(_is_frequent(conn, t) for t in words if t.kind == 'word'):
             return self._newest_first(conn, words, scope, limit)
         terms_match = ' AND '.join(_fts(t) for t in words)
@@ -256,24 +252,6 @@ class SQLiteDialect:
         every = [*words, *grams]
         df = [len(hits)] if len(every) == 1 else [_term_count(conn, t, within) for t in every]
         return self._attach(conn, rank_locally(hits, every, total, df, limit), None)
-
-    def _all_terms(self, conn: Any, words: list[Term], scope: str | None, limit: int) -> list[SearchRow] | None:
-        """A query of several terms: the messages holding all of them are usually few, and found
-        by walking the terms' posting lists together, which is cheap, where FTS5's bm25 would
-        first count every message holding each term. When there are at most `ALL_TERMS_CAP`,
-        they are ranked here by BM25 with the terms weighted equally (every match holds every
-        term); None when there are more (then the usual paths rank them)."""
-        match = ' AND '.join([*(_fts(t) for t in words), f'stok : "{token("s", scope or "")}"'])
-        hits = conn.execute(
-            'SELECT rowid, highlight(message_fts, 0, ?, ?) FROM message_fts WHERE message_fts MATCH ? LIMIT ?',
-            (MARK_START, MARK_END, match, ALL_TERMS_CAP + 1),
-        ).fetchall()
-        if len(hits) > ALL_TERMS_CAP:
-            return None
-        if not hits:
-            return []
-        total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
-        return self._attach(conn, rank_locally(hits, words, total, [len(hits)] * len(words), limit), scope)
 
     def _newest_first(self, conn: Any, words: list[Term], scope: str | None, limit: int) -> list[SearchRow]:
         """A query with a frequent word (held by more than `FREQUENT` messages): FTS5's bm25 would
@@ -358,8 +336,6 @@ class SQLiteDialect:
 FREQUENT = 10_000
 """A word held by more messages than this is ranked within the newest matches (`_newest_first`)."""
 WINDOW = 200
-ALL_TERMS_CAP = 500
-"""A multi-term query with at most this many matches is ranked without FTS5's bm25 (`_all_terms`)."""
 
 
 def _bounded_count(conn: Any, expression: str) -> int:
