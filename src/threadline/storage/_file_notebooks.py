@@ -17,9 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import BackendError, ConflictError, UserError
+from ..exceptions import BackendError, UserError
 from ._file_records import file_key
-from ._neutral import check_scope, now_text, parse_time
+from ._neutral import check_scope, now_text, parse_time, stale_notebook
 from ._records import Notebook, NotebookWrite
 
 __all__ = ['FileNotebooks']
@@ -75,13 +75,7 @@ class FileNotebooks:
                 return NotebookWrite(int(data['ops'][operation_id]), replayed=True)
             current = int(data['version'])
             if current != expected_version:
-                raise ConflictError(
-                    f'notebook {namespace!r} is at version {current}, not {expected_version}: it changed since it '
-                    'was read. Read it again and write over what is there.',
-                    conversation_id=namespace,
-                    expected=expected_version,
-                    actual=current,
-                )
+                raise stale_notebook(namespace, expected_version, current)
             version = current + 1
             ops = dict(data['ops'])
             if operation_id is not None:

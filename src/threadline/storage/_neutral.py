@@ -30,6 +30,7 @@ __all__ = [
     'run_not_found',
     'safe_start',
     'search_terms',
+    'stale_notebook',
     'to_python_output',
 ]
 
@@ -49,6 +50,17 @@ def not_found(conversation_id: str) -> ConversationNotFound:
 def run_not_found(run_id: str) -> RunNotFound:
     """The one error for a run that is missing, or recorded in another conversation or scope."""
     return RunNotFound(f'run {run_id!r} not found in this conversation and scope')
+
+
+def stale_notebook(namespace: str, expected: int, actual: int) -> ConflictError:
+    """The error for a notebook write made from a stale read (nothing was written)."""
+    return ConflictError(
+        f'notebook {namespace!r} is at version {actual}, not {expected}: it changed since it was read. Read it '
+        'again and write over what is there.',
+        conversation_id=namespace,
+        expected=expected,
+        actual=actual,
+    )
 
 
 def quarantined(conversation_id: str) -> ConversationQuarantined:

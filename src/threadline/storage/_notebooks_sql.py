@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..exceptions import ConflictError
-from ._neutral import check_scope, now_text, parse_time
+from ._neutral import check_scope, now_text, parse_time, stale_notebook
 from ._records import Notebook, NotebookWrite
 from ._sql_base import SQLBase
 
@@ -45,13 +44,7 @@ class NotebookOps(SQLBase):
                     return NotebookWrite(int(done[0]), replayed=True)
             current = self._current(conn, scope, namespace)
             if current != expected_version:
-                raise ConflictError(
-                    f'notebook {namespace!r} is at version {current}, not {expected_version}: it changed since it '
-                    'was read. Read it again and write over what is there.',
-                    conversation_id=namespace,
-                    expected=expected_version,
-                    actual=current,
-                )
+                raise stale_notebook(namespace, expected_version, current)
             version = current + 1
             self._exec(
                 conn,
