@@ -46,7 +46,7 @@ from ._records import (
     StoredConversation,
     ToolEffect,
 )
-from ._text import message_text, role_of
+from ._text import message_text, role_of, time_of
 from ._verify import report
 
 __all__ = ['FileLogOps']
@@ -284,8 +284,6 @@ class FileLogOps(FileBase):
                 doomed.append(state)
         for state in doomed:
             self.delete(state.id, scope=state.scope)
-        if older_than is not None:
-            self._prune_notebooks(older_than, scope if isinstance(scope, str) else None)  # type: ignore[attr-defined]
         return [s.id for s in doomed]
 
     def search(
@@ -335,8 +333,7 @@ class FileLogOps(FileBase):
         at = max(fold(text).find(first), 0)
         start = max(0, at - 40)
         snippet = text[start:at] + '[' + text[at : at + len(first)] + ']' + text[at + len(first) : at + 60]
-        stamps = (getattr(p, 'timestamp', None) for p in message.parts)
-        timestamp = message.timestamp or next((t for t in stamps if t is not None), None)
+        timestamp = time_of(message)
         score = sum(counts) / (1 + len(words) / 50)
         return SearchHit(conversation_id, position, score, snippet, message.run_id, role_of(message), timestamp)
 

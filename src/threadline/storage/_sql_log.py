@@ -349,8 +349,6 @@ class LogOps(SQLBase):
                 self.delete(conversation_id, scope=conversation_scope)
             except ConversationNotFound:
                 continue
-        if older_than is not None:
-            self._prune_notebooks(older_than, scope if isinstance(scope, str) else None)  # type: ignore[attr-defined]
         return [c for c, _ in doomed]
 
     def search(

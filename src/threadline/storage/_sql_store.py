@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import datetime
 
 from ._audit_sql import AuditOps
 from ._dialect import Dialect
 from ._neutral import now_text
 from ._notebooks_sql import NotebookOps
+from ._records import EveryScope
 from ._seal import StoreSeal
 from ._sql_log import LogOps
 from ._sql_seal import all_idents
@@ -27,6 +29,15 @@ __all__ = ['SQLStore']
 @validated
 class SQLStore(LogOps, StepOps, AuditOps, NotebookOps):
     """The synchronous store on a SQL database (what `SQLiteStore(...).sync` is)."""
+
+    def prune(
+        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope
+    ) -> list[str]:
+        """The log's prune, then (with `older_than`) the scope's notebooks not written since."""
+        pruned = super().prune(older_than=older_than, keep_last=keep_last, scope=scope)
+        if older_than is not None:
+            self._prune_notebooks(older_than, scope if isinstance(scope, str) else None)
+        return pruned
 
     def __init__(self, dialect: Dialect, seal: StoreSeal | None = None) -> None:
         self._dialect = dialect

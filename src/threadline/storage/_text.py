@@ -23,7 +23,7 @@ from ..messages import (
 )
 from ..messages._codec import decode_messages
 
-__all__ = ['message_text', 'role_and_time', 'role_of', 'title_of']
+__all__ = ['message_text', 'role_and_time', 'role_of', 'time_of', 'title_of']
 
 
 def _json_text(value: Any) -> str:
@@ -93,10 +93,14 @@ def role_of(message: ModelMessage) -> str:
     return 'system'
 
 
+def time_of(message: ModelMessage) -> datetime | None:
+    """When a message was made: its own timestamp, else its first part's."""
+    stamps = (getattr(p, 'timestamp', None) for p in message.parts)
+    return message.timestamp or next((t for t in stamps if t is not None), None)
+
+
 def role_and_time(body: str | bytes) -> tuple[str, datetime | None]:
     """The role and time of one stored message (its wire JSON)."""
     raw = body.encode() if isinstance(body, str) else body
     [message] = decode_messages(b'[' + raw + b']')
-    stamps = (getattr(p, 'timestamp', None) for p in message.parts)
-    timestamp = message.timestamp or next((t for t in stamps if t is not None), None)
-    return role_of(message), timestamp
+    return role_of(message), time_of(message)

@@ -36,6 +36,7 @@ from ._file_records import REV, BranchLine, FileRecord, OutcomeLine, QuarantineL
 from ._neutral import check_scope, check_step_write, not_found, now_text, run_not_found
 from ._records import (
     AuditEvent,
+    EveryScope,
     OutcomeReceipt,
     ReceiptStrength,
     RunFinish,
@@ -57,6 +58,15 @@ __all__ = ['FileBackend', 'FileStore']
 @validated
 class FileBackend(FileLogOps, FileNotebooks):
     """The synchronous store over a directory of JSON-lines files (what `FileStore(...).sync` is)."""
+
+    def prune(
+        self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope
+    ) -> list[str]:
+        """The log's prune, then (with `older_than`) the scope's notebooks not written since."""
+        pruned = super().prune(older_than=older_than, keep_last=keep_last, scope=scope)
+        if older_than is not None:
+            self._prune_notebooks(older_than, scope if isinstance(scope, str) else None)
+        return pruned
 
     # -- step store ---------------------------------------------------------------------------
     def step_write(self, write: StepWrite) -> int:
