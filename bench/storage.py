@@ -4,9 +4,11 @@
 
 (a) time to persist one turn (`workload.turn`) at conversation lengths 10 .. 20,000 messages:
     Threadline `store.append` (labelled: a plain append, not like for like), and StepPersistence
-    against StepPersistence: ours timed directly (median of 7 paired runs with and without it,
-    interleaved, with the write transactions per turn counted) vs harness StepPersistence +
-    SqliteStepStore overhead in a real run.
+    against StepPersistence: ours timed directly (the time a run spends in its hooks, median of 9
+    paired runs with and without it, interleaved, with the write transactions per turn counted),
+    once with a model that answers at once and once with one that answers in 20 ms (writes that
+    go behind a model request overlap it; with an instant model they cannot, which is the worst
+    case), vs harness StepPersistence + SqliteStepStore overhead in a real run.
 (b) database bytes and rows after a 1,000-turn conversation, both systems.
 (c) loading a 10,000- and 20,000-message conversation vs harness `continue_run`, and the load's peak
     memory against a `validate_json` of the same history.
@@ -97,14 +99,16 @@ def harness_turn_overhead(wl: Any, size: int, directory: Path) -> float:
     return max(with_persistence - without, 0.0)
 
 
-def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
-    """Threadline StepPersistence: the same measurement on our side."""
+def ours_step_overhead(wl: Any, size: int, directory: Path, latency: float = 0.0) -> float:
+    """Threadline StepPersistence: the same measurement on our side, with a model that answers at
+    once (`latency=0`, the worst case for writes that go behind a model request) or after
+    `latency` seconds (any hosted model takes far longer)."""
     from threadline import Agent
     from threadline.messages import ModelResponse
     from threadline.models.function import FunctionModel
     from threadline.storage import StepPersistence
 
-    store = SQLiteStore(directory / f'ours-step-{size}.db')
+    store = SQLiteStore(directory / f'ours-step-{size}-{latency}.db')
     history = OurTA.validate_python(wl.history(size, conversation_id='o'))
     store.sync.append('o', history, scope='bench')
 
@@ -112,7 +116,9 @@ def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
         turn = OurTA.validate_python(wl.turn(index, conversation_id='o'))
         responses = iter([turn[1], turn[3]])
 
-        def model(messages: list[Any], info: Any) -> ModelResponse:
+        async def model(messages: list[Any], info: Any) -> ModelResponse:
+            if latency:
+                await asyncio.sleep(latency)
             return next(responses)
 
         agent = Agent(FunctionModel(model), capabilities=capabilities)
@@ -152,6 +158,8 @@ def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
         inside.append(persistence.spent)  # type: ignore[attr-defined]
         differences.append(with_persistence - without)
     store.close()
+    if latency:
+        return statistics.median(inside)
     STEP_COMMITS[size] = (commits[0] / REPEAT, syncs[0] / REPEAT)
     differences.sort()
     STEP_PAIRED[size] = (
@@ -163,6 +171,8 @@ def ours_step_overhead(wl: Any, size: int, directory: Path) -> float:
 
 
 REPEAT = 9
+MODEL_LATENCY = 0.020
+"""The answering time of the slower model in (a): writes that go behind a request overlap it."""
 HOOKS = (
     'before_run',
     'before_model_request',
@@ -201,7 +211,8 @@ STEP_COMMITS: dict[int, tuple[float, float]] = {}
 def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> None:
     print('(a) persisting one turn at conversation length N (median)')
     print(
-        f'{"N":>7} {"sqlite append":>14} {"pg append":>10} {"ours step-persist":>18} {"commits/syncs":>14} '
+        f'{"N":>7} {"sqlite append":>14} {"pg append":>10} {"ours step-persist":>18} {"20 ms model":>12} '
+        f'{"commits/syncs":>14} '
         f'{"harness step-persist":>21} {"ratio":>8}  {"paired run diff (q1..q3)":>26}'
     )
     first: dict[str, float] = {}
@@ -214,6 +225,7 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
 
             pg_t = ours_append(lambda: PostgresStore(postgres), wl, size)
         step_t = ours_step_overhead(wl, size, directory)
+        step_slow_t = ours_step_overhead(wl, size, directory, latency=MODEL_LATENCY)
         harness_t = harness_turn_overhead(wl, size, directory) if size <= harness_max else float('nan')
         first.setdefault('sqlite', sqlite_t)
         first.setdefault('pg', pg_t)
@@ -221,6 +233,7 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
         ratio = harness_t / step_t if step_t and harness_t == harness_t else float('nan')
         print(
             f'{size:>7} {sqlite_t * 1e3:11.2f} ms {pg_t * 1e3:7.2f} ms {step_t * 1e3:15.2f} ms '
+            f'{step_slow_t * 1e3:9.2f} ms '
             f'{"{:.0f} / {:.0f}".format(*STEP_COMMITS.get(size, (0, 0))):>14} {harness_t * 1e3:18.1f} ms {ratio:7.0f}x'
             '  {:6.2f} ms ({:.1f}..{:.1f})'.format(*(x * 1e3 for x in STEP_PAIRED[size]))
         )

@@ -148,7 +148,7 @@ class FileLogOps(FileBase):
         messages = self._decode(rows, conversation_id)
         raw = ('[' + ','.join(b for _, b in rows) + ']').encode()
         cut = 0 if last is None else (safe_start(messages, len(messages) - min(last, len(messages))) or 0)
-        batches = self._lineage_batches(state)
+        batches = [b for b in self._lineage_batches(state) if b.end > cut]
         return StoredConversation(
             conversation_id=state.id,
             scope=state.scope,

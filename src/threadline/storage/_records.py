@@ -83,7 +83,8 @@ class StoredConversation:
 
     `offset` is the position of `messages[0]` in the whole history (non-zero with `last=`);
     `shared_prefix` is how many leading messages are shared with the conversation it was forked
-    from (`forked_from`); `batches` records per-batch provenance; `chain_head` is the hash-chain
+    from (`forked_from`); `batches` records the provenance of each batch holding a returned message (with `last=`, only
+    those reaching into the window); `chain_head` is the hash-chain
     link of the whole stored history.
     """
 

@@ -216,14 +216,17 @@ class SQLBase:
                 position=position,
             ) from None
 
-    def _batches(self, conn: Any, segments: list[Segment]) -> list[BatchInfo]:
+    def _batches(self, conn: Any, segments: list[Segment], first: int = 0) -> list[BatchInfo]:
+        """The batches of the lineage that hold messages at or after position `first`."""
         out: list[BatchInfo] = []
         for seg in segments:
+            if seg.end <= first:
+                continue
             for start, end, provenance, run_id, link, created in self._all(
                 conn,
                 'SELECT start, end_, provenance, run_id, link, created_at FROM batches WHERE branch_id = ? '
                 'AND start < ? AND end_ > ? ORDER BY start',
-                (seg.branch, seg.end, seg.start),
+                (seg.branch, seg.end, max(seg.start, first)),
             ):
                 out.append(
                     BatchInfo(

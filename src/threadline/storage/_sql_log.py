@@ -175,7 +175,7 @@ class LogOps(SQLBase):
                     break
                 start = max(0, start - max(last or 0, 16) * 2)
             cut = safe or 0
-            batches = self._batches(conn, segments)
+            batches = self._batches(conn, segments, start + cut)
         usage = usage_decoder.decode(conversation.usage) if conversation.usage not in ('{}', '') else RunUsage()
         return StoredConversation(
             conversation_id=conversation.id,

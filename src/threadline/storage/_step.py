@@ -12,10 +12,11 @@ Which writes wait for the disk (a sync), and why. A tool-calling turn costs thre
 1. Before a tool body runs: the response that called it and the ledger row `started`. After a
    crash, a call with an effect in the world must never be missing from the ledger. The calls of
    one response share this commit (a group commit).
-2. When a response's tool calls are answered, before the next model request: the tool results,
-   the rows `completed`/`failed` and a settled snapshot. Until this sync a crash leaves the rows
-   `started` (effect unknown), exactly what a crash inside the tool leaves, and the result is not
-   stored either, so no row ever claims an effect whose result was lost.
+2. When a response's tool calls are answered: the tool results, the rows `completed`/`failed`
+   and a settled snapshot, in one commit that goes behind the next model request (below). Until
+   it is on disk a crash leaves the rows `started` (effect unknown), exactly what a crash inside
+   the tool leaves, and the result is not stored either, so no row ever claims an effect whose
+   result was lost. The next write, and the end of the run, wait for it.
 3. When the run ends, finished or failed: the last response and the run record.
 Everything else (the run's registration and its new prompt before the first model request, a
 final response before its output is processed, events) is committed, atomically and so that
@@ -24,9 +25,13 @@ the next sync makes it durable. A power loss before then loses at most the step 
 is what the log promises anyway. Writes with nothing but events wait for the next write.
 
 The write before a model request goes *behind* it: it commits in a worker thread while the
-request is made, and the next write waits for it (and raises its error, such as a conflict). So
-that no model request is made for a conversation the store would refuse, the run start checks
-what that write would: the stored tip (`ConflictError`) and quarantine (`ConversationQuarantined`).
+request is made, and the next write waits for it (and raises its error, such as a conflict). A
+crash at any instant leaves the store either before or after that commit, as it would if the run
+had waited, so going behind changes what the run waits for, never what a crash may lose. So that
+no first model request is made for a conversation the store would refuse, the run start checks
+what the first write would: the stored tip (`ConflictError`) and quarantine
+(`ConversationQuarantined`). A writer that changes the conversation during the run is caught by
+the next write, after at most one more model request.
 """
 
 from __future__ import annotations
@@ -233,7 +238,7 @@ class StepPersistence(AbstractCapability[Any]):
             state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
         elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
             state.snapshot = 'complete'
-            await state.flush(ctx, durable=True)
+            state.write_behind(ctx, durable=True)
         return result
 
     async def before_tool_execute(

@@ -7,8 +7,10 @@ fails leaves everything it carried pending again, so the next write (or the fail
 carries it; nothing is dropped and nothing is written twice.
 
 A write can also go *behind*: prepared now, committed in a worker thread while the run goes on,
-and awaited by the next write before it starts. Only a write whose loss a crash already allows
-may go behind (the prompt before the first model request); its error surfaces at the next write.
+and awaited by the next write before it starts. Only a write that need not be on disk before
+anything happens outside the process may go behind: the one before the first model request, and
+the tool results before the next one (no tool runs until the next write, which waits). Its error
+surfaces at the next write.
 """
 
 from __future__ import annotations
@@ -92,11 +94,11 @@ class RunLog:
             if prepared is not None:
                 await self._commit(*prepared)
 
-    def write_behind(self, ctx: Any) -> None:
-        """Prepare a non-durable write now and commit it while the run goes on."""
+    def write_behind(self, ctx: Any, *, durable: bool = False) -> None:
+        """Prepare a write now and commit it while the run goes on."""
         if self.lock.locked() or self.behind is not None:
             return  # a write is under way: what is pending rides with the next one
-        prepared = self._prepare(ctx, durable=False, finish=None)
+        prepared = self._prepare(ctx, durable=durable, finish=None)
         if prepared is not None:
             self.behind = asyncio.ensure_future(self._commit(*prepared))
 

@@ -175,6 +175,14 @@ class ConversationStoreConformance(RecordConformance, ScopeConformance, Notebook
         assert results <= calls
         assert store.sync.load('c10', scope='s', last=100).offset == 0
 
+    def test_last_n_reports_the_batches_of_its_window(self, store: AsyncStore[SyncStore]) -> None:
+        for k in range(3):
+            store.sync.append('w', turn(k, conversation_id='w'), scope='s')
+        assert [(b.start, b.end) for b in store.sync.load('w', scope='s').batches] == [(0, 4), (4, 8), (8, 12)]
+        window = store.sync.load('w', scope='s', last=2)
+        assert window.offset >= 8
+        assert [(b.start, b.end) for b in window.batches] == [(8, 12)]
+
     def test_search_ranks_and_scopes(self, store: AsyncStore[SyncStore]) -> None:
         for k in range(3):
             store.sync.append(f's{k}', turn(k, conversation_id=f's{k}', text=f'topic{k}'), scope='s')
