@@ -57,7 +57,11 @@ def say(chat: subprocess.Popen[str], line: str) -> str:
     chat.stdin.flush()
     out = ''
     while 'assistant>' not in out:
-        out += chat.stdout.readline()
+        line = chat.stdout.readline()
+        if not line:  # the session ended: fail with what it said instead of waiting forever
+            chat.wait(timeout=30)
+            raise AssertionError(f'the chat session ended (exit {chat.returncode}): {out!r} {chat.stderr.read()!r}')
+        out += line
     return out
 
 

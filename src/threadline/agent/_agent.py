@@ -173,7 +173,13 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def tool(self, func: F, /) -> F: ...
     @overload
     def tool(
-        self, /, *, name: str | None = None, retries: int | None = None, requires_approval: bool = False
+        self,
+        /,
+        *,
+        name: str | None = None,
+        retries: int | None = None,
+        requires_approval: bool = False,
+        strict: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -184,12 +190,20 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         name: str | None = None,
         retries: int | None = None,
         requires_approval: bool = False,
+        strict: bool | None = None,
     ) -> F | Callable[[F], F]:
-        """Register a tool whose first parameter is the `RunContext`."""
+        """Register a tool whose first parameter is the `RunContext` (`strict`: see `Tool`)."""
 
         def register(fn: F) -> F:
             self._register(
-                Tool(fn, takes_ctx=True, name=name, max_retries=retries, requires_approval=requires_approval)
+                Tool(
+                    fn,
+                    takes_ctx=True,
+                    name=name,
+                    max_retries=retries,
+                    requires_approval=requires_approval,
+                    strict=strict,
+                )
             )
             return fn
 
@@ -199,7 +213,13 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def tool_plain(self, func: F, /) -> F: ...
     @overload
     def tool_plain(
-        self, /, *, name: str | None = None, retries: int | None = None, requires_approval: bool = False
+        self,
+        /,
+        *,
+        name: str | None = None,
+        retries: int | None = None,
+        requires_approval: bool = False,
+        strict: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool_plain(
@@ -210,12 +230,20 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         name: str | None = None,
         retries: int | None = None,
         requires_approval: bool = False,
+        strict: bool | None = None,
     ) -> F | Callable[[F], F]:
-        """Register a tool that does not take the `RunContext`."""
+        """Register a tool that does not take the `RunContext` (`strict`: see `Tool`)."""
 
         def register(fn: F) -> F:
             self._register(
-                Tool(fn, takes_ctx=False, name=name, max_retries=retries, requires_approval=requires_approval)
+                Tool(
+                    fn,
+                    takes_ctx=False,
+                    name=name,
+                    max_retries=retries,
+                    requires_approval=requires_approval,
+                    strict=strict,
+                )
             )
             return fn
 

@@ -105,7 +105,10 @@ class Tool(Generic[AgentDepsT]):
 
     The JSON schema of its arguments comes from the signature (the `RunContext` parameter, when
     there is one, is not an argument) and parameter descriptions from a Google-style docstring.
-    `requires_approval=True` defers every call until the application approves it.
+    `requires_approval=True` defers every call until the application approves it. `strict` asks a
+    provider that has a strict mode (OpenAI) to make the arguments always match the schema: None
+    (the default) uses it when the schema allows it, False never, True always (rewriting the
+    schema to fit, or refusing one that cannot).
     """
 
     def __init__(
@@ -117,12 +120,14 @@ class Tool(Generic[AgentDepsT]):
         description: str | None = None,
         max_retries: int | None = None,
         requires_approval: bool = False,
+        strict: bool | None = None,
     ) -> None:
         self.function = function
         self.takes_ctx = takes_run_context(function) if takes_ctx is None else takes_ctx
         self.name = name or function.__name__
         self.max_retries = max_retries
         self.requires_approval = requires_approval
+        self.strict = strict
         doc_description, self._param_docs = _parse_docstring(function.__doc__)
         self.description = description if description is not None else doc_description
         self._is_async = inspect.iscoroutinefunction(function)
@@ -167,7 +172,11 @@ class Tool(Generic[AgentDepsT]):
         self._validator = model
         schema = _clean_schema(model.model_json_schema())
         self._tool_def = ToolDefinition(
-            self.name, schema, self.description, kind='unapproved' if self.requires_approval else 'function'
+            self.name,
+            schema,
+            self.description,
+            kind='unapproved' if self.requires_approval else 'function',
+            strict=self.strict,
         )
 
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:

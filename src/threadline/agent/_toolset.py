@@ -38,7 +38,8 @@ class FunctionToolset(Generic[AgentDepsT]):
         self.tools[tool.name] = tool
 
     def add_function(self, function: Callable[..., Any], **options: Any) -> None:
-        """Add `function` as a tool (`name=`, `description=`, `max_retries=`, `takes_ctx=` as for `Tool`)."""
+        """Add `function` as a tool (`name=`, `description=`, `max_retries=`, `takes_ctx=`, `strict=` as for
+        `Tool`)."""
         self.add_tool(Tool(function, **options))
 
     def tool(self, function: F, /) -> F:

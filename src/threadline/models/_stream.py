@@ -40,12 +40,17 @@ class PartsManager:
         return PartDeltaEvent(index, TextPartDelta(content))
 
     def thinking(
-        self, key: Hashable, content: str | None, signature: str | None = None, provider_name: str | None = None
+        self,
+        key: Hashable,
+        content: str | None,
+        signature: str | None = None,
+        provider_name: str | None = None,
+        id: str | None = None,
     ) -> PartStartEvent | PartDeltaEvent:
         index = self._index.get(key)
         if index is None:
             self._index[key] = len(self.parts)
-            self.parts.append(ThinkingPart(content or '', signature=signature, provider_name=provider_name))
+            self.parts.append(ThinkingPart(content or '', id=id, signature=signature, provider_name=provider_name))
             return PartStartEvent(len(self.parts) - 1, self.parts[-1])
         part = self.parts[index]
         if content:

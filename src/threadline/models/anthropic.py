@@ -9,10 +9,14 @@ Request mapping:
 - user content: text, images and PDFs (URL or bytes), plain-text documents, and Anthropic file
   ids; audio and video are refused before sending; a `CachePoint` puts `cache_control` on the block
   before it;
-- tool results go as `tool_result` blocks in the user turn (`failed` / `retried` with `is_error`),
-  calls as `tool_use` blocks whose cut-off arguments go as `{"INVALID_JSON": "<raw>"}`; thinking is
-  sent back with its signature (the API requires it), built-in tool parts are passed back untouched
-  (a server tool call whose result is missing, as after a cut-off stream, is left out);
+- tool results go as `tool_result` blocks first in the user turn (the API wants them before any
+  text), a list result as one text block per item, a `failed` / `retried` one as its error text
+  with `is_error`; calls go as `tool_use` blocks whose cut-off arguments go as
+  `{"INVALID_JSON": "<raw>"}`; built-in tool parts are passed back untouched (a server tool call
+  whose result is missing, as after a cut-off stream, is left out);
+- thinking from Anthropic is sent back with its signature (the API requires it); thinking without
+  one, or from another provider, is carried as `<assistant_thinking>` text at the end of the user
+  turn before it; an empty text prompt is left out (the API refuses empty text blocks);
 - consecutive turns of one role are merged (the API wants them alternating).
 """
 
@@ -116,7 +120,11 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         tools = [*params.function_tools, *params.output_tools]
         if tools:
             body['tools'] = [
-                {'name': t.name, 'description': t.description or '', 'input_schema': t.parameters_json_schema}
+                {
+                    'name': t.name,
+                    'description': t.description or '',
+                    'input_schema': _without_titles(t.parameters_json_schema),
+                }
                 for t in tools
             ]
             if not params.allow_text_output:
@@ -149,17 +157,13 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
                     elif isinstance(part, UserPromptPart):
                         blocks.extend(self._user_blocks(part, index, j))
                     elif isinstance(part, ToolReturnPart):
-                        result: dict[str, Any] = {
-                            'type': 'tool_result',
-                            'tool_use_id': part.tool_call_id,
-                            'content': tool_result_text(part),
-                        }
-                        if part.outcome in ('failed', 'retried'):
-                            result['is_error'] = True
-                        blocks.insert(sum(b['type'] == 'tool_result' for b in blocks), result)
+                        blocks.insert(sum(b['type'] == 'tool_result' for b in blocks), _tool_result(part))
                 _add(turns, 'user', blocks)
                 first_request = False
             else:
+                # Thinking the API cannot take back is carried, as text, at the end of the user
+                # turn before it (an assistant turn holds only what this model produced).
+                _add(turns, 'user', _carried_thinking(message))
                 _add(turns, 'assistant', self._assistant_blocks(message))
         if params.instructions:
             system.append({'type': 'text', 'text': params.instructions})
@@ -167,7 +171,8 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
 
     def _user_blocks(self, part: UserPromptPart, index: int, j: int) -> list[dict[str, Any]]:
         if isinstance(part.content, str):
-            return [{'type': 'text', 'text': part.content}]
+            # The API refuses an empty text block.
+            return [{'type': 'text', 'text': part.content}] if part.content else []
         blocks: list[dict[str, Any]] = []
         for item in part.content:
             if isinstance(item, str):
@@ -221,7 +226,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         for part in message.parts:
             if isinstance(part, TextPart) and part.content:
                 blocks.append({'type': 'text', 'text': part.content})
-            elif isinstance(part, ThinkingPart) and part.signature and message.provider_name in ('anthropic', None):
+            elif isinstance(part, ThinkingPart) and _native_thinking(part, message):
                 blocks.append({'type': 'thinking', 'thinking': part.content, 'signature': part.signature})
             elif isinstance(part, ToolCallPart):
                 blocks.append(
@@ -343,6 +348,62 @@ def _usage(usage: Any) -> RequestUsage:
         cache_write_tokens=getattr(usage, 'cache_creation_input_tokens', 0) or 0,
         cache_read_tokens=getattr(usage, 'cache_read_input_tokens', 0) or 0,
     )
+
+
+def _without_titles(schema: Any) -> Any:
+    """A JSON schema without its `title` keywords: they cost tokens and tell the model nothing the
+    tool's name does not (a property named `title` is kept)."""
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: value if key in ('enum', 'const', 'default', 'examples') else _without_titles_in(key, value)
+        for key, value in schema.items()
+        if not (key == 'title' and isinstance(value, str))
+    }
+
+
+def _without_titles_in(key: str, value: Any) -> Any:
+    if key in ('properties', '$defs', 'definitions', 'patternProperties') and isinstance(value, dict):
+        return {name: _without_titles(sub) for name, sub in value.items()}
+    return _without_titles(value)
+
+
+def _tool_result(part: ToolReturnPart) -> dict[str, Any]:
+    """A `tool_result` block: a list result as one text block per item, a failed or retried one as
+    its error text with `is_error`."""
+    result: dict[str, Any] = {'type': 'tool_result', 'tool_use_id': part.tool_call_id}
+    content = part.content
+    if part.outcome in ('failed', 'retried'):
+        result['content'] = [{'type': 'text', 'text': content if isinstance(content, str) else _json(content)}]
+        result['is_error'] = True
+    elif isinstance(content, list):
+        result['content'] = [{'type': 'text', 'text': v if isinstance(v, str) else _json(v)} for v in content]
+    else:
+        result['content'] = tool_result_text(part)
+    return result
+
+
+def _json(value: Any) -> str:
+    import msgspec
+
+    from ..messages._codec import enc_hook
+
+    return msgspec.json.encode(value, enc_hook=enc_hook).decode()
+
+
+def _native_thinking(part: ThinkingPart, message: ModelResponse) -> bool:
+    """Whether the API takes this thinking back as a thinking block: signed, and from Anthropic."""
+    return bool(part.signature) and (part.provider_name or message.provider_name) in ('anthropic', None)
+
+
+def _carried_thinking(message: ModelResponse) -> list[dict[str, Any]]:
+    return [
+        {'type': 'text', 'text': f'<assistant_thinking>\n{part.content}\n</assistant_thinking>'}
+        for part in message.parts
+        if isinstance(part, ThinkingPart) and part.content and not _native_thinking(part, message)
+    ]
 
 
 def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:

@@ -10,8 +10,12 @@ Request mapping:
   (Chat Completions cannot fetch them); a `CachePoint` puts an explicit `prompt_cache_breakpoint` on
   the content part before it (with the request's cache TTL: OpenAI's TTLs are not CachePoint's);
 - tool calls and results pair by id; `failed` / `retried` results go as `{"error": ...}`, arguments
-  cut off mid-stream as `{"INVALID_JSON": "<raw>"}`; thinking and built-in tool parts have no place
-  in Chat Completions and are left out.
+  cut off mid-stream as `{"INVALID_JSON": "<raw>"}`; built-in tool parts have no place in Chat
+  Completions and are left out;
+- thinking goes back as `<think>` text in the assistant content, in part order, except reasoning
+  this server sent in a field of its own (`reasoning_content`), which goes back in that field;
+- a tool definition carries `"strict": true` when its schema fits OpenAI's strict mode, unless the
+  tool opted out (`strict=False`); see `_strict` for the rules.
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ from ..messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings
+from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
+from ._strict import strict_tool_schema
 
 __all__ = ['OpenAIChatModel', 'OpenAIProvider']
 
@@ -105,18 +110,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         body: dict[str, Any] = {'model': self._model_name, 'messages': self.map_messages(messages, params)}
         tools = [*params.function_tools, *params.output_tools]
         if tools:
-            body['tools'] = [
-                {
-                    'type': 'function',
-                    'function': {
-                        'name': t.name,
-                        'description': t.description or '',
-                        'parameters': t.parameters_json_schema,
-                        **({'strict': t.strict} if t.strict is not None else {}),
-                    },
-                }
-                for t in tools
-            ]
+            body['tools'] = [_tool(t) for t in tools]
             if not params.allow_text_output:
                 body['tool_choice'] = 'required'
         settings = settings or {}
@@ -192,11 +186,23 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         return items
 
     def _assistant(self, message: ModelResponse) -> dict[str, Any]:
-        texts = [p.content for p in message.parts if isinstance(p, TextPart)]
+        texts: list[str] = []
+        fields: dict[str, list[str]] = {}
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append(part.content)
+            elif isinstance(part, ThinkingPart):
+                if part.id and part.id != 'content' and part.provider_name == self.provider_name:
+                    # Reasoning this server sent in a field of its own goes back in that field.
+                    fields.setdefault(part.id, []).append(part.content)
+                else:
+                    texts.append(f'<think>\n{part.content}\n</think>')
         calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-        # The API wants content or tool calls: a turn that only thought sends empty text.
+        # The API wants content or tool calls: a turn with neither sends empty text.
         content = '\n\n'.join(texts) if texts or not calls else None
         out: dict[str, Any] = {'role': 'assistant', 'content': content}
+        for name, values in fields.items():
+            out[name] = '\n\n'.join(values)
         if calls:
             out['tool_calls'] = [
                 {
@@ -228,7 +234,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         parts: list[Any] = []
         reasoning = _reasoning(message)
         if reasoning:
-            parts.append(ThinkingPart(reasoning))
+            parts.append(ThinkingPart(reasoning, id='reasoning_content', provider_name='openai'))
         if message.content:
             parts.append(TextPart(message.content))
         for call in message.tool_calls or []:
@@ -265,7 +271,7 @@ class _OpenAIStream(StreamedResponse):
                     continue
                 reasoning = _reasoning(delta)
                 if reasoning:
-                    yield self.parts.thinking('reasoning', reasoning)
+                    yield self.parts.thinking('reasoning', reasoning, provider_name='openai', id='reasoning_content')
                 if delta.content:
                     yield self.parts.text('content', delta.content)
                 for call in delta.tool_calls or []:
@@ -276,6 +282,16 @@ class _OpenAIStream(StreamedResponse):
                         function.arguments if function else None,
                         call.id,
                     )
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    """A tool definition, with `strict: true` when the tool's schema fits strict mode (see
+    `_strict`); the schema goes in the form strict mode wants either way."""
+    parameters, strict = strict_tool_schema(tool.parameters_json_schema, tool.strict)
+    function: dict[str, Any] = {'name': tool.name, 'description': tool.description or '', 'parameters': parameters}
+    if strict:
+        function['strict'] = True
+    return {'type': 'function', 'function': function}
 
 
 def _reasoning(message: Any) -> str | None:

@@ -183,13 +183,18 @@ async def test_tool_results_errors_interruptions_and_cut_off_arguments(server: P
     body = server.bodies()[0]
     assert_valid_anthropic(body)
     assert body['messages'][1]['content'][1]['input'] == {'INVALID_JSON': '{"order": 2'}
-    # Tool results come first in the user turn, as the API requires.
+    # Tool results come first in the user turn, as the API requires; an error is its text.
     assert body['messages'][2]['content'] == [
-        {'type': 'tool_result', 'tool_use_id': 'c1', 'content': '{"error":"payment service down"}', 'is_error': True},
+        {
+            'type': 'tool_result',
+            'tool_use_id': 'c1',
+            'content': [{'type': 'text', 'text': 'payment service down'}],
+            'is_error': True,
+        },
         {
             'type': 'tool_result',
             'tool_use_id': 'c2',
-            'content': '{"error":"the arguments were not valid JSON"}',
+            'content': [{'type': 'text', 'text': 'the arguments were not valid JSON'}],
             'is_error': True,
         },
         {'type': 'tool_result', 'tool_use_id': 'c3', 'content': 'Tool call was interrupted before it returned.'},

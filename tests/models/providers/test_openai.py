@@ -65,6 +65,7 @@ async def test_a_tool_run_round_trips_through_the_sdk(server: ProviderServer) ->
                     'required': ['city'],
                     'additionalProperties': False,
                 },
+                'strict': True,
             },
         }
     ]
@@ -210,7 +211,7 @@ async def test_content_the_api_cannot_take_is_refused_before_sending(server: Pro
     assert server.requests == []
 
 
-async def test_thinking_and_native_parts_from_other_providers_are_left_out(server: ProviderServer) -> None:
+async def test_thinking_from_another_provider_goes_back_as_tagged_text(server: ProviderServer) -> None:
     history = [
         ModelRequest(parts=[UserPromptPart('q')]),
         ModelResponse(
@@ -223,7 +224,8 @@ async def test_thinking_and_native_parts_from_other_providers_are_left_out(serve
     await Agent(openai_model(server)).run(message_history=history)
     body = server.bodies()[0]
     assert_valid_openai(body)
-    assert body['messages'][1] == {'role': 'assistant', 'content': 'a'}
+    # As pydantic-ai does: Chat Completions has no thinking block, so the text says what it was.
+    assert body['messages'][1] == {'role': 'assistant', 'content': '<think>\nhmm\n</think>\n\na'}
 
 
 async def test_streaming_text_with_usage_at_the_end(server: ProviderServer) -> None:
@@ -340,15 +342,21 @@ async def test_reasoning_content_from_compatible_servers_becomes_thinking(server
     stream['sse'][1] = first
     server.queue(reply, stream)
     result = await Agent(openai_model(server)).run('hi')
-    assert result.all_messages()[-1].parts == [ThinkingPart('Paris is in France.'), TextPart('It is sunny in Paris.')]
+    reasoning = ThinkingPart('Paris is in France.', id='reasoning_content', provider_name='openai')
+    assert result.all_messages()[-1].parts == [reasoning, TextPart('It is sunny in Paris.')]
     async with Agent(openai_model(server)).run_stream('hi', message_history=result.all_messages()) as streamed:
         await streamed.get_output()
-    assert streamed.all_messages()[-1].parts == [ThinkingPart('Think.'), TextPart('Hello there')]
-    # Thinking is not sent back to Chat Completions; the text is.
-    assert server.bodies()[1]['messages'][1] == {'role': 'assistant', 'content': 'It is sunny in Paris.'}
+    streamed_reasoning = ThinkingPart('Think.', id='reasoning_content', provider_name='openai')
+    assert streamed.all_messages()[-1].parts == [streamed_reasoning, TextPart('Hello there')]
+    # The server's own reasoning goes back in the field it came in.
+    assert server.bodies()[1]['messages'][1] == {
+        'role': 'assistant',
+        'content': 'It is sunny in Paris.',
+        'reasoning_content': 'Paris is in France.',
+    }
 
 
-async def test_a_turn_that_only_thought_sends_empty_text(server: ProviderServer) -> None:
+async def test_a_turn_that_only_thought_sends_its_thinking_as_text(server: ProviderServer) -> None:
     history = [
         ModelRequest(parts=[UserPromptPart('q')]),
         ModelResponse(parts=[ThinkingPart('hmm')]),
@@ -358,4 +366,28 @@ async def test_a_turn_that_only_thought_sends_empty_text(server: ProviderServer)
     await Agent(openai_model(server)).run(message_history=history)
     body = server.bodies()[0]
     assert_valid_openai(body)
-    assert body['messages'][1] == {'role': 'assistant', 'content': ''}
+    assert body['messages'][1] == {'role': 'assistant', 'content': '<think>\nhmm\n</think>'}
+
+
+async def test_a_tool_is_strict_unless_it_opts_out(server: ProviderServer) -> None:
+    agent = Agent(openai_model(server))
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        return city
+
+    @agent.tool_plain(strict=False)
+    def loose(city: str) -> str:
+        return city
+
+    @agent.tool_plain
+    def forecast(city: str, days: int = 3) -> str:
+        return city
+
+    server.queue(fixture('openai_text.json'))
+    await agent.run('Hi')
+    tools = {t['function']['name']: t['function'] for t in server.bodies()[-1]['tools']}
+    assert tools['weather']['strict'] is True
+    assert 'strict' not in tools['loose']
+    assert 'strict' not in tools['forecast']  # an optional argument: strict mode would make it required
+    assert tools['weather']['parameters']['additionalProperties'] is False
