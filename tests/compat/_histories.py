@@ -22,11 +22,11 @@ _ARGS = ({'city': 'Paris'}, '{"city": "Rome"}', '{"city": "Os', None, '{}', '{ "
 _ERRORS = [{'type': 'missing', 'loc': ['city'], 'msg': 'Field required', 'input': {}}]
 
 
-def _user_content(r: random.Random, audio: bool) -> Any:
+def _user_content(r: random.Random, audio: bool, urls: bool) -> Any:
     if r.random() < 0.5:
         return r.choice(['Hello', 'What is the weather in Paris?', 'déjà vu 東京', ''])
     items: list[Any] = []
-    kinds = ['text', 'image_url', 'image_bytes', 'pdf', 'cache'] + (['audio'] if audio else [])
+    kinds = ['text', 'image_bytes', 'pdf', 'cache'] + (['audio'] if audio else []) + (['image_url'] if urls else [])
     for _ in range(r.randint(1, 3)):
         kind = r.choice(kinds)
         if kind == 'text':
@@ -60,7 +60,7 @@ def _answers(r: random.Random, pending: list[dict[str, Any]]) -> list[dict[str, 
 def _response(r: random.Random, provider: str, first_call: int) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     if r.random() < 0.4:
-        signature = 'sig123' if r.random() < 0.7 else None
+        signature = 'c2lnMTIz' if r.random() < 0.7 else None  # base64, as Gemini's are
         origin = r.choice([provider, 'another-provider'])
         parts.append(
             {'part_kind': 'thinking', 'content': 'Let me think.', 'signature': signature, 'provider_name': origin}
@@ -81,8 +81,9 @@ def _response(r: random.Random, provider: str, first_call: int) -> dict[str, Any
     return {'kind': 'response', 'parts': parts, 'model_name': 'm', 'provider_name': provider}
 
 
-def history(seed: int, provider: str, *, audio: bool = True) -> list[dict[str, Any]]:
-    """The history numbered `seed`, with responses attributed to `provider`."""
+def history(seed: int, provider: str, *, audio: bool = True, urls: bool = True) -> list[dict[str, Any]]:
+    """The history numbered `seed`, with responses attributed to `provider` (without audio or
+    URLs when the provider under test cannot take them, or would download them)."""
     r = random.Random(seed)
     messages: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
@@ -98,7 +99,7 @@ def history(seed: int, provider: str, *, audio: bool = True) -> list[dict[str, A
         if r.random() < 0.15:
             parts.append({'part_kind': 'retry-prompt', 'content': 'Please answer with a tool call.'})
         if not parts or r.random() < 0.7:
-            parts.append({'part_kind': 'user-prompt', 'content': _user_content(r, audio)})
+            parts.append({'part_kind': 'user-prompt', 'content': _user_content(r, audio, urls)})
         messages.append({'kind': 'request', 'parts': parts})
         if turn == turns - 1:
             break

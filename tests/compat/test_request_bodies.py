@@ -1,13 +1,18 @@
-"""What Threadline sends a provider equals what pydantic-ai 2.62 sends, for the same history.
+"""What Threadline sends a provider equals what pydantic-ai 2.62 sends, for the same history:
+OpenAI Chat Completions, Anthropic Messages and Gemini (generateContent).
 
 For 100 random histories per provider (`_histories`), both libraries make one request through
 the official SDK to a local server that records the body; each prepares the history its own way
 first, as its agent does. Forms the API defines as equivalent are folded before comparing:
 - JSON arguments of a tool call compared as JSON, not as text (whitespace);
 - Chat Completions: `stream: false` and `tool_choice: "auto"` are the defaults;
+- Gemini: nothing (the bodies are equal as sent);
 - Anthropic: a string `system` or content is one text block; `is_error: false` is the default;
   consecutive turns of one role are one turn (the API merges them); `tool_choice: {"type":
   "auto"}` is the default; streaming or not is the transport, not the request.
+
+Gemini histories hold no URLs: the reference downloads a URL and sends its bytes, Threadline sends
+it as a `file_data` URI (no download from the server running the agent).
 
 Differences that remain on purpose (each folded here, and why):
 - Chat Completions, a `CachePoint`: Threadline sends OpenAI's explicit `prompt_cache_breakpoint`
@@ -98,6 +103,11 @@ async def _ours(server: ProviderServer, provider: str, messages: list[dict[str, 
             'gpt-5.2', provider=OpenAIProvider(base_url=server.url + '/v1', api_key='k', max_retries=0)
         )
         server.queue(fixture('openai_text.json'))
+    elif provider == 'google':
+        from threadline.models.google import GoogleModel, GoogleProvider
+
+        model = GoogleModel('gemini-2.5-flash', provider=GoogleProvider(api_key='k', base_url=server.url))
+        server.queue(fixture('gemini_text.json'))
     else:
         from threadline.models.anthropic import AnthropicModel, AnthropicProvider
 
@@ -126,6 +136,12 @@ async def _reference(server: ProviderServer, provider: str, messages: list[dict[
 
         model: Any = OpenAIChatModel('gpt-5.2', provider=OpenAIProvider(base_url=server.url + '/v1', api_key='k'))
         server.queue(fixture('openai_text.json'))
+    elif provider == 'google':
+        from pydantic_ai.models.google import GoogleModel
+        from pydantic_ai.providers.google import GoogleProvider
+
+        model = GoogleModel('gemini-2.5-flash', provider=GoogleProvider(api_key='k', base_url=server.url))
+        server.queue(fixture('gemini_text.json'))
     else:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -195,17 +211,25 @@ def _fold_anthropic(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-FOLD: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {'openai': _fold_openai, 'anthropic': _fold_anthropic}
+def _fold_google(body: dict[str, Any]) -> dict[str, Any]:
+    return body
+
+
+FOLD: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    'openai': _fold_openai,
+    'anthropic': _fold_anthropic,
+    'google': _fold_google,
+}
 
 
 async def _bodies(server: ProviderServer, provider: str, seed: int) -> tuple[Any, Any]:
-    messages = history(seed, provider, audio=provider == 'openai')
+    messages = history(seed, provider, audio=provider == 'openai', urls=provider != 'google')
     return FOLD[provider](await _ours(server, provider, messages)), FOLD[provider](
         await _reference(server, provider, messages)
     )
 
 
-@pytest.mark.parametrize('provider', ['openai', 'anthropic'])
+@pytest.mark.parametrize('provider', ['openai', 'anthropic', 'google'])
 async def test_request_bodies_match_the_reference(server: ProviderServer, provider: str) -> None:
     differing = []
     for seed in SEEDS:

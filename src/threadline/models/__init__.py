@@ -1,7 +1,8 @@
 """Models: the `Model` interface, testing models, and (as extras) real providers.
 
 `infer_model` turns what a user passes as `model=` into a `Model`: an instance is used as is;
-`'test'` is a `TestModel`; `'demo'` the offline `DemoModel`; `'openai:<name>'` and `'anthropic:<name>'` name provider models.
+`'test'` is a `TestModel`; `'demo'` the offline `DemoModel`; `'openai:<name>'`, `'anthropic:<name>'` and
+`'google:<name>'` name provider models.
 """
 
 from __future__ import annotations
@@ -46,8 +47,13 @@ def infer_model(model: Model | str) -> Model:
         from .anthropic import AnthropicModel
 
         return AnthropicModel(name)
+    if provider in ('google', 'google-gla') and name:
+        from .google import GoogleModel
+
+        return GoogleModel(name)
     raise UserError(
-        f'Unknown model {model!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>".'
+        f'Unknown model {model!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
+        '"google:<model>".'
     )
 
 

@@ -28,12 +28,12 @@ These follow the rules pydantic-ai 2.62 applies for OpenAI, so the same tool get
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import UserError
+from ._schema_walk import walk_schema
 
 __all__ = ['strict_tool_schema']
 
@@ -58,17 +58,11 @@ _DEFINITION_REF = re.compile(r'#/(\$defs|definitions)/[^/]+')
 def strict_tool_schema(schema: dict[str, Any], strict: bool | None) -> tuple[dict[str, Any], bool | None]:
     """The schema to send for a tool and its `strict` flag (None: leave the flag off)."""
     walk = _Walk(strict, schema.get('$ref'))
-    out = copy.deepcopy(schema)
-    root_ref = walk.root_ref
-    if root_ref is not None and (definition := _definition(out, root_ref)) is not None:
+    if walk.root_ref is not None and (definition := _definition(schema, walk.root_ref)) is not None:
         # A recursive model's schema is a `$ref` to its own definition: inline the definition at
         # the root, and let references to it point at `#`.
-        out.pop('$ref')
-        out.update(copy.deepcopy(definition))
-    out = walk.node(out)
-    for key in ('$defs', 'definitions'):
-        if isinstance(out.get(key), dict):
-            out[key] = {name: walk.node(value) for name, value in out[key].items()}
+        schema = {key: value for key, value in schema.items() if key != '$ref'} | definition
+    out = walk_schema(schema, walk.transform)
     if strict is None:
         return out, True if walk.compatible else None
     return out, True if strict else None
@@ -89,43 +83,12 @@ class _Walk:
     root_ref: str | None
     compatible: bool = True
 
-    def node(self, schema: Any) -> Any:
-        """Walk `schema` (object keywords only under `type: object`, array keywords only under
-        `type: array`, as the reference does), then transform it."""
-        if not isinstance(schema, dict):
-            return schema
-        kind = schema.get('type')
-        if kind == 'object':
-            for key in ('properties', 'patternProperties'):
-                if isinstance(schema.get(key), dict):
-                    schema[key] = {name: self.node(value) for name, value in schema[key].items()}
-            if isinstance(schema.get('additionalProperties'), dict):
-                schema['additionalProperties'] = self.node(schema['additionalProperties'])
-        elif kind == 'array':
-            if isinstance(schema.get('prefixItems'), list):
-                schema['prefixItems'] = [self.node(item) for item in schema['prefixItems']]
-            items = schema.get('items')
-            if isinstance(items, list):
-                schema['items'] = [self.node(item) for item in items]
-            elif items:
-                schema['items'] = self.node(items)
-        for union in ('allOf', 'anyOf', 'oneOf'):
-            if isinstance(schema.get(union), list):
-                members = [self.node(member) for member in schema[union]]
-                if kind is None and len(members) == 1 and isinstance(members[0], dict) and members[0].get('not') != {}:
-                    # A union of one is that one schema (its siblings kept).
-                    rest = {key: value for key, value in schema.items() if key != union}
-                    schema = members[0] | rest
-                else:
-                    schema[union] = members
-        return self._transform(schema)
-
     def _refuse(self) -> None:
         """Strict mode will not take this node: with `strict=None` the tool goes without the flag."""
         if self.strict is None:
             self.compatible = False
 
-    def _transform(self, schema: dict[str, Any]) -> dict[str, Any]:
+    def transform(self, schema: dict[str, Any]) -> dict[str, Any]:
         for key in ('title', '$schema', 'discriminator'):
             schema.pop(key, None)
         if 'default' in schema:

@@ -1,0 +1,444 @@
+"""`GoogleModel`: Gemini through the official `google-genai` SDK (extra `google`).
+
+`Agent('google:gemini-…')` reads the key from `GOOGLE_API_KEY` (or `GEMINI_API_KEY`).
+
+Request mapping:
+- system prompts and the running agent's instructions go in `system_instruction`; Gemini has no
+  system role inside `contents`, so a mid-conversation system prompt is rendered (by the shared
+  renderer) as `<system>`-tagged user text where it happened;
+- user content: text, bytes as `inline_data`, URLs and uploaded files as `file_data` (a file URI
+  with its media type); a `CachePoint` is dropped (Gemini caches through `cached_content`);
+- a tool result goes as a `function_response` with the call's id: an object as is, any other value
+  as `{"return_value": value}`, a failed or retried one as `{"error": "<text>"}` (the key Gemini's
+  schema gives errors); the parts after the last `function_response` of a request go in a
+  `Content` of their own, because Gemini reads a `Content` holding a `function_response` as the
+  model's;
+- a response goes back as a `model` turn: calls as `function_call` with their ids and arguments as
+  an object (cut-off arguments as `{"INVALID_JSON": "<raw>"}`), thinking as `thought` text;
+- thought signatures go back only to Gemini: kept in a part's `provider_details`
+  (`thought_signature`, base64) and returned on that part; a signature on a Gemini `ThinkingPart`
+  rides on the part after it; the first call of a turn without one carries Gemini's documented
+  `skip_thought_signature_validator`, which Gemini requires;
+- a history that starts with a model turn gets an empty user turn first.
+
+Responses: text, thinking (`thought`), function calls (ids kept, or made), and usage from
+`usage_metadata`. Errors from the API become `ModelHTTPError` with the status and the body.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from ..exceptions import ModelHTTPError, UnexpectedModelBehavior, UserError
+from ..messages import (
+    BinaryContent,
+    CachePoint,
+    FinishReason,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RequestUsage,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UploadedFile,
+    UserPromptPart,
+)
+from ._base import ModelProfile, ModelRequestParameters, ModelSettings
+from ._provider import ProviderModel, require_extra
+from ._schema_walk import walk_schema
+from ._stream import StreamedResponse
+
+__all__ = ['GoogleModel', 'GoogleProvider']
+
+PROVIDER_NAMES = frozenset({'google', 'google-gla', 'google-vertex', 'google-cloud'})
+"""Names a Gemini response may carry in a stored history (older versions used the last three)."""
+_SKIP_SIGNATURE = b'skip_thought_signature_validator'
+_FINISH: dict[str, FinishReason] = {
+    'STOP': 'stop',
+    'MAX_TOKENS': 'length',
+    'SAFETY': 'content_filter',
+    'RECITATION': 'content_filter',
+    'BLOCKLIST': 'content_filter',
+    'PROHIBITED_CONTENT': 'content_filter',
+    'SPII': 'content_filter',
+    'IMAGE_SAFETY': 'content_filter',
+    'MALFORMED_FUNCTION_CALL': 'error',
+}
+
+
+class GoogleProvider:
+    """Where to reach the Gemini API: `api_key` (default `GOOGLE_API_KEY`, then `GEMINI_API_KEY`)
+    and an optional `base_url` (default the SDK's)."""
+
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None) -> None:
+        require_extra('google.genai', 'google')
+        from google import genai
+        from google.genai import types
+
+        key = api_key or os.environ.get('GOOGLE_API_KEY') or os.environ.get('GEMINI_API_KEY')
+        if not key:
+            raise UserError(
+                'the google provider needs an API key: set GOOGLE_API_KEY (or GEMINI_API_KEY), or pass api_key= '
+                'to the provider'
+            )
+        options = types.HttpOptions(base_url=base_url) if base_url else None
+        self.client = genai.Client(api_key=key, http_options=options)
+
+
+class GoogleModel(ProviderModel[GoogleProvider]):
+    """A Gemini model (see the module docstring for how a history is mapped)."""
+
+    provider_name = 'google'
+
+    def __init__(
+        self, model_name: str, *, provider: GoogleProvider | None = None, profile: ModelProfile | None = None
+    ) -> None:
+        super().__init__(model_name, provider, profile or ModelProfile(supports_json_schema_output=True))
+
+    def _default_provider(self) -> GoogleProvider:
+        return GoogleProvider()
+
+    # -- requests -------------------------------------------------------------------------------
+    def request_body(
+        self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
+    ) -> dict[str, Any]:
+        """What `request` hands the SDK: `model`, `contents` and `config`, in the SDK's dict form."""
+        system, contents = map_messages(messages, params)
+        config: dict[str, Any] = {'response_modalities': ['TEXT']}
+        if system:
+            config['system_instruction'] = {'role': 'user', 'parts': system}
+        tools = [*params.function_tools, *params.output_tools]
+        if tools:
+            config['tools'] = [
+                {
+                    'function_declarations': [
+                        {'name': t.name, 'description': t.description or '', 'parameters_json_schema': _schema(t)}
+                        for t in tools
+                    ]
+                }
+            ]
+            mode = 'AUTO' if params.allow_text_output else 'ANY'
+            config['tool_config'] = {'function_calling_config': {'mode': mode}}
+        settings = settings or {}
+        for ours, theirs in (
+            ('temperature', 'temperature'),
+            ('top_p', 'top_p'),
+            ('max_tokens', 'max_output_tokens'),
+            ('stop_sequences', 'stop_sequences'),
+            ('seed', 'seed'),
+        ):
+            if ours in settings:
+                config[theirs] = settings[ours]  # type: ignore[literal-required]
+        return {'model': self._model_name, 'contents': contents, 'config': config}
+
+    async def request(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        body = self.request_body(messages, model_settings, model_request_parameters)
+        with _errors(self._model_name):
+            response = await self.provider.client.aio.models.generate_content(**body)
+        return _response(response, self._model_name)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: Sequence[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> AsyncIterator[StreamedResponse]:
+        body = self.request_body(messages, model_settings, model_request_parameters)
+        with _errors(self._model_name):
+            stream = await self.provider.client.aio.models.generate_content_stream(**body)
+        try:
+            yield _GeminiStream(self._model_name, stream)
+        finally:
+            close = getattr(stream, 'aclose', None)
+            if close is not None:
+                await close()
+
+
+def _schema(tool: Any) -> dict[str, Any]:
+    """A tool's schema in the subset Gemini takes (as pydantic-ai 2.62 sends it):
+    - `title`, `$schema`, `discriminator`, `examples`, `exclusiveMinimum`/`exclusiveMaximum` are
+      removed (Gemini refuses or ignores them);
+    - `const` becomes a one-value `enum` (with the `type` its value implies);
+    - an `anyOf` of one-value enums of one type becomes one `enum`, each option's description
+      joining the parent's (Gemini holds the model to an `enum`, not to such a union);
+    - a string's `format` moves into its description."""
+    return walk_schema(tool.parameters_json_schema, _gemini_node)
+
+
+_CONST_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'))
+
+
+def _gemini_node(schema: dict[str, Any]) -> dict[str, Any]:
+    for key in ('$schema', 'discriminator', 'examples', 'title', 'exclusiveMinimum', 'exclusiveMaximum'):
+        schema.pop(key, None)
+    if (const := schema.pop('const', None)) is not None:
+        schema['enum'] = [const]
+        if 'type' not in schema:
+            schema['type'] = next((name for kind, name in _CONST_TYPES if isinstance(const, kind)), None)
+            if schema['type'] is None:
+                del schema['type']
+    _fold_options(schema)
+    if schema.get('type') == 'string' and (fmt := schema.pop('format', None)):
+        description = schema.get('description')
+        schema['description'] = f'{description} (format: {fmt})' if description else f'Format: {fmt}'
+    return schema
+
+
+def _fold_options(schema: dict[str, Any]) -> None:
+    options = schema.get('anyOf')
+    if not options or not all(
+        isinstance(o, dict) and len(o.get('enum', [])) == 1 and o.keys() <= {'enum', 'type', 'description'}
+        for o in options
+    ):
+        return
+    kinds = {o.get('type') for o in options}
+    kind = next(iter(kinds))
+    if len(kinds) != 1 or 'enum' in schema or schema.get('type', kind) != kind:
+        return  # not one described enum: folding would widen what the model may answer
+    del schema['anyOf']
+    schema['enum'] = [o['enum'][0] for o in options]
+    if kind is not None:
+        schema['type'] = kind
+    described = [f'{o["enum"][0]}: {o["description"]}' for o in options if o.get('description')]
+    if described:
+        schema['description'] = '\n'.join([*filter(None, [schema.get('description')]), *described])
+
+
+def map_messages(
+    messages: Sequence[ModelMessage], params: ModelRequestParameters
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The `system_instruction` parts and the `contents` for a (rendered) history."""
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, ModelRequest):
+            parts: list[dict[str, Any]] = []
+            for j, part in enumerate(message.parts):
+                if isinstance(part, SystemPromptPart):
+                    system.append({'text': part.content})
+                elif isinstance(part, UserPromptPart):
+                    parts.extend(_user_parts(part, index, j))
+                elif isinstance(part, ToolReturnPart):
+                    parts.append({'function_response': _function_response(part)})
+            contents.extend(_split_after_responses(parts))
+        else:
+            turn = _model_turn(message)
+            if turn:
+                contents.append({'role': 'model', 'parts': turn})
+    if not contents or contents[0]['role'] == 'model':
+        contents.insert(0, {'role': 'user', 'parts': [{'text': ''}]})
+    if params.instructions:
+        system.append({'text': params.instructions})
+    return system, contents
+
+
+def _split_after_responses(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One request as user `Content`s, a new one starting after each run of `function_response`s."""
+    out: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = []
+    for part in parts:
+        if current and 'function_response' in current[-1] and 'function_response' not in part:
+            out.append({'role': 'user', 'parts': current})
+            current = []
+        current.append(part)
+    if current:
+        out.append({'role': 'user', 'parts': current})
+    return out
+
+
+def _user_parts(part: UserPromptPart, index: int, j: int) -> list[dict[str, Any]]:
+    if isinstance(part.content, str):
+        return [{'text': part.content}]
+    out: list[dict[str, Any]] = []
+    for item in part.content:
+        if isinstance(item, str):
+            out.append({'text': item})
+        elif isinstance(item, TextContent):
+            out.append({'text': item.content})
+        elif isinstance(item, CachePoint):
+            continue
+        elif isinstance(item, BinaryContent):
+            out.append({'inline_data': {'data': item.data, 'mime_type': item.media_type}})
+        elif isinstance(item, UploadedFile):
+            out.append({'file_data': {'file_uri': item.file_id, 'mime_type': item.media_type}})
+        elif hasattr(item, 'url'):
+            out.append({'file_data': {'file_uri': item.url, 'mime_type': item.media_type}})
+        else:
+            raise UserError(f'messages[{index}].parts[{j}]: the google provider cannot take {type(item).__name__}')
+    return out
+
+
+def _function_response(part: ToolReturnPart) -> dict[str, Any]:
+    import msgspec
+
+    from ..messages._codec import enc_hook
+
+    content = part.content
+    if part.outcome in ('failed', 'retried'):
+        text = content if isinstance(content, str) else msgspec.json.encode(content, enc_hook=enc_hook).decode()
+        response: dict[str, Any] = {'error': text}
+    else:
+        value = msgspec.json.decode(msgspec.json.encode(content, enc_hook=enc_hook))
+        if value is None:
+            response = {}
+        elif isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            response = value
+        else:
+            response = {'return_value': value}
+    return {'name': part.tool_name, 'response': response, 'id': part.tool_call_id}
+
+
+def _signature_of(part: Any, message: ModelResponse) -> bytes | None:
+    details = part.provider_details
+    if not details or not details.get('thought_signature'):
+        return None
+    if message.provider_name not in PROVIDER_NAMES and part.provider_name not in PROVIDER_NAMES:
+        return None
+    return base64.b64decode(details['thought_signature'])
+
+
+def _model_turn(message: ModelResponse) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    pending: bytes | None = None  # a Gemini ThinkingPart's signature, for the part after it
+    first_call = True
+    for item in message.parts:
+        signature = _signature_of(item, message) if hasattr(item, 'provider_details') else None
+        if signature is None and pending is not None:
+            signature = pending
+        pending = None
+        part: dict[str, Any] | None = None
+        if isinstance(item, ToolCallPart):
+            part = {'function_call': {'name': item.tool_name, 'args': item.args_as_dict(), 'id': item.tool_call_id}}
+            if signature is None and first_call:
+                signature = _SKIP_SIGNATURE
+            first_call = False
+        elif isinstance(item, TextPart):
+            part = {'text': item.content}
+        elif isinstance(item, ThinkingPart):
+            if item.provider_name in PROVIDER_NAMES and item.signature:
+                pending = base64.b64decode(item.signature)
+            if item.content:
+                part = {'text': item.content, 'thought': True}
+        if part is not None:
+            if signature is not None:
+                part['thought_signature'] = signature
+            parts.append(part)
+    return parts
+
+
+# -- responses --------------------------------------------------------------------------------------
+def _details(part: Any) -> dict[str, Any] | None:
+    signature = getattr(part, 'thought_signature', None)
+    return {'thought_signature': base64.b64encode(signature).decode()} if signature else None
+
+
+def _response_part(part: Any) -> Any:
+    """A Gemini `Part` as a response part (None for an empty text part)."""
+    details = _details(part)
+    extra: dict[str, Any] = {'provider_details': details, 'provider_name': 'google'} if details else {}
+    if part.text is not None:
+        if not part.text and not details:
+            return None
+        return ThinkingPart(part.text, **extra) if part.thought else TextPart(part.text, **extra)
+    if part.function_call is not None:
+        call = part.function_call
+        if call.id:
+            return ToolCallPart(call.name or '', call.args or {}, call.id, **extra)
+        return ToolCallPart(call.name or '', call.args or {}, **extra)
+    if details:
+        return None  # a signature-only part: nothing to show, and refused when sent back
+    raise UnexpectedModelBehavior('Gemini answered with a part Threadline does not know', repr(part))
+
+
+def _response(response: Any, model_name: str) -> ModelResponse:
+    candidates = response.candidates or []
+    if not candidates:
+        raise UnexpectedModelBehavior('Gemini answered without a candidate', repr(response))
+    candidate = candidates[0]
+    content = candidate.content
+    parts = [p for p in (_response_part(part) for part in (content.parts or [] if content else [])) if p is not None]
+    reason = getattr(candidate.finish_reason, 'value', candidate.finish_reason)
+    return ModelResponse(
+        parts=parts,
+        usage=_usage(response.usage_metadata),
+        model_name=response.model_version or model_name,
+        provider_name='google',
+        provider_response_id=response.response_id,
+        finish_reason=_FINISH.get(reason or ''),
+    )
+
+
+def _usage(metadata: Any) -> RequestUsage:
+    if metadata is None:
+        return RequestUsage()
+    thoughts = metadata.thoughts_token_count or 0
+    return RequestUsage(
+        input_tokens=metadata.prompt_token_count or 0,
+        output_tokens=(metadata.candidates_token_count or 0) + thoughts,
+        cache_read_tokens=metadata.cached_content_token_count or 0,
+        output_reasoning_tokens=thoughts,
+    )
+
+
+class _GeminiStream(StreamedResponse):
+    """Gemini streams whole parts: text arrives in pieces that continue the part before them, a
+    function call arrives complete."""
+
+    def __init__(self, model_name: str, stream: Any) -> None:
+        super().__init__(model_name, 'google')
+        self._stream = stream
+
+    async def _events(self) -> AsyncIterator[Any]:
+        run = 0  # a text run ends at any other part, or at a part with a signature of its own
+        last: str | None = None
+        async for chunk in self._stream:
+            self.provider_response_id = chunk.response_id or self.provider_response_id
+            self.model_name = chunk.model_version or self.model_name
+            if chunk.usage_metadata is not None:
+                self.usage = _usage(chunk.usage_metadata)
+            for candidate in chunk.candidates or []:
+                if candidate.finish_reason is not None:
+                    reason = getattr(candidate.finish_reason, 'value', candidate.finish_reason)
+                    self.finish_reason = _FINISH.get(reason or '')
+                for part in (candidate.content.parts or []) if candidate.content else []:
+                    item = _response_part(part)
+                    if item is None:
+                        continue
+                    kind = type(item).__name__
+                    if isinstance(item, (TextPart, ThinkingPart)) and kind == last and not item.provider_details:
+                        key = ('run', run)
+                        yield (
+                            self.parts.text(key, item.content)
+                            if isinstance(item, TextPart)
+                            else self.parts.thinking(key, item.content)
+                        )
+                        continue
+                    run += 1
+                    last = kind if isinstance(item, (TextPart, ThinkingPart)) else None
+                    yield self.parts.whole(('run', run), item)
+
+
+@contextmanager
+def _errors(model_name: str) -> Iterator[None]:
+    """Turns the SDK's API errors into `ModelHTTPError` (status and body kept)."""
+    from google.genai import errors
+
+    try:
+        yield
+    except errors.APIError as error:
+        body = getattr(error, 'details', None) or getattr(error, 'message', None)
+        raise ModelHTTPError(int(error.code or 0), model_name, body) from error
