@@ -62,21 +62,28 @@ def _response(r: random.Random, provider: str, first_call: int) -> dict[str, Any
     if r.random() < 0.4:
         signature = 'c2lnMTIz' if r.random() < 0.7 else None  # base64, as Gemini's are
         origin = r.choice([provider, 'another-provider'])
-        parts.append(
-            {'part_kind': 'thinking', 'content': 'Let me think.', 'signature': signature, 'provider_name': origin}
-        )
+        thinking = {
+            'part_kind': 'thinking',
+            'content': 'Let me think.',
+            'signature': signature,
+            'provider_name': origin,
+        }
+        if r.random() < 0.5:
+            thinking['id'] = f'rs_{first_call}'  # an item id, as the Responses API gives reasoning
+        parts.append(thinking)
     if r.random() < 0.6:
         parts.append({'part_kind': 'text', 'content': r.choice(['Sure.', 'Checking.', ''])})
     for k in range(r.choice([0, 1, 1, 2])):
         args = r.choice(_ARGS)
-        parts.append(
-            {
-                'part_kind': 'tool-call',
-                'tool_name': 'get_weather',
-                'args': args,
-                'tool_call_id': f'call_{first_call + k}',
-            }
-        )
+        call = {
+            'part_kind': 'tool-call',
+            'tool_name': 'get_weather',
+            'args': args,
+            'tool_call_id': f'call_{first_call + k}',
+        }
+        if r.random() < 0.5:
+            call['id'] = f'fc_{first_call + k}'
+        parts.append(call)
     parts = parts or [{'part_kind': 'text', 'content': 'Hi.'}]
     return {'kind': 'response', 'parts': parts, 'model_name': 'm', 'provider_name': provider}
 

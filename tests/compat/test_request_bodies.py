@@ -86,7 +86,7 @@ TOOLS = [  # (name, schema, strict)
 
 
 def _tools(provider: str) -> list[tuple[str, dict[str, Any], bool | None]]:
-    return [t for t in TOOLS if provider == 'openai' or t[2] is not True]
+    return [t for t in TOOLS if provider.startswith('openai') or t[2] is not True]
 
 
 @pytest.fixture(scope='module')
@@ -103,6 +103,14 @@ async def _ours(server: ProviderServer, provider: str, messages: list[dict[str, 
             'gpt-5.2', provider=OpenAIProvider(base_url=server.url + '/v1', api_key='k', max_retries=0)
         )
         server.queue(fixture('openai_text.json'))
+    elif provider == 'openai-responses':
+        from threadline.models.openai import OpenAIProvider
+        from threadline.models.openai_responses import OpenAIResponsesModel
+
+        model = OpenAIResponsesModel(
+            'gpt-5.2', provider=OpenAIProvider(base_url=server.url + '/v1', api_key='k', max_retries=0)
+        )
+        server.queue(fixture('openai_responses_text.json'))
     elif provider == 'google':
         from threadline.models.google import GoogleModel, GoogleProvider
 
@@ -136,6 +144,12 @@ async def _reference(server: ProviderServer, provider: str, messages: list[dict[
 
         model: Any = OpenAIChatModel('gpt-5.2', provider=OpenAIProvider(base_url=server.url + '/v1', api_key='k'))
         server.queue(fixture('openai_text.json'))
+    elif provider == 'openai-responses':
+        from pydantic_ai.models.openai import OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        model = OpenAIResponsesModel('gpt-5.2', provider=OpenAIProvider(base_url=server.url + '/v1', api_key='k'))
+        server.queue(fixture('openai_responses_text.json'))
     elif provider == 'google':
         from pydantic_ai.models.google import GoogleModel
         from pydantic_ai.providers.google import GoogleProvider
@@ -211,6 +225,21 @@ def _fold_anthropic(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def _fold_responses(body: dict[str, Any]) -> dict[str, Any]:
+    body = copy.deepcopy(body)
+    if body.get('stream') is False:
+        del body['stream']
+    if body.get('tool_choice') == 'auto':
+        del body['tool_choice']
+    for item in body['input']:
+        if item.get('type') == 'function_call':
+            item['arguments'] = _same_json(item['arguments'])
+        for content in item['content'] if isinstance(item.get('content'), list) else []:
+            if content.get('type') == 'input_file' and 'filename' in content:
+                content['filename'] = 'document.pdf'
+    return body
+
+
 def _fold_google(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
@@ -219,17 +248,19 @@ FOLD: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     'openai': _fold_openai,
     'anthropic': _fold_anthropic,
     'google': _fold_google,
+    'openai-responses': _fold_responses,
 }
 
 
 async def _bodies(server: ProviderServer, provider: str, seed: int) -> tuple[Any, Any]:
-    messages = history(seed, provider, audio=provider == 'openai', urls=provider != 'google')
+    name = 'openai' if provider == 'openai-responses' else provider  # the name responses carry
+    messages = history(seed, name, audio=provider == 'openai', urls=provider != 'google')
     return FOLD[provider](await _ours(server, provider, messages)), FOLD[provider](
         await _reference(server, provider, messages)
     )
 
 
-@pytest.mark.parametrize('provider', ['openai', 'anthropic', 'google'])
+@pytest.mark.parametrize('provider', ['openai', 'openai-responses', 'anthropic', 'google'])
 async def test_request_bodies_match_the_reference(server: ProviderServer, provider: str) -> None:
     differing = []
     for seed in SEEDS:

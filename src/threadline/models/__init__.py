@@ -1,8 +1,8 @@
 """Models: the `Model` interface, testing models, and (as extras) real providers.
 
 `infer_model` turns what a user passes as `model=` into a `Model`: an instance is used as is;
-`'test'` is a `TestModel`; `'demo'` the offline `DemoModel`; `'openai:<name>'`, `'anthropic:<name>'` and
-`'google:<name>'` name provider models.
+`'test'` is a `TestModel`; `'demo'` the offline `DemoModel`; `'openai:<name>'` (Chat Completions),
+`'openai-responses:<name>'`, `'anthropic:<name>'` and `'google:<name>'` name provider models.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ def infer_model(model: Model | str) -> Model:
         from .anthropic import AnthropicModel
 
         return AnthropicModel(name)
+    if provider == 'openai-responses' and name:
+        from .openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(name)
     if provider in ('google', 'google-gla') and name:
         from .google import GoogleModel
 

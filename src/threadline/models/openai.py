@@ -13,7 +13,8 @@ Request mapping:
   cut off mid-stream as `{"INVALID_JSON": "<raw>"}`; built-in tool parts have no place in Chat
   Completions and are left out;
 - thinking goes back as `<think>` text in the assistant content, in part order, except reasoning
-  this server sent in a field of its own (`reasoning_content`), which goes back in that field;
+  this server sent in a field of its own (`reasoning_content`), which goes back in that field; a
+  response with neither text nor calls is left out (the API refuses such an assistant message);
 - a tool definition carries `"strict": true` when its schema fits OpenAI's strict mode, unless the
   tool opted out (`strict=False`); see `_strict` for the rules.
 """
@@ -144,7 +145,9 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
                     out.insert(0, {'role': self.system_prompt_role, 'content': params.instructions})
                 first_request = False
             else:
-                out.append(self._assistant(message))
+                assistant = self._assistant(message)
+                if assistant is not None:
+                    out.append(assistant)
         if first_request and params.instructions:
             out.insert(0, {'role': self.system_prompt_role, 'content': params.instructions})
         return out
@@ -185,7 +188,9 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
                 )
         return items
 
-    def _assistant(self, message: ModelResponse) -> dict[str, Any]:
+    def _assistant(self, message: ModelResponse) -> dict[str, Any] | None:
+        """The assistant message for a response; None for one with neither text nor calls (the API
+        refuses an assistant message with neither), as pydantic-ai leaves it out."""
         texts: list[str] = []
         fields: dict[str, list[str]] = {}
         for part in message.parts:
@@ -198,9 +203,9 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
                 else:
                     texts.append(f'<think>\n{part.content}\n</think>')
         calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-        # The API wants content or tool calls: a turn with neither sends empty text.
-        content = '\n\n'.join(texts) if texts or not calls else None
-        out: dict[str, Any] = {'role': 'assistant', 'content': content}
+        if not texts and not calls:
+            return None
+        out: dict[str, Any] = {'role': 'assistant', 'content': '\n\n'.join(texts) if texts else None}
         for name, values in fields.items():
             out[name] = '\n\n'.join(values)
         if calls:
