@@ -163,8 +163,10 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
             else:
                 # Thinking the API cannot take back is carried, as text, at the end of the user
                 # turn before it (an assistant turn holds only what this model produced).
-                _add(turns, 'user', _carried_thinking(message))
-                _add(turns, 'assistant', self._assistant_blocks(message))
+                carried: list[dict[str, Any]] = []
+                answer = self._assistant_blocks(message, carried)
+                _add(turns, 'user', carried)
+                _add(turns, 'assistant', answer)
         if params.instructions:
             system.append({'type': 'text', 'text': params.instructions})
         return system, _place_system_turns(turns)
@@ -219,15 +221,20 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
                 )
         return blocks
 
-    def _assistant_blocks(self, message: ModelResponse) -> list[dict[str, Any]]:
+    def _assistant_blocks(self, message: ModelResponse, carried: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The response's blocks; thinking the API cannot take back goes to `carried` as text."""
         # A server tool call goes back only with its result: one cut off without it would be rejected.
         answered = {p.tool_call_id for p in message.parts if isinstance(p, NativeToolReturnPart)}
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
             if isinstance(part, TextPart) and part.content:
                 blocks.append({'type': 'text', 'text': part.content})
-            elif isinstance(part, ThinkingPart) and _native_thinking(part, message):
-                blocks.append({'type': 'thinking', 'thinking': part.content, 'signature': part.signature})
+            elif isinstance(part, ThinkingPart):
+                if _native_thinking(part, message):
+                    blocks.append({'type': 'thinking', 'thinking': part.content, 'signature': part.signature})
+                elif part.content:
+                    text = f'<assistant_thinking>\n{part.content}\n</assistant_thinking>'
+                    carried.append({'type': 'text', 'text': text})
             elif isinstance(part, ToolCallPart):
                 blocks.append(
                     {'type': 'tool_use', 'id': part.tool_call_id, 'name': part.tool_name, 'input': part.args_as_dict()}
@@ -396,14 +403,6 @@ def _json(value: Any) -> str:
 def _native_thinking(part: ThinkingPart, message: ModelResponse) -> bool:
     """Whether the API takes this thinking back as a thinking block: signed, and from Anthropic."""
     return bool(part.signature) and (part.provider_name or message.provider_name) in ('anthropic', None)
-
-
-def _carried_thinking(message: ModelResponse) -> list[dict[str, Any]]:
-    return [
-        {'type': 'text', 'text': f'<assistant_thinking>\n{part.content}\n</assistant_thinking>'}
-        for part in message.parts
-        if isinstance(part, ThinkingPart) and part.content and not _native_thinking(part, message)
-    ]
 
 
 def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
