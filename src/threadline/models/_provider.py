@@ -82,6 +82,10 @@ class ProviderModel(Model, Generic[ProviderT]):
         raise NotImplementedError
 
     # -- shared request plumbing -----------------------------------------------------------------
+    def _headers(self, body: dict[str, Any]) -> dict[str, str]:
+        """Headers a request needs beside the SDK's own (a provider's beta features)."""
+        return {}
+
     async def _post(self, body: dict[str, Any], settings: ModelSettings | None, *, stream: bool = False) -> Any:
         sdk, path, response_type, event_type = self._endpoint()
         return await post_json(
@@ -93,6 +97,7 @@ class ProviderModel(Model, Generic[ProviderT]):
             response_type=response_type,
             timeout=(settings or {}).get('timeout'),
             stream_cls=sdk.AsyncStream[event_type] if stream else None,
+            headers=self._headers(body),
         )
 
     async def request(
@@ -166,6 +171,7 @@ async def post_json(
     response_type: Any,
     timeout: float | None = None,
     stream_cls: Any = None,
+    headers: dict[str, str] | None = None,
 ) -> Any:
     """POST a wire-form body through an official SDK client and return its response model (or,
     with `stream_cls`, its SSE stream).
@@ -182,7 +188,7 @@ async def post_json(
 
     from ..messages._codec import enc_hook
 
-    options: dict[str, Any] = {'headers': {'content-type': 'application/json'}}
+    options: dict[str, Any] = {'headers': {'content-type': 'application/json', **(headers or {})}}
     if timeout:
         options['timeout'] = timeout
     content = msgspec.json.encode(body, enc_hook=enc_hook)

@@ -17,7 +17,9 @@ Request mapping:
 - thinking from Anthropic is sent back with its signature (the API requires it); thinking without
   one, or from another provider, is carried as `<assistant_thinking>` text at the end of the user
   turn before it; an empty text prompt is left out (the API refuses empty text blocks);
-- consecutive turns of one role are merged (the API wants them alternating).
+- consecutive turns of one role are merged (the API wants them alternating);
+- a tool with an Anthropic definition (`MemoryTool`'s `memory`) goes as that provider-defined tool,
+  with the beta header it needs.
 """
 
 from __future__ import annotations
@@ -49,11 +51,12 @@ from ..messages import (
     UserPromptPart,
 )
 from ._base import ModelProfile, ModelRequestParameters, ModelSettings
+from ._memory_tool import ANTHROPIC_MEMORY_BETA, ANTHROPIC_MEMORY_TOOL, MemoryTool
 from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
 
-__all__ = ['AnthropicModel', 'AnthropicProvider', 'INLINE_SYSTEM_PROMPT_MODELS']
+__all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicProvider', 'MemoryTool']
 
 INLINE_SYSTEM_PROMPT_MODELS = (
     'claude-fable-5',
@@ -103,6 +106,11 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
     def _default_provider(self) -> AnthropicProvider:
         return AnthropicProvider()
 
+    def _headers(self, body: dict[str, Any]) -> dict[str, str]:
+        if any(tool.get('type') == ANTHROPIC_MEMORY_TOOL['type'] for tool in body.get('tools', ())):
+            return {'anthropic-beta': ANTHROPIC_MEMORY_BETA}
+        return {}
+
     # -- requests -------------------------------------------------------------------------------
     def request_body(
         self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
@@ -120,7 +128,8 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         tools = [*params.function_tools, *params.output_tools]
         if tools:
             body['tools'] = [
-                {
+                t.provider_definitions.get('anthropic')
+                or {
                     'name': t.name,
                     'description': t.description or '',
                     'input_schema': _without_titles(t.parameters_json_schema),
