@@ -21,9 +21,6 @@ Differences that remain on purpose (each folded here, and why):
   documents in one request can be told apart; the reference calls every one `filename.pdf`.
 - Anthropic, `max_tokens`: Threadline sends 4096 unless set; the reference sends the model's
   maximum output (it always streams, and the API refuses a large `max_tokens` without streaming).
-- Anthropic, a tool with `strict=True`: the reference sends Anthropic's `strict: true` with a
-  rewritten schema; Threadline does not send strict tools to Anthropic yet (the tool goes without
-  the flag), so that tool is left out of the Anthropic comparison.
 - Anthropic, block order in a user turn: Threadline puts `tool_result` blocks first, which the
   API requires; the reference keeps part order, so a mid-conversation system prompt before the
   results is sent ahead of them (the API answers 400).
@@ -85,10 +82,6 @@ TOOLS = [  # (name, schema, strict)
 ]
 
 
-def _tools(provider: str) -> list[tuple[str, dict[str, Any], bool | None]]:
-    return [t for t in TOOLS if provider.startswith('openai') or t[2] is not True]
-
-
 @pytest.fixture(scope='module')
 def server() -> Iterator[ProviderServer]:
     with ProviderServer() as running:
@@ -123,10 +116,7 @@ async def _ours(server: ProviderServer, provider: str, messages: list[dict[str, 
             'claude-sonnet-4-6', provider=AnthropicProvider(base_url=server.url, api_key='k', max_retries=0)
         )
         server.queue(fixture('anthropic_text.json'))
-    tools = [
-        ToolDefinition(name, copy.deepcopy(schema), 'A tool.', strict=strict)
-        for name, schema, strict in _tools(provider)
-    ]
+    tools = [ToolDefinition(name, copy.deepcopy(schema), 'A tool.', strict=strict) for name, schema, strict in TOOLS]
     history_ = ModelMessagesTypeAdapter.validate_json(json.dumps(messages))
     prepared, _ = render_history(repair_messages(history_), model.profile)
     await model.request(prepared, None, ModelRequestParameters(function_tools=tools))
@@ -164,7 +154,7 @@ async def _reference(server: ProviderServer, provider: str, messages: list[dict[
         server.queue(fixture('anthropic_stream.json'))  # the reference streams every Anthropic request
     tools = [
         ReferenceTool(name=name, parameters_json_schema=copy.deepcopy(schema), description='A tool.', strict=strict)
-        for name, schema, strict in _tools(provider)
+        for name, schema, strict in TOOLS
     ]
     history_ = model.prepare_messages(ReferenceTA.validate_json(json.dumps(messages)))
     await model.request(history_, None, ReferenceParameters(function_tools=tools))
@@ -283,4 +273,12 @@ async def test_strict_tools_follow_the_reference(server: ProviderServer) -> None
     }
     rewritten = next(t['function']['parameters'] for t in ours['tools'] if t['function']['name'] == 'forecast_strict')
     assert rewritten['required'] == ['city', 'days'] and 'default' not in rewritten['properties']['days']
+    assert ours['tools'] == reference['tools']
+
+
+async def test_anthropic_strict_tools_follow_the_reference(server: ProviderServer) -> None:
+    ours, reference = await _bodies(server, 'anthropic', 0)
+    strict = {t['name']: t.get('strict') for t in ours['tools']}
+    assert strict['forecast_strict'] is True  # asked for: rewritten by the SDK's transform_schema
+    assert {name for name, value in strict.items() if value} == {'forecast_strict'}  # never by default
     assert ours['tools'] == reference['tools']

@@ -19,7 +19,8 @@ Request mapping:
   turn before it; an empty text prompt is left out (the API refuses empty text blocks);
 - consecutive turns of one role are merged (the API wants them alternating);
 - a tool with an Anthropic definition (`MemoryTool`'s `memory`) goes as that provider-defined tool,
-  with the beta header it needs.
+  with the beta header it needs; a tool with `strict=True` uses Anthropic's strict tool use (its
+  schema rewritten by the SDK's `transform_schema`); schema titles are dropped.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ from ..messages import (
     UploadedFile,
     UserPromptPart,
 )
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings
+from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._memory_tool import ANTHROPIC_MEMORY_BETA, ANTHROPIC_MEMORY_TOOL, MemoryTool
 from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from ._render import standing_prompt_count
+from ._schema_walk import walk_schema
 from ._stream import StreamedResponse
 
 __all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicProvider', 'MemoryTool']
@@ -127,15 +129,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
             body['system'] = system
         tools = [*params.function_tools, *params.output_tools]
         if tools:
-            body['tools'] = [
-                t.provider_definitions.get('anthropic')
-                or {
-                    'name': t.name,
-                    'description': t.description or '',
-                    'input_schema': _without_titles(t.parameters_json_schema),
-                }
-                for t in tools
-            ]
+            body['tools'] = [_tool(t) for t in tools]
             if not params.allow_text_output:
                 body['tool_choice'] = {'type': 'any'}
         for key in ('temperature', 'top_p'):
@@ -364,6 +358,39 @@ def _usage(usage: Any) -> RequestUsage:
         cache_write_tokens=getattr(usage, 'cache_creation_input_tokens', 0) or 0,
         cache_read_tokens=getattr(usage, 'cache_read_input_tokens', 0) or 0,
     )
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    """A tool definition: a provider-defined one as it is; with `strict=True`, Anthropic's strict
+    tool use, the schema rewritten to fit by the SDK's own `transform_schema` (a single-value
+    `const` first becoming a typed one-value `enum`, which it keeps); otherwise as given, without
+    titles."""
+    if native := tool.provider_definitions.get('anthropic'):
+        return native
+    definition: dict[str, Any] = {'name': tool.name, 'description': tool.description or ''}
+    if tool.strict:
+        from anthropic import transform_schema
+
+        definition['input_schema'] = transform_schema(walk_schema(tool.parameters_json_schema, _strict_node))
+        definition['strict'] = True
+    else:
+        definition['input_schema'] = _without_titles(tool.parameters_json_schema)
+    return definition
+
+
+_CONST_TYPES = ((bool, 'boolean'), (str, 'string'), (int, 'integer'), (float, 'number'))
+
+
+def _strict_node(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop('title', None)
+    schema.pop('$schema', None)
+    const = schema.get('const')
+    kind = next((name for t, name in _CONST_TYPES if isinstance(const, t)), None)
+    if kind is not None:
+        del schema['const']
+        schema.setdefault('type', kind)
+        schema['enum'] = [const]
+    return schema
 
 
 def _without_titles(schema: Any) -> Any:
