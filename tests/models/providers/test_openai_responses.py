@@ -178,3 +178,58 @@ def test_the_model_string() -> None:
 
     model = infer_model('openai-responses:gpt-5.2')
     assert isinstance(model, OpenAIResponsesModel) and model.model_name == 'gpt-5.2'
+
+
+async def test_built_in_tool_items_are_kept_opaque_and_sent_back(server: ProviderServer) -> None:
+    reply = fixture('openai_responses_text.json')
+    search = {
+        'type': 'web_search_call',
+        'id': 'ws_1',
+        'status': 'completed',
+        'action': {'type': 'search', 'query': 'x'},
+    }
+    reply['body']['output'].insert(0, search)
+    server.queue(reply, fixture('openai_responses_text.json'))
+    agent = Agent(responses_model(server))
+    first = await agent.run('Search the web')
+    response = first.all_messages()[1]
+    assert isinstance(response, ModelResponse)
+    assert [type(p).__name__ for p in response.parts] == ['NativeToolCallPart', 'NativeToolReturnPart', 'TextPart']
+    await agent.run('More', message_history=first.all_messages())
+    assert search in server.bodies()[1]['input']  # back to OpenAI as it came
+
+
+async def test_streaming_a_function_call(server: ProviderServer) -> None:
+    import json
+
+    tool_call = fixture('openai_responses_tool_call.json')['body']
+    created = {**tool_call, 'status': 'in_progress', 'output': []}
+    call = {'type': 'function_call', 'id': 'fc_1', 'call_id': 'call_abc123', 'name': 'get_weather', 'arguments': ''}
+    events = [
+        {'type': 'response.created', 'sequence_number': 0, 'response': created},
+        {'type': 'response.output_item.added', 'sequence_number': 1, 'output_index': 0, 'item': call},
+        *(
+            {
+                'type': 'response.function_call_arguments.delta',
+                'sequence_number': 2 + k,
+                'item_id': 'fc_1',
+                'output_index': 0,
+                'delta': piece,
+            }
+            for k, piece in enumerate(['{"city":', '"Paris"}'])
+        ),
+        {'type': 'response.completed', 'sequence_number': 4, 'response': tool_call},
+    ]
+    stream = {'sse': [f'event: {e["type"]}\ndata: {json.dumps(e)}' for e in events]}
+    server.queue(stream, fixture('openai_responses_stream.json'))
+    agent = weather(responses_model(server))
+    async with agent.run_stream('Weather in Paris?') as streamed:
+        assert await streamed.get_output() == 'Hello there'
+    call_part = streamed.all_messages()[1].parts[0]  # type: ignore[union-attr]
+    assert isinstance(call_part, ToolCallPart)
+    assert (call_part.tool_call_id, call_part.id, call_part.args) == ('call_abc123', 'fc_1', '{"city":"Paris"}')
+    assert server.bodies()[1]['input'][-1] == {
+        'type': 'function_call_output',
+        'call_id': 'call_abc123',
+        'output': 'sunny in Paris',
+    }
