@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ['walk_schema']
+__all__ = ['json_type_of', 'walk_schema']
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -54,3 +54,14 @@ def _node(schema: Any, transform: Transform) -> Any:
             else:
                 schema[union] = members
     return transform(schema)
+
+
+def json_type_of(value: Any) -> str | None:
+    """The JSON schema `type` of a scalar (for a `const` rewritten as a typed one-value `enum`)."""
+    if isinstance(value, bool):  # before int, which bool subclasses
+        return 'boolean'
+    if isinstance(value, int):
+        return 'integer'
+    if isinstance(value, float):
+        return 'number'
+    return 'string' if isinstance(value, str) else None

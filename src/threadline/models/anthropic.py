@@ -55,7 +55,7 @@ from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefi
 from ._memory_tool import ANTHROPIC_MEMORY_BETA, ANTHROPIC_MEMORY_TOOL, MemoryTool
 from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from ._render import standing_prompt_count
-from ._schema_walk import walk_schema
+from ._schema_walk import json_type_of, walk_schema
 from ._stream import StreamedResponse
 
 __all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicProvider', 'MemoryTool']
@@ -378,14 +378,11 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return definition
 
 
-_CONST_TYPES = ((bool, 'boolean'), (str, 'string'), (int, 'integer'), (float, 'number'))
-
-
 def _strict_node(schema: dict[str, Any]) -> dict[str, Any]:
     schema.pop('title', None)
     schema.pop('$schema', None)
     const = schema.get('const')
-    kind = next((name for t, name in _CONST_TYPES if isinstance(const, t)), None)
+    kind = json_type_of(const)
     if kind is not None:
         del schema['const']
         schema.setdefault('type', kind)

@@ -53,7 +53,7 @@ from ..messages import (
 )
 from ._base import ModelProfile, ModelRequestParameters, ModelSettings
 from ._provider import ProviderModel, require_extra
-from ._schema_walk import walk_schema
+from ._schema_walk import json_type_of, walk_schema
 from ._stream import StreamedResponse
 
 __all__ = ['GoogleModel', 'GoogleProvider']
@@ -179,18 +179,13 @@ def _schema(tool: Any) -> dict[str, Any]:
     return walk_schema(tool.parameters_json_schema, _gemini_node)
 
 
-_CONST_TYPES = ((bool, 'boolean'), (int, 'integer'), (float, 'number'), (str, 'string'))
-
-
 def _gemini_node(schema: dict[str, Any]) -> dict[str, Any]:
     for key in ('$schema', 'discriminator', 'examples', 'title', 'exclusiveMinimum', 'exclusiveMaximum'):
         schema.pop(key, None)
     if (const := schema.pop('const', None)) is not None:
         schema['enum'] = [const]
-        if 'type' not in schema:
-            schema['type'] = next((name for kind, name in _CONST_TYPES if isinstance(const, kind)), None)
-            if schema['type'] is None:
-                del schema['type']
+        if 'type' not in schema and (kind := json_type_of(const)) is not None:
+            schema['type'] = kind
     _fold_options(schema)
     if schema.get('type') == 'string' and (fmt := schema.pop('format', None)):
         description = schema.get('description')
