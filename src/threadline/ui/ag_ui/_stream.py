@@ -1,0 +1,116 @@
+"""A run as AG-UI events (the `ag-ui-protocol` package's event types, encoded by its `EventEncoder`).
+
+Events, in order: `RUN_STARTED`; per part of each model response `TEXT_MESSAGE_START` / `_CONTENT` /
+`_END`, `REASONING_START`, `REASONING_MESSAGE_START` / `_CONTENT` / `_END`, `REASONING_END`, or
+`TOOL_CALL_START` / `_ARGS` / `_END`; each tool's result as `TOOL_CALL_RESULT`; at the end a
+`MESSAGES_SNAPSHOT` of the whole history (as `AGUIAdapter.dump_messages` gives it) and
+`RUN_FINISHED`. A failed run sends `RUN_ERROR` (its type and message only when the caller asks, as
+an exception's text can carry data) and ends there.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ...messages import RetryPromptPart, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
+from ...messages._events import (
+    AgentRunResultEvent,
+    FunctionToolResultEvent,
+    PartDeltaEvent,
+    PartEndEvent,
+    PartStartEvent,
+    TextPartDelta,
+    ThinkingPartDelta,
+)
+from ._adapter import AGUIAdapter, _text
+
+__all__ = ['ag_ui_events', 'encode']
+
+logger = logging.getLogger('threadline.ui')
+
+
+async def ag_ui_events(
+    events: AsyncIterator[Any], *, thread_id: str, run_id: str, error_detail: bool = False
+) -> AsyncIterator[Any]:
+    """The AG-UI events for a run's events (`agent.run_stream_events(...)`)."""
+    from ag_ui.core import MessagesSnapshotEvent, RunErrorEvent, RunFinishedEvent, RunStartedEvent
+
+    yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
+    ids: dict[int, str] = {}
+    try:
+        async for event in events:
+            if isinstance(event, AgentRunResultEvent):
+                snapshot = AGUIAdapter.dump_messages(event.result.all_messages())
+                yield MessagesSnapshotEvent(messages=snapshot)
+                break
+            for out in _events(event, ids):
+                yield out
+            if isinstance(event, FunctionToolResultEvent):
+                ids.clear()
+    except Exception as error:  # noqa: BLE001 - any failure ends the run with RUN_ERROR
+        logger.warning('a streamed run failed with %s', type(error).__name__)  # no content: the text may carry data
+        yield RunErrorEvent(message=f'{type(error).__name__}: {error}' if error_detail else 'The run failed.')
+        return
+    yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
+
+
+def _events(event: Any, ids: dict[int, str]) -> list[Any]:
+    from ag_ui import core
+
+    if isinstance(event, PartStartEvent):
+        part = event.part
+        pid = ids[event.index] = part.tool_call_id if isinstance(part, ToolCallPart) else str(uuid.uuid4())
+        if isinstance(part, TextPart):
+            out: list[Any] = [core.TextMessageStartEvent(message_id=pid, role='assistant')]
+            return out + ([core.TextMessageContentEvent(message_id=pid, delta=part.content)] if part.content else [])
+        if isinstance(part, ThinkingPart):
+            out = [
+                core.ReasoningStartEvent(message_id=pid),
+                core.ReasoningMessageStartEvent(message_id=pid, role='reasoning'),
+            ]
+            return out + (
+                [core.ReasoningMessageContentEvent(message_id=pid, delta=part.content)] if part.content else []
+            )
+        if isinstance(part, ToolCallPart):
+            return [core.ToolCallStartEvent(tool_call_id=pid, tool_call_name=part.tool_name)]
+        return []
+    if isinstance(event, PartDeltaEvent) and event.index in ids:
+        pid, delta = ids[event.index], event.delta
+        if isinstance(delta, TextPartDelta) and delta.content_delta:
+            return [core.TextMessageContentEvent(message_id=pid, delta=delta.content_delta)]
+        if isinstance(delta, ThinkingPartDelta) and delta.content_delta:
+            return [core.ReasoningMessageContentEvent(message_id=pid, delta=delta.content_delta)]
+        return []  # tool arguments go whole at the part's end
+    if isinstance(event, PartEndEvent) and event.index in ids:
+        pid, part = ids[event.index], event.part
+        if isinstance(part, TextPart):
+            return [core.TextMessageEndEvent(message_id=pid)]
+        if isinstance(part, ThinkingPart):
+            return [core.ReasoningMessageEndEvent(message_id=pid), core.ReasoningEndEvent(message_id=pid)]
+        if isinstance(part, ToolCallPart):
+            return [
+                core.ToolCallArgsEvent(tool_call_id=pid, delta=part.args_as_json_str()),
+                core.ToolCallEndEvent(tool_call_id=pid),
+            ]
+        return []
+    if isinstance(event, FunctionToolResultEvent) and isinstance(event.result, (ToolReturnPart, RetryPromptPart)):
+        result = event.result
+        return [
+            core.ToolCallResultEvent(
+                message_id=str(uuid.uuid4()),
+                tool_call_id=result.tool_call_id,
+                content=_text(result.content),
+                role='tool',
+            )
+        ]
+    return []
+
+
+def encode(event: Any) -> str:
+    """One event as a server-sent event, by the protocol package's own encoder."""
+    from ag_ui.encoder import EventEncoder
+
+    return EventEncoder().encode(event)
