@@ -52,7 +52,7 @@ async def ag_ui_events(
                 ids.clear()
     except Exception as error:  # noqa: BLE001 - any failure ends the run with RUN_ERROR
         logger.warning('a streamed run failed with %s', type(error).__name__)  # no content: the text may carry data
-        yield RunErrorEvent(message=f'{type(error).__name__}: {error}' if error_detail else 'The run failed.')
+        yield RunErrorEvent(message=f'{type(error).__name__}: {error}' if error_detail else _public(error))
         return
     yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
 
@@ -114,3 +114,11 @@ def encode(event: Any) -> str:
     from ag_ui.encoder import EventEncoder
 
     return EventEncoder().encode(event)
+
+
+def _public(error: Exception) -> str:
+    """What a client may read of a failure: a store conflict's own message (it names no content),
+    otherwise only that the run failed."""
+    from ...exceptions import ConflictError
+
+    return str(error) if isinstance(error, ConflictError) else 'The run failed.'

@@ -1,0 +1,83 @@
+"""`threadline serve`: the chat server (extra `server`) over a store, for people and chat UIs."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+
+import click
+
+from ._app import cli, console, shared_options, state_for
+
+LOOPBACK = ('127.0.0.1', '::1', 'localhost')
+
+
+def read_keys(keys_file: Path | None) -> dict[str, str] | None:
+    """API keys and their scopes from `THREADLINE_API_KEYS` (`key=scope,key=scope`) and/or a file
+    (one `key=scope` per line, `#` comments); None when neither names any (dev mode)."""
+    lines = [item for item in os.environ.get('THREADLINE_API_KEYS', '').split(',') if item.strip()]
+    if keys_file is not None:
+        lines += [
+            line for line in keys_file.read_text().splitlines() if line.strip() and not line.lstrip().startswith('#')
+        ]
+    keys: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        key, sep, scope = line.strip().partition('=')
+        if not sep or not key.strip() or not scope.strip():
+            raise click.UsageError(f'API key entry {number}: write it as key=scope (the key itself is not shown here)')
+        keys[key.strip()] = scope.strip()
+    return keys or None
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@cli.command()
+@click.option(
+    '-m', '--model', default='demo', help="'demo' (offline, the default), or a provider model like openai:gpt-5.2."
+)
+@click.option('--host', default='127.0.0.1', show_default=True, help='Address to bind (not loopback needs API keys).')
+@click.option('--port', default=8000, show_default=True, type=int)
+@click.option(
+    '--keys-file',
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help='API keys, one key=scope per line (also THREADLINE_API_KEYS).',
+)
+@shared_options
+def serve(
+    model: str, host: str, port: int, keys_file: Path | None, db: str | None, scope: str | None, debug: bool
+) -> None:
+    """Serve the chat API (Vercel AI at /api/chat, AG-UI at /api/ag-ui) and conversation endpoints."""
+    try:
+        import uvicorn
+
+        from ..server import DEV_SCOPE, create_app
+    except ImportError:
+        raise click.ClickException(
+            "threadline serve needs the 'server' extra: pip install 'threadline[server]'"
+        ) from None
+    from .. import Agent
+    from ..models import infer_model
+
+    keys = read_keys(keys_file)
+    if keys is None and not is_loopback(host):
+        raise click.UsageError(
+            f'refusing to serve on {host} without API keys: set THREADLINE_API_KEYS or --keys-file, or bind to 127.0.0.1'
+        )
+    state = state_for(db, scope, debug)
+    app = create_app(state.store, Agent(infer_model(model)), keys=keys)
+    if keys is None:
+        console.print(
+            f'[bold yellow]dev mode[/]: no API keys, loopback only, one scope ({DEV_SCOPE!r}); '
+            'set THREADLINE_API_KEYS=key=scope,... to serve tenants'
+        )
+    console.print(f'serving {state.db} with model {model} on http://{host}:{port}')
+    uvicorn.run(app, host=host, port=port, log_level='warning')

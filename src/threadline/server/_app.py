@@ -1,0 +1,318 @@
+"""The chat server's ASGI app (Starlette; extra `server`): the Vercel AI and AG-UI chat endpoints
+over a Threadline store, and the conversation endpoints a chat UI needs.
+
+Rules (each tested):
+- Auth: every `/api/` request names an API key (`Authorization: Bearer <key>` or `X-API-Key`); the
+  key maps to the caller's scope (tenant), and every store call uses that scope. No key, or an
+  unknown one, is 401. Keys are compared in constant time and never logged. With no keys
+  configured (`keys=None`) the app is in dev mode: one local scope, no key needed; `threadline
+  serve` then binds to 127.0.0.1 only.
+- Another tenant's conversation is a 404, never a 403 (the store treats it as not found).
+- Server-held history: a chat request names its conversation (Vercel `id`, AG-UI `threadId`) and
+  only its new user turn is used; the history comes from the store. What a client sends is
+  untrusted: it is sanitized, and what was stripped is recorded as content-free audit events.
+- Bad input: a body that is not the protocol's shape is a 400 naming the field
+  (`messages[0].parts[0].type`); a body over `max_body` bytes is a 413.
+- Writes: a run's new messages are saved when it finishes, naming the revision it started from,
+  so two runs on one conversation at once cannot interleave: the loser's stream ends with an
+  error chunk saying the conversation changed (nothing of it is stored, nothing is duplicated).
+  A model error ends the stream with an error chunk and stores nothing of that run.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..agent import Agent
+from ..exceptions import ConflictError, ConversationNotFound
+from ..messages import ModelRequest, UserPromptPart
+from ..storage import AsyncStore
+
+__all__ = ['DEV_SCOPE', 'create_app']
+
+logger = logging.getLogger('threadline.server')
+DEV_SCOPE = 'local'
+
+
+class _HTTPProblem(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def create_app(
+    store: AsyncStore[Any], agent: Agent[Any, Any], *, keys: Mapping[str, str] | None = None, max_body: int = 1_000_000
+) -> Any:
+    """The app: `keys` maps API keys to scopes (None: dev mode, one local scope)."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    server = _Server(store, agent, dict(keys) if keys is not None else None, max_body)
+    routes = [
+        Route('/healthz', server.health, methods=['GET']),
+        Route('/api/chat', server.chat, methods=['POST']),
+        Route('/api/ag-ui', server.ag_ui, methods=['POST']),
+        Route('/api/conversations', server.conversations, methods=['GET']),
+        Route('/api/conversations/{cid}', server.conversation, methods=['GET', 'DELETE']),
+        Route('/api/conversations/{cid}/fork', server.fork, methods=['POST']),
+        Route('/api/conversations/{cid}/audit', server.audit, methods=['GET']),
+    ]
+    return Starlette(routes=routes)
+
+
+class _Server:
+    def __init__(self, store: AsyncStore[Any], agent: Agent[Any, Any], keys: dict[str, str] | None, max_body: int):
+        self.store, self.agent, self.keys, self.max_body = store, agent, keys, max_body
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def scope(self, request: Any) -> str:
+        """The caller's scope from its API key (see the module docstring)."""
+        if self.keys is None:
+            return DEV_SCOPE
+        header = request.headers.get('authorization', '')
+        given = header[7:] if header.lower().startswith('bearer ') else request.headers.get('x-api-key', '')
+        found = None
+        for key, scope in self.keys.items():  # every key is compared, so timing says nothing of which
+            if hmac.compare_digest(key.encode(), given.encode()):
+                found = scope
+        if not given or found is None:
+            raise _HTTPProblem(401, 'an API key is required (Authorization: Bearer <key>)')
+        return found
+
+    async def body(self, request: Any) -> Any:
+        length = request.headers.get('content-length')
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            raise _HTTPProblem(413, f'the body is over {self.max_body} bytes')
+        raw = await request.body()
+        if len(raw) > self.max_body:
+            raise _HTTPProblem(413, f'the body is over {self.max_body} bytes')
+        try:
+            return json.loads(raw or b'null')
+        except ValueError as exc:
+            raise _HTTPProblem(400, f'the body is not JSON: {exc}') from None
+
+    @staticmethod
+    def problem(error: _HTTPProblem) -> Any:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({'error': error.message}, status_code=error.status)
+
+    async def handle(self, request: Any, action: Any) -> Any:
+        try:
+            return await action(self.scope(request))
+        except _HTTPProblem as error:
+            return self.problem(error)
+        except ConversationNotFound:
+            return self.problem(_HTTPProblem(404, 'no such conversation'))
+
+    # -- endpoints --------------------------------------------------------------------------------
+    async def health(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({'ok': True})
+
+    async def conversations(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        async def action(scope: str) -> Any:
+            limit = _int(request.query_params.get('limit'), 50, 'limit')
+            offset = _int(request.query_params.get('offset'), 0, 'offset')
+            query = request.query_params.get('q')
+            if query:
+                hits = await self.store.search(query, scope=scope, limit=limit)
+                return JSONResponse({'hits': [_hit(h) for h in hits]})
+            rows = await self.store.list(scope, limit=limit, offset=offset)
+            return JSONResponse({'conversations': [_summary(r) for r in rows], 'limit': limit, 'offset': offset})
+
+        return await self.handle(request, action)
+
+    async def conversation(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse, Response
+
+        from ..ui.vercel_ai import VercelAIAdapter
+
+        cid = request.path_params['cid']
+
+        async def action(scope: str) -> Any:
+            if request.method == 'DELETE':
+                await self.store.load(cid, scope=scope, last=1)  # another scope's is not found: 404
+                await self.store.delete(cid, scope=scope)
+                return Response(status_code=204)
+            stored = await self.store.load(cid, scope=scope)
+            ui = VercelAIAdapter.dump_messages(stored.messages)
+            return JSONResponse(
+                {
+                    'id': cid,
+                    'revision': stored.revision,
+                    'title': stored.title,
+                    'messages': [m.model_dump(mode='json', by_alias=True, exclude_none=True) for m in ui],
+                }
+            )
+
+        return await self.handle(request, action)
+
+    async def fork(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        cid = request.path_params['cid']
+
+        async def action(scope: str) -> Any:
+            return JSONResponse({'id': await self.store.fork(cid, scope=scope)}, status_code=201)
+
+        return await self.handle(request, action)
+
+    async def audit(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        from ..audit import AuditContext, PromptContract, audit_history
+
+        cid = request.path_params['cid']
+
+        async def action(scope: str) -> Any:
+            stored = await self.store.load(cid, scope=scope)
+            context = AuditContext(
+                source='store',
+                store=self.store,
+                scope=scope,
+                conversation_id=cid,
+                prompt_contract=PromptContract.unchecked(),
+            )
+            report = audit_history(stored, context)
+            gates = [{'gate': g.gate, 'passed': g.passed, 'verdicts': list(g.verdicts)} for g in report.gates]
+            return JSONResponse({'verdict': report.verdict, 'failures': list(report.failures), 'gates': gates})
+
+        return await self.handle(request, action)
+
+    async def chat(self, request: Any) -> Any:
+        from starlette.responses import StreamingResponse
+
+        from ..ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
+
+        async def action(scope: str) -> Any:
+            body = await self.body(request)
+            cid, messages = _field(body, 'id', str), _field(body, 'messages', list)
+            prompt, stripped = _new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
+            stored = await self._stored(cid, scope)
+            await self._record_stripped(cid, scope, stripped, stored is not None)
+            events = self._run(cid, scope, prompt, stored)
+            return StreamingResponse(sse(ui_message_chunks(events)), headers=STREAM_HEADERS)
+
+        return await self.handle(request, action)
+
+    async def ag_ui(self, request: Any) -> Any:
+        from starlette.responses import StreamingResponse
+
+        from ..ui.ag_ui import AGUIAdapter, ag_ui_events, encode
+
+        async def action(scope: str) -> Any:
+            body = await self.body(request)
+            cid, run_id = _field(body, 'threadId', str), _field(body, 'runId', str)
+            messages = _field(body, 'messages', list)
+            prompt, stripped = _new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
+            stored = await self._stored(cid, scope)
+            await self._record_stripped(cid, scope, stripped, stored is not None)
+            events = ag_ui_events(self._run(cid, scope, prompt, stored), thread_id=cid, run_id=run_id)
+
+            async def frames() -> AsyncIterator[str]:
+                async for event in events:
+                    yield encode(event)
+
+            return StreamingResponse(frames(), media_type='text/event-stream')
+
+        return await self.handle(request, action)
+
+    # -- runs -------------------------------------------------------------------------------------
+    async def _stored(self, cid: str, scope: str) -> Any:
+        try:
+            return await self.store.load(cid, scope=scope)
+        except ConversationNotFound:
+            return None
+
+    async def _record_stripped(self, cid: str, scope: str, stripped: list[Any], exists: bool) -> None:
+        from ..audit import audit_events_from_sanitize
+
+        if stripped and exists:
+            await self.store.record_audit_events(
+                cid, audit_events_from_sanitize(stripped, conversation_id=cid), scope=scope
+            )
+        elif stripped:
+            logger.info("sanitized a new conversation's first turn: %s", sorted({s.kind for s in stripped}))
+
+    async def _run(self, cid: str, scope: str, prompt: Any, stored: Any) -> AsyncIterator[Any]:
+        """The run's events; its new messages are saved (against the revision it started from)
+        before the final event goes out."""
+        from ..messages._events import AgentRunResultEvent
+
+        history = stored.messages if stored is not None else []
+        async for event in self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid):
+            if isinstance(event, AgentRunResultEvent):
+                try:
+                    await self.store.save(
+                        event.result,
+                        scope=scope,
+                        conversation_id=cid,
+                        expected_revision=stored.revision if stored else None,
+                    )
+                except ConflictError:
+                    raise ConflictError(
+                        f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
+                        conversation_id=cid,
+                    ) from None
+            yield event
+
+
+def _field(body: Any, name: str, kind: type) -> Any:
+    if not isinstance(body, dict):
+        raise _HTTPProblem(400, 'the body must be a JSON object')
+    value = body.get(name)
+    if not isinstance(value, kind):
+        raise _HTTPProblem(400, f'{name}: required, a {kind.__name__}')
+    if kind is str and not value:
+        raise _HTTPProblem(400, f'{name}: must not be empty')
+    return value
+
+
+def _new_turn(load: Any, messages: list[Any], offset: int) -> tuple[Any, list[Any]]:
+    """The user's new turn (a prompt) from the last message a client sent (at `offset` in the
+    body's list), and what sanitizing stripped."""
+    import pydantic
+
+    try:
+        history, stripped = load(messages)
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        loc = list(error['loc'])
+        if loc and isinstance(loc[0], int):
+            loc[0] += offset
+        where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in loc)
+        raise _HTTPProblem(400, f'messages{where}: {error["msg"]}') from None
+    parts = [p for m in history if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)]
+    if not parts:
+        raise _HTTPProblem(400, "messages: the last message must be the user's new turn")
+    return parts[-1].content, stripped
+
+
+def _int(value: str | None, default: int, name: str) -> int:
+    if value is None:
+        return default
+    if not value.isdigit() or int(value) > 1000:
+        raise _HTTPProblem(400, f'{name}: a whole number from 0 to 1000')
+    return int(value)
+
+
+def _hit(hit: Any) -> dict[str, Any]:
+    return {'conversationId': hit.conversation_id, 'position': hit.position, 'snippet': hit.snippet, 'role': hit.role}
+
+
+def _summary(row: Any) -> dict[str, Any]:
+    return {
+        'id': row.conversation_id,
+        'title': row.title,
+        'messages': row.message_count,
+        'updatedAt': row.updated_at.isoformat(),
+        'forkedFrom': row.forked_from,
+    }

@@ -1,0 +1,146 @@
+"""The chat server's app at the level a client meets it: HTTP requests through httpx."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from threadline import Agent
+from threadline.models.demo import DemoModel
+from threadline.server import create_app
+from threadline.storage import SQLiteStore
+
+KEYS = {'key-alice': 'tenant-a', 'key-bob': 'tenant-b'}
+
+
+def client(tmp_path: Path, keys: dict[str, str] | None = KEYS, **options: Any) -> httpx.AsyncClient:
+    store = SQLiteStore(tmp_path / 'server.db')
+    app = create_app(store, Agent(DemoModel()), keys=keys, **options)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test')
+
+
+def turn(text: str, chat_id: str = 'chat-1') -> dict[str, Any]:
+    return {'id': chat_id, 'messages': [{'id': 'u', 'role': 'user', 'parts': [{'type': 'text', 'text': text}]}]}
+
+
+def chunks(response: httpx.Response) -> list[dict[str, Any]]:
+    lines = [line.removeprefix('data: ') for line in response.text.split('\n\n') if line.startswith('data: ')]
+    return [json.loads(line) for line in lines if line != '[DONE]']
+
+
+async def test_a_chat_turn_streams_and_is_stored(tmp_path: Path) -> None:
+    async with client(tmp_path) as http:
+        auth = {'authorization': 'Bearer key-alice'}
+        first = await http.post('/api/chat', json=turn('hello'), headers=auth)
+        assert first.status_code == 200 and first.headers['x-vercel-ai-ui-message-stream'] == 'v1'
+        assert [c['type'] for c in chunks(first)][-1] == 'finish'
+        answer = ''.join(c.get('delta', '') for c in chunks(first) if c['type'] == 'text-delta')
+        assert answer
+        # Server-held: the second turn sends only itself; the server continues what it stored.
+        await http.post('/api/chat', json=turn('and again'), headers=auth)
+        stored = (await http.get('/api/conversations/chat-1', headers=auth)).json()
+        assert [m['role'] for m in stored['messages']] == ['user', 'assistant', 'user', 'assistant']
+        listed = (await http.get('/api/conversations', headers=auth)).json()
+        assert [c['id'] for c in listed['conversations']] == ['chat-1']
+
+
+async def test_keys_scopes_and_not_found(tmp_path: Path) -> None:
+    async with client(tmp_path) as http:
+        await http.post('/api/chat', json=turn('private words'), headers={'x-api-key': 'key-alice'})
+        assert (await http.get('/api/conversations')).status_code == 401
+        assert (await http.get('/api/conversations', headers={'x-api-key': 'wrong'})).status_code == 401
+        bob = {'x-api-key': 'key-bob'}
+        assert (await http.get('/api/conversations/chat-1', headers=bob)).status_code == 404  # not 403
+        assert (await http.get('/api/conversations/chat-1/audit', headers=bob)).status_code == 404
+        assert (await http.delete('/api/conversations/chat-1', headers=bob)).status_code == 404
+        assert (await http.get('/api/conversations', headers=bob)).json()['conversations'] == []
+        assert (await http.get('/api/conversations?q=private', headers=bob)).json()['hits'] == []
+        alice = {'x-api-key': 'key-alice'}
+        hits = (await http.get('/api/conversations?q=private', headers=alice)).json()['hits']
+        assert hits and hits[0]['conversationId'] == 'chat-1'
+
+
+async def test_fork_delete_and_audit(tmp_path: Path) -> None:
+    async with client(tmp_path, keys=None) as http:  # dev mode: no key, one local scope
+        await http.post('/api/chat', json=turn('hello'))
+        fork = await http.post('/api/conversations/chat-1/fork')
+        assert fork.status_code == 201
+        forked = (await http.get(f'/api/conversations/{fork.json()["id"]}')).json()
+        assert [m['role'] for m in forked['messages']] == ['user', 'assistant']
+        audit = (await http.get('/api/conversations/chat-1/audit')).json()
+        assert {g['gate'] for g in audit['gates']} == {
+            'serialization',
+            'authority',
+            'prompt_continuity',
+            'tool_honesty',
+            'scope',
+            'outcome',
+        }
+        assert audit['verdict']
+        assert (await http.delete('/api/conversations/chat-1')).status_code == 204
+        assert (await http.get('/api/conversations/chat-1')).status_code == 404
+
+
+async def test_bad_input_names_the_field(tmp_path: Path) -> None:
+    async with client(tmp_path, keys=None, max_body=2_000) as http:
+        bad = turn('x')
+        bad['messages'][0]['parts'][0]['type'] = 'nonsense'
+        response = await http.post('/api/chat', json=bad)
+        assert response.status_code == 400 and response.json()['error'].startswith('messages[0].parts[0]')
+        assert (await http.post('/api/chat', json={'messages': []})).status_code == 400
+        assert (await http.post('/api/chat', content=b'{not json')).status_code == 400
+        assert (await http.post('/api/chat', json=turn('x' * 5_000))).status_code == 413
+        assert (await http.get('/api/conversations/nope')).status_code == 404
+        assert (await http.get('/healthz')).json() == {'ok': True}
+
+
+async def test_a_client_system_prompt_is_stripped_and_audited(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'server.db')
+    app = create_app(store, Agent(DemoModel()), keys=None)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+        await http.post('/api/chat', json=turn('hello'))
+        sneaky = turn('hi')
+        sneaky['messages'][0]['parts'].append({'type': 'file', 'mediaType': 'image/png', 'url': 'file:///etc/passwd'})
+        await http.post('/api/chat', json=sneaky)
+    events = store.sync.audit_events('chat-1', scope='local')
+    assert [e.kind for e in events] == ['sanitize:file_url_scheme']
+    assert '/etc/passwd' not in repr(events)
+
+
+async def test_ag_ui_turn(tmp_path: Path) -> None:
+    async with client(tmp_path, keys=None) as http:
+        body = {
+            'threadId': 'thread-9',
+            'runId': 'run-1',
+            'messages': [{'id': 'u', 'role': 'user', 'content': 'hello'}],
+            'state': None,
+            'tools': [],
+            'context': [],
+            'forwardedProps': None,
+        }
+        response = await http.post('/api/ag-ui', json=body)
+        kinds = [json.loads(line[6:])['type'] for line in response.text.split('\n\n') if line.startswith('data: ')]
+        assert kinds[0] == 'RUN_STARTED' and kinds[-1] == 'RUN_FINISHED' and 'MESSAGES_SNAPSHOT' in kinds
+        stored = (await http.get('/api/conversations/thread-9')).json()
+        assert [m['role'] for m in stored['messages']] == ['user', 'assistant']
+
+
+async def test_two_turns_at_once_on_one_conversation_store_each_once(tmp_path: Path) -> None:
+    import asyncio
+
+    async with client(tmp_path, keys=None) as http:
+        await http.post('/api/chat', json=turn('first'))
+        a, b = await asyncio.gather(
+            http.post('/api/chat', json=turn('left')), http.post('/api/chat', json=turn('right'))
+        )
+        errors = [c for r in (a, b) for c in chunks(r) if c['type'] == 'error']
+        stored = (await http.get('/api/conversations/chat-1')).json()
+        users = [p['text'] for m in stored['messages'] if m['role'] == 'user' for p in m['parts']]
+        # Either both were serialized, or the loser was told to reload: never lost or doubled.
+        assert users in (['first', 'left', 'right'], ['first', 'right', 'left'], ['first', 'left'], ['first', 'right'])
+        assert len(errors) == (0 if len(users) == 3 else 1)
+        for error in errors:
+            assert 'changed while this turn ran' in error['errorText']

@@ -1,0 +1,80 @@
+"""`threadline serve` as a newcomer starts it: no configuration, loopback, the demo model."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return int(s.getsockname()[1])
+
+
+def serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    command = [sys.executable, '-m', 'threadline.cli', 'serve', '--db', str(tmp_path / 's.db'), *args]
+    environment = {**os.environ, 'PYTHONPATH': str(ROOT / 'src'), 'THREADLINE_HOME': str(tmp_path), **(env or {})}
+    if env is None:
+        environment.pop('THREADLINE_API_KEYS', None)  # dev mode: no keys from the caller's shell
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+
+
+def wait_until_up(url: str, process: subprocess.Popen[str]) -> None:
+    for _ in range(100):
+        if process.poll() is not None:
+            raise AssertionError(f'the server exited: {process.stderr.read() if process.stderr else ""}')
+        try:
+            if httpx.get(url + '/healthz', timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError('the server did not come up')
+
+
+def test_serve_starts_with_no_configuration(tmp_path: Path) -> None:
+    port = free_port()
+    process = serve(tmp_path, '--port', str(port))
+    try:
+        url = f'http://127.0.0.1:{port}'
+        wait_until_up(url, process)
+        turn = {'id': 'c1', 'messages': [{'id': 'u', 'role': 'user', 'parts': [{'type': 'text', 'text': 'hello'}]}]}
+        response = httpx.post(url + '/api/chat', json=turn, timeout=30)
+        assert (
+            response.status_code == 200 and 'text-delta' in response.text and response.text.endswith('data: [DONE]\n\n')
+        )
+        listed = httpx.get(url + '/api/conversations', timeout=10).json()
+        assert [c['id'] for c in listed['conversations']] == ['c1']
+    finally:
+        process.terminate()
+        out, _ = process.communicate(timeout=30)
+    assert 'dev mode' in out and '127.0.0.1' in out
+
+
+def test_serve_refuses_other_addresses_without_keys(tmp_path: Path) -> None:
+    process = serve(tmp_path, '--host', '0.0.0.0', '--port', str(free_port()))
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and 'without API keys' in err
+
+
+def test_keys_come_from_the_environment_and_are_enforced(tmp_path: Path) -> None:
+    port = free_port()
+    process = serve(tmp_path, '--port', str(port), env={'THREADLINE_API_KEYS': 'k-secret-1=tenant-a'})
+    try:
+        url = f'http://127.0.0.1:{port}'
+        wait_until_up(url, process)
+        assert httpx.get(url + '/api/conversations', timeout=10).status_code == 401
+        ok = httpx.get(url + '/api/conversations', headers={'x-api-key': 'k-secret-1'}, timeout=10)
+        assert ok.status_code == 200
+    finally:
+        process.terminate()
+        out, err = process.communicate(timeout=30)
+    assert 'k-secret-1' not in out + err  # keys are never logged
