@@ -21,7 +21,8 @@ def free_port() -> int:
 
 
 def serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    command = [sys.executable, '-m', 'threadline.cli', 'serve', '--db', str(tmp_path / 's.db'), *args]
+    db = [] if '--db' in args else ['--db', str(tmp_path / 's.db')]
+    command = [sys.executable, '-m', 'threadline.cli', 'serve', *db, *args]
     environment = {**os.environ, 'PYTHONPATH': str(ROOT / 'src'), 'THREADLINE_HOME': str(tmp_path), **(env or {})}
     if env is None:
         environment.pop('THREADLINE_API_KEYS', None)  # dev mode: no keys from the caller's shell
