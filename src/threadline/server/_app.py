@@ -48,8 +48,14 @@ def create_app(
     store: AsyncStore[Any], agent: Agent[Any, Any], *, keys: Mapping[str, str] | None = None, max_body: int = 1_000_000
 ) -> Any:
     """The app: `keys` maps API keys to scopes (None: dev mode, one local scope)."""
+    from pathlib import Path
+
     from starlette.applications import Starlette
-    from starlette.routing import Route
+    from starlette.responses import FileResponse
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, dict(keys) if keys is not None else None, max_body)
     routes = [
@@ -60,6 +66,8 @@ def create_app(
         Route('/api/conversations/{cid}', server.conversation, methods=['GET', 'DELETE']),
         Route('/api/conversations/{cid}/fork', server.fork, methods=['POST']),
         Route('/api/conversations/{cid}/audit', server.audit, methods=['GET']),
+        Route('/', lambda request: FileResponse(static / 'index.html'), methods=['GET']),
+        Mount('/static', StaticFiles(directory=static), name='static'),
     ]
     return Starlette(routes=routes)
 
