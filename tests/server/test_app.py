@@ -144,3 +144,25 @@ async def test_two_turns_at_once_on_one_conversation_store_each_once(tmp_path: P
         assert len(errors) == (0 if len(users) == 3 else 1)
         for error in errors:
             assert 'changed while this turn ran' in error['errorText']
+
+
+async def test_a_model_error_is_an_error_chunk_and_earlier_turns_stay(tmp_path: Path) -> None:
+    from threadline.messages import ModelResponse, TextPart
+    from threadline.models.function import FunctionModel
+
+    calls: list[int] = []
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError('provider exploded with secret-detail')
+        return ModelResponse(parts=[TextPart('first answer')])
+
+    app = create_app(SQLiteStore(tmp_path / 'err.db'), Agent(FunctionModel(model)), keys=None)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+        await http.post('/api/chat', json=turn('one'))
+        failed = await http.post('/api/chat', json=turn('two'))
+        kinds = [c['type'] for c in chunks(failed)]
+        assert kinds[-2:] == ['error', 'finish'] and 'secret-detail' not in failed.text
+        stored = (await http.get('/api/conversations/chat-1')).json()
+        assert [m['role'] for m in stored['messages']] == ['user', 'assistant']  # the earlier turn, whole
