@@ -25,6 +25,7 @@ from ...messages._events import (
     TextPartDelta,
     ThinkingPartDelta,
 )
+from .._errors import public_error
 from ._adapter import AGUIAdapter, _text
 
 __all__ = ['ag_ui_events', 'encode']
@@ -52,7 +53,7 @@ async def ag_ui_events(
                 ids.clear()
     except Exception as error:  # noqa: BLE001 - any failure ends the run with RUN_ERROR
         logger.warning('a streamed run failed with %s', type(error).__name__)  # no content: the text may carry data
-        yield RunErrorEvent(message=f'{type(error).__name__}: {error}' if error_detail else _public(error))
+        yield RunErrorEvent(message=public_error(error, detail=error_detail))
         return
     yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
 
@@ -114,11 +115,3 @@ def encode(event: Any) -> str:
     from ag_ui.encoder import EventEncoder
 
     return EventEncoder().encode(event)
-
-
-def _public(error: Exception) -> str:
-    """What a client may read of a failure: a store conflict's own message (it names no content),
-    otherwise only that the run failed."""
-    from ...exceptions import ConflictError
-
-    return str(error) if isinstance(error, ConflictError) else 'The run failed.'

@@ -25,6 +25,7 @@ from ...messages._events import (
     PartEndEvent,
     PartStartEvent,
 )
+from .._errors import public_error
 
 __all__ = ['STREAM_HEADERS', 'sse', 'ui_message_chunks']
 
@@ -59,7 +60,7 @@ async def ui_message_chunks(
                 break
     except Exception as error:  # noqa: BLE001 - any failure ends the stream with an error chunk
         logger.warning('a streamed run failed with %s', type(error).__name__)  # no content: the text may carry data
-        text = f'{type(error).__name__}: {error}' if error_detail else _public(error)
+        text = public_error(error, detail=error_detail)
         yield {'type': 'error', 'errorText': text}
     if in_step:
         yield {'type': 'finish-step'}
@@ -146,11 +147,3 @@ async def sse(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
     async for chunk in chunks:
         yield f'data: {json.dumps(chunk, separators=(",", ":"))}\n\n'
     yield 'data: [DONE]\n\n'
-
-
-def _public(error: Exception) -> str:
-    """What a client may read of a failure: a store conflict's own message (it names no content),
-    otherwise only that the run failed."""
-    from ...exceptions import ConflictError
-
-    return str(error) if isinstance(error, ConflictError) else 'The run failed.'
