@@ -166,3 +166,13 @@ async def test_a_model_error_is_an_error_chunk_and_earlier_turns_stay(tmp_path: 
         assert kinds[-2:] == ['error', 'finish'] and 'secret-detail' not in failed.text
         stored = (await http.get('/api/conversations/chat-1')).json()
         assert [m['role'] for m in stored['messages']] == ['user', 'assistant']  # the earlier turn, whole
+
+
+async def test_a_new_conversations_first_turn_is_audited_once_stored(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'first.db')
+    app = create_app(store, Agent(DemoModel()), keys=None)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+        sneaky = turn('hi', chat_id='fresh')
+        sneaky['messages'][0]['parts'].append({'type': 'file', 'mediaType': 'image/png', 'url': 'file:///etc/shadow'})
+        await http.post('/api/chat', json=sneaky)
+    assert [e.kind for e in store.sync.audit_events('fresh', scope='local')] == ['sanitize:file_url_scheme']

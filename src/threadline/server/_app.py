@@ -206,7 +206,7 @@ class _Server:
             prompt, stripped = _new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             stored = await self._stored(cid, scope)
             await self._record_stripped(cid, scope, stripped, stored is not None)
-            events = self._run(cid, scope, prompt, stored)
+            events = self._run(cid, scope, prompt, stored, stripped)
             return StreamingResponse(sse(ui_message_chunks(events)), headers=STREAM_HEADERS)
 
         return await self.handle(request, action)
@@ -223,7 +223,7 @@ class _Server:
             prompt, stripped = _new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             stored = await self._stored(cid, scope)
             await self._record_stripped(cid, scope, stripped, stored is not None)
-            events = ag_ui_events(self._run(cid, scope, prompt, stored), thread_id=cid, run_id=run_id)
+            events = ag_ui_events(self._run(cid, scope, prompt, stored, stripped), thread_id=cid, run_id=run_id)
 
             async def frames() -> AsyncIterator[str]:
                 async for event in events:
@@ -243,16 +243,15 @@ class _Server:
     async def _record_stripped(self, cid: str, scope: str, stripped: list[Any], exists: bool) -> None:
         from ..audit import audit_events_from_sanitize
 
-        if stripped and exists:
+        if stripped and exists:  # a new conversation's are recorded once its first turn is stored
             await self.store.record_audit_events(
                 cid, audit_events_from_sanitize(stripped, conversation_id=cid), scope=scope
             )
-        elif stripped:
-            logger.info("sanitized a new conversation's first turn: %s", sorted({s.kind for s in stripped}))
 
-    async def _run(self, cid: str, scope: str, prompt: Any, stored: Any) -> AsyncIterator[Any]:
+    async def _run(self, cid: str, scope: str, prompt: Any, stored: Any, stripped: list[Any]) -> AsyncIterator[Any]:
         """The run's events; its new messages are saved (against the revision it started from)
-        before the final event goes out."""
+        before the final event goes out, with, for a new conversation, what its first turn had
+        stripped."""
         from ..messages._events import AgentRunResultEvent
 
         history = stored.messages if stored is not None else []
@@ -270,6 +269,8 @@ class _Server:
                         f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
                         conversation_id=cid,
                     ) from None
+                if stored is None:
+                    await self._record_stripped(cid, scope, stripped, True)
             yield event
 
 
