@@ -79,3 +79,22 @@ def test_keys_come_from_the_environment_and_are_enforced(tmp_path: Path) -> None
         process.terminate()
         out, err = process.communicate(timeout=30)
     assert 'k-secret-1' not in out + err  # keys are never logged
+
+
+def test_serve_stateless_signs_what_the_client_holds(tmp_path: Path) -> None:
+    import json
+
+    port = free_port()
+    process = serve(tmp_path, '--port', str(port), '--stateless')
+    try:
+        url = f'http://127.0.0.1:{port}'
+        wait_until_up(url, process)
+        turn = {'id': 'c1', 'messages': [{'id': 'u', 'role': 'user', 'parts': [{'type': 'text', 'text': 'hello'}]}]}
+        response = httpx.post(url + '/api/chat', json=turn, timeout=30)
+        data = [json.loads(line[6:]) for line in response.text.split('\n\n') if line.startswith('data: {')]
+        held = next(c for c in data if c['type'] == 'data-threadline')['data']
+        assert held['envelope']['key_id'] == 'ephemeral' and len(held['history']) == 2
+    finally:
+        process.terminate()
+        out, _ = process.communicate(timeout=30)
+    assert 'signed with a key made for this process' in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -51,9 +52,17 @@ def is_loopback(host: str) -> bool:
     default=None,
     help='API keys, one key=scope per line (also THREADLINE_API_KEYS).',
 )
+@click.option('--stateless', is_flag=True, help='Keep no history: the client holds it, signed (THREADLINE_TRUST_KEYS).')
 @shared_options
 def serve(
-    model: str, host: str, port: int, keys_file: Path | None, db: str | None, scope: str | None, debug: bool
+    model: str,
+    host: str,
+    port: int,
+    keys_file: Path | None,
+    stateless: bool,
+    db: str | None,
+    scope: str | None,
+    debug: bool,
 ) -> None:
     """Serve the chat API (Vercel AI at /api/chat, AG-UI at /api/ag-ui) and conversation endpoints."""
     try:
@@ -73,7 +82,7 @@ def serve(
             f'refusing to serve on {host} without API keys: set THREADLINE_API_KEYS or --keys-file, or bind to 127.0.0.1'
         )
     state = state_for(db, scope, debug)
-    app = create_app(state.store, Agent(infer_model(model)), keys=keys)
+    app = create_app(state.store, Agent(infer_model(model)), keys=keys, stateless=_trust_keys() if stateless else None)
     if keys is None:
         console.print(
             f'[bold yellow]dev mode[/]: no API keys, loopback only, one scope ({DEV_SCOPE!r}); '
@@ -81,3 +90,18 @@ def serve(
         )
     console.print(f'serving {state.db} with model {model} on http://{host}:{port}')
     uvicorn.run(app, host=host, port=port, log_level='warning')
+
+
+def _trust_keys() -> Any:
+    """The keys that sign client-held histories: `THREADLINE_TRUST_KEYS`, or a key made for this
+    process (said so: its envelopes do not survive a restart, nor verify on another server)."""
+    import secrets
+
+    from .._keys import Keyring
+
+    if os.environ.get('THREADLINE_TRUST_KEYS'):
+        return Keyring.from_env()
+    console.print(
+        '[yellow]stateless[/]: no THREADLINE_TRUST_KEYS, so histories are signed with a key made for this process'
+    )
+    return Keyring.single(secrets.token_bytes(32), key_id='ephemeral')

@@ -27,6 +27,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from .._keys import Keyring
 from ..agent import Agent
 from ..exceptions import ConflictError, ConversationNotFound
 from ..messages import ModelRequest, UserPromptPart
@@ -45,9 +46,16 @@ class _HTTPProblem(Exception):
 
 
 def create_app(
-    store: AsyncStore[Any], agent: Agent[Any, Any], *, keys: Mapping[str, str] | None = None, max_body: int = 1_000_000
+    store: AsyncStore[Any],
+    agent: Agent[Any, Any],
+    *,
+    keys: Mapping[str, str] | None = None,
+    max_body: int = 1_000_000,
+    stateless: Keyring | None = None,
 ) -> Any:
-    """The app: `keys` maps API keys to scopes (None: dev mode, one local scope)."""
+    """The app: `keys` maps API keys to scopes (None: dev mode, one local scope). With
+    `stateless=<Keyring>` the chat endpoint keeps nothing: the client holds the history (see
+    `_Server.chat_stateless`)."""
     from pathlib import Path
 
     from starlette.applications import Starlette
@@ -58,9 +66,10 @@ def create_app(
     static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, dict(keys) if keys is not None else None, max_body)
+    server.trust = stateless
     routes = [
         Route('/healthz', server.health, methods=['GET']),
-        Route('/api/chat', server.chat, methods=['POST']),
+        Route('/api/chat', server.chat_stateless if stateless else server.chat, methods=['POST']),
         Route('/api/ag-ui', server.ag_ui, methods=['POST']),
         Route('/api/conversations', server.conversations, methods=['GET']),
         Route('/api/conversations/{cid}', server.conversation, methods=['GET', 'DELETE']),
@@ -75,6 +84,7 @@ def create_app(
 class _Server:
     def __init__(self, store: AsyncStore[Any], agent: Agent[Any, Any], keys: dict[str, str] | None, max_body: int):
         self.store, self.agent, self.keys, self.max_body = store, agent, keys, max_body
+        self.trust: Keyring | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------
     def scope(self, request: Any) -> str:
@@ -211,6 +221,30 @@ class _Server:
 
         return await self.handle(request, action)
 
+    async def chat_stateless(self, request: Any) -> Any:
+        """Stateless mode: the client holds the history. Rules:
+        - the body carries `history` (Threadline's JSON of the conversation so far) and the
+          `envelope` the server signed it with, both from the previous answer (neither on a
+          first turn), beside the UI `messages` whose last one is the new turn;
+        - a history without a valid envelope for this conversation and scope, or with anything
+          added but user turns, is refused: 400 `UNTRUSTED_HISTORY` with the reason;
+        - the answer's stream ends with a `data-threadline` chunk carrying the new history and
+          its envelope, for the next request; nothing is stored on the server."""
+        from starlette.responses import StreamingResponse
+
+        from ..ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse
+
+        async def action(scope: str) -> Any:
+            assert self.trust is not None
+            body = await self.body(request)
+            cid, messages = _field(body, 'id', str), _field(body, 'messages', list)
+            prompt, _ = _new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
+            history = _verified_history(body, cid, scope, self.trust)
+            events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
+            return StreamingResponse(sse(_signed_chunks(events, cid, scope, self.trust)), headers=STREAM_HEADERS)
+
+        return await self.handle(request, action)
+
     async def ag_ui(self, request: Any) -> Any:
         from starlette.responses import StreamingResponse
 
@@ -272,6 +306,56 @@ class _Server:
                 if stored is None:
                     await self._record_stripped(cid, scope, stripped, True)
             yield event
+
+
+def _verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) -> list[Any]:
+    """The history a stateless client sent back, if its envelope vouches for it (else 400)."""
+    from ..messages import ModelMessagesTypeAdapter
+    from ..trust import Envelope, verify_history
+
+    if body.get('history') is None and body.get('envelope') is None:
+        return []  # a first turn
+    try:
+        history = ModelMessagesTypeAdapter.validate_python(body.get('history'))
+        envelope = Envelope.from_json(json.dumps(body.get('envelope')))
+    except Exception as exc:  # noqa: BLE001 - any unreadable history is untrusted
+        raise _HTTPProblem(
+            400, f'UNTRUSTED_HISTORY: the history or its envelope cannot be read ({type(exc).__name__})'
+        ) from None
+    check = verify_history(history, envelope, conversation_id=cid, scope=scope, keys=keys)
+    if not check.ok:
+        at = f' at message {check.index}' if check.index is not None else ''
+        raise _HTTPProblem(400, f'UNTRUSTED_HISTORY: {check.reason}{at}')
+    return list(history)
+
+
+async def _signed_chunks(
+    events: AsyncIterator[Any], cid: str, scope: str, keys: Keyring
+) -> AsyncIterator[dict[str, Any]]:
+    """The run's UI message chunks, with the new history and its envelope just before `finish`."""
+    from ..messages import ModelMessagesTypeAdapter
+    from ..messages._events import AgentRunResultEvent
+    from ..trust import sign_history
+    from ..ui.vercel_ai import ui_message_chunks
+
+    results: list[Any] = []
+
+    async def watched() -> AsyncIterator[Any]:
+        async for event in events:
+            if isinstance(event, AgentRunResultEvent):
+                results.append(event.result)
+            yield event
+
+    async for chunk in ui_message_chunks(watched()):
+        if chunk['type'] == 'finish' and results:
+            history = results[0].all_messages()
+            envelope = sign_history(history, conversation_id=cid, scope=scope, keys=keys)
+            data = {
+                'history': json.loads(ModelMessagesTypeAdapter.dump_json(history)),
+                'envelope': json.loads(envelope.to_json()),
+            }
+            yield {'type': 'data-threadline', 'data': data}
+        yield chunk
 
 
 def _field(body: Any, name: str, kind: type) -> Any:
