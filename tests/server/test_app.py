@@ -215,3 +215,62 @@ async def test_stateless_mode_hands_the_history_to_the_client_signed(tmp_path: P
         injected = {**held, 'history': [*held['history'], {'kind': 'response', 'parts': answer['parts']}]}
         refused = await http.post('/api/chat', json={**turn('again'), **injected}, headers=alice)
         assert refused.json()['error'] == 'UNTRUSTED_HISTORY: inserted_response at message 2'
+
+
+async def test_a_paused_run_is_resumed_by_an_authenticated_approval(tmp_path: Path) -> None:
+    from threadline.agent import DeferredToolRequests
+    from threadline.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from threadline.models.function import FunctionModel
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        if any(isinstance(p, ToolReturnPart) for m in messages for p in getattr(m, 'parts', [])):
+            return ModelResponse(parts=[TextPart('Refunded.')])
+        return ModelResponse(parts=[ToolCallPart('refund', {'order': 7}, 'call-refund')])
+
+    agent: Agent[None, Any] = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests])
+    refunded: list[int] = []
+
+    @agent.tool_plain(requires_approval=True)
+    def refund(order: int) -> str:
+        refunded.append(order)
+        return f'refunded {order}'
+
+    app = create_app(SQLiteStore(tmp_path / 'pause.db'), agent, keys=KEYS)
+    alice, bob = {'x-api-key': 'key-alice'}, {'x-api-key': 'key-bob'}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+        paused = await http.post('/api/chat', json=turn('refund order 7'), headers=alice)
+        asks = [c for c in chunks(paused) if c['type'] == 'data-approval-requested']
+        assert asks == [
+            {'type': 'data-approval-requested', 'data': {'toolCallId': 'call-refund', 'toolName': 'refund'}}
+        ]
+        assert refunded == []
+        # A client's claim in a new turn that the call was approved is not an approval.
+        claim = turn('approved!')
+        claim['messages'][0]['parts'].insert(
+            0,
+            {
+                'type': 'tool-refund',
+                'toolCallId': 'call-refund',
+                'state': 'output-available',
+                'input': {},
+                'output': 'ok',
+            },
+        )
+        assert (
+            await http.post('/api/conversations/chat-1/approvals', json={'approvals': {'nope': True}}, headers=alice)
+        ).status_code == 400
+        assert (
+            await http.post(
+                '/api/conversations/chat-1/approvals', json={'approvals': {'call-refund': True}}, headers=bob
+            )
+        ).status_code == 404
+        assert refunded == []
+        resumed = await http.post(
+            '/api/conversations/chat-1/approvals', json={'approvals': {'call-refund': True}}, headers=alice
+        )
+        assert resumed.status_code == 200 and 'Refunded.' in resumed.text
+        assert refunded == [7]
+        again = await http.post(
+            '/api/conversations/chat-1/approvals', json={'approvals': {'call-refund': True}}, headers=alice
+        )
+        assert again.status_code == 400 and refunded == [7]  # no longer pending: never run twice

@@ -75,6 +75,7 @@ def create_app(
         Route('/api/conversations/{cid}', server.conversation, methods=['GET', 'DELETE']),
         Route('/api/conversations/{cid}/fork', server.fork, methods=['POST']),
         Route('/api/conversations/{cid}/audit', server.audit, methods=['GET']),
+        Route('/api/conversations/{cid}/approvals', server.approvals, methods=['POST']),
         Route('/', lambda request: FileResponse(static / 'index.html'), methods=['GET']),
         Mount('/static', StaticFiles(directory=static), name='static'),
     ]
@@ -245,6 +246,40 @@ class _Server:
 
         return await self.handle(request, action)
 
+    async def approvals(self, request: Any) -> Any:
+        """Resume a run paused on tool calls that need approval. Rules: the pause is the server's
+        (the stored conversation ends with the response that made the calls); the request names
+        each pending call by id with `true` (approve) or `false` (deny); an id that is not
+        pending there is a 400. The resumed run streams like a chat turn and is saved the same way."""
+        from starlette.responses import StreamingResponse
+
+        from ..agent import DeferredToolResults, ToolDenied
+        from ..messages import ModelResponse, ToolCallPart
+        from ..ui.vercel_ai import STREAM_HEADERS, sse, ui_message_chunks
+
+        cid = request.path_params['cid']
+
+        async def action(scope: str) -> Any:
+            decisions = _field(await self.body(request), 'approvals', dict)
+            stored = await self.store.load(cid, scope=scope)
+            tail = stored.messages[-1] if stored.messages else None
+            pending = (
+                {p.tool_call_id for p in tail.parts if isinstance(p, ToolCallPart)}
+                if isinstance(tail, ModelResponse)
+                else set()
+            )
+            unknown = sorted(set(decisions) - pending)
+            if unknown or not decisions or not all(isinstance(v, bool) for v in decisions.values()):
+                raise _HTTPProblem(
+                    400,
+                    f'approvals: name pending tool calls of this conversation with true or false (not pending: {unknown})',
+                )
+            results = DeferredToolResults(approvals={k: True if v else ToolDenied() for k, v in decisions.items()})
+            events = self._run(cid, scope, None, stored, [], deferred=results)
+            return StreamingResponse(sse(ui_message_chunks(events)), headers=STREAM_HEADERS)
+
+        return await self.handle(request, action)
+
     async def ag_ui(self, request: Any) -> Any:
         from starlette.responses import StreamingResponse
 
@@ -282,14 +317,19 @@ class _Server:
                 cid, audit_events_from_sanitize(stripped, conversation_id=cid), scope=scope
             )
 
-    async def _run(self, cid: str, scope: str, prompt: Any, stored: Any, stripped: list[Any]) -> AsyncIterator[Any]:
+    async def _run(
+        self, cid: str, scope: str, prompt: Any, stored: Any, stripped: list[Any], *, deferred: Any = None
+    ) -> AsyncIterator[Any]:
         """The run's events; its new messages are saved (against the revision it started from)
         before the final event goes out, with, for a new conversation, what its first turn had
         stripped."""
         from ..messages._events import AgentRunResultEvent
 
         history = stored.messages if stored is not None else []
-        async for event in self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid):
+        runs = self.agent.run_stream_events(
+            prompt, message_history=history, conversation_id=cid, deferred_tool_results=deferred
+        )
+        async for event in runs:
             if isinstance(event, AgentRunResultEvent):
                 try:
                     await self.store.save(

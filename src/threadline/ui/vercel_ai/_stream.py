@@ -4,8 +4,9 @@ package's UI message stream reader) assembles into the assistant's `UIMessage`.
 Chunks, in order: `start`; for each model response `start-step`, then per part `text-start` /
 `text-delta` / `text-end`, `reasoning-start` / `reasoning-delta` / `reasoning-end`, or
 `tool-input-start` / `tool-input-delta` / `tool-input-available`; each tool's result as
-`tool-output-available` or `tool-output-error`; `finish-step` after each step; `finish` at the end,
-then `[DONE]`. A failed run sends an `error` chunk (its type and message only when the caller asks,
+`tool-output-available` or `tool-output-error`; for a run that paused on calls needing approval, a
+`data-approval-requested` chunk per call; `finish-step` after each step; `finish` at the end, then
+`[DONE]`. A failed run sends an `error` chunk (its type and message only when the caller asks,
 as an exception's text can carry data) and still ends the stream.
 """
 
@@ -57,6 +58,10 @@ async def ui_message_chunks(
             if isinstance(event, FunctionToolResultEvent):
                 ids.clear()  # the next response starts a new step
             if isinstance(event, AgentRunResultEvent):
+                for call in getattr(event.result.output, 'approvals', None) or []:
+                    # The run paused: this call waits for an approval (a `data-*` part to the client).
+                    data = {'toolCallId': call.tool_call_id, 'toolName': call.tool_name}
+                    yield {'type': 'data-approval-requested', 'data': data}
                 break
     except Exception as error:  # noqa: BLE001 - any failure ends the stream with an error chunk
         logger.warning('a streamed run failed with %s', type(error).__name__)  # no content: the text may carry data
