@@ -13,17 +13,21 @@ Rules (each tested):
   untrusted: it is sanitized, and what was stripped is recorded as content-free audit events.
 - Bad input: a body that is not the protocol's shape is a 400 naming the field
   (`messages[0].parts[0].type`); a body over `max_body` bytes is a 413.
-- Writes: a run's new messages are saved when it finishes, naming the revision it started from,
-  so two runs on one conversation at once cannot interleave: the loser's stream ends with an
-  error chunk saying the conversation changed (nothing of it is stored, nothing is duplicated).
+- Writes: turns of one conversation on one server wait for each other, and each runs over the
+  history as stored when its turn comes. A run's new messages are saved when it finishes, naming
+  the revision it started from, so a turn another server stored meanwhile is never overwritten or
+  interleaved: the loser's stream ends with an error chunk saying the conversation changed
+  (nothing of it is stored, nothing is duplicated).
   A model error ends the stream with an error chunk and stores nothing of that run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -86,6 +90,8 @@ class _Server:
     def __init__(self, store: AsyncStore[Any], agent: Agent[Any, Any], keys: dict[str, str] | None, max_body: int):
         self.store, self.agent, self.keys, self.max_body = store, agent, keys, max_body
         self.trust: Keyring | None = None
+        # One lock per conversation while a turn of it runs here (dropped when no turn holds it).
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
 
     # -- plumbing ---------------------------------------------------------------------------------
     def scope(self, request: Any) -> str:
@@ -215,9 +221,7 @@ class _Server:
             body = await self.body(request)
             cid, messages = _field(body, 'id', str), _field(body, 'messages', list)
             prompt, stripped = _new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
-            stored = await self._stored(cid, scope)
-            await self._record_stripped(cid, scope, stripped, stored is not None)
-            events = self._run(cid, scope, prompt, stored, stripped)
+            events = self._run(cid, scope, prompt, stripped)
             return StreamingResponse(sse(ui_message_chunks(events)), headers=STREAM_HEADERS)
 
         return await self.handle(request, action)
@@ -275,7 +279,7 @@ class _Server:
                     f'approvals: name pending tool calls of this conversation with true or false (not pending: {unknown})',
                 )
             results = DeferredToolResults(approvals={k: True if v else ToolDenied() for k, v in decisions.items()})
-            events = self._run(cid, scope, None, stored, [], deferred=results)
+            events = self._run(cid, scope, None, [], deferred=results, expected=stored.revision)
             return StreamingResponse(sse(ui_message_chunks(events)), headers=STREAM_HEADERS)
 
         return await self.handle(request, action)
@@ -290,9 +294,7 @@ class _Server:
             cid, run_id = _field(body, 'threadId', str), _field(body, 'runId', str)
             messages = _field(body, 'messages', list)
             prompt, stripped = _new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
-            stored = await self._stored(cid, scope)
-            await self._record_stripped(cid, scope, stripped, stored is not None)
-            events = ag_ui_events(self._run(cid, scope, prompt, stored, stripped), thread_id=cid, run_id=run_id)
+            events = ag_ui_events(self._run(cid, scope, prompt, stripped), thread_id=cid, run_id=run_id)
 
             async def frames() -> AsyncIterator[str]:
                 async for event in events:
@@ -318,34 +320,58 @@ class _Server:
             )
 
     async def _run(
-        self, cid: str, scope: str, prompt: Any, stored: Any, stripped: list[Any], *, deferred: Any = None
+        self,
+        cid: str,
+        scope: str,
+        prompt: Any,
+        stripped: list[Any],
+        *,
+        deferred: Any = None,
+        expected: int | None = None,
     ) -> AsyncIterator[Any]:
-        """The run's events; its new messages are saved (against the revision it started from)
-        before the final event goes out, with, for a new conversation, what its first turn had
-        stripped."""
+        """The run's events, over the conversation as stored when its turn comes: turns of one
+        conversation on this server wait for each other; a turn elsewhere that got in first is
+        caught by the revision its save names. The new messages are saved before the final event
+        goes out; what the turn had stripped is recorded (for a new conversation, once stored).
+        `expected`: the revision the request was checked against (an approval)."""
         from ..messages._events import AgentRunResultEvent
 
-        history = stored.messages if stored is not None else []
-        runs = self.agent.run_stream_events(
-            prompt, message_history=history, conversation_id=cid, deferred_tool_results=deferred
-        )
-        async for event in runs:
-            if isinstance(event, AgentRunResultEvent):
-                try:
-                    await self.store.save(
-                        event.result,
-                        scope=scope,
-                        conversation_id=cid,
-                        expected_revision=stored.revision if stored else None,
-                    )
-                except ConflictError:
-                    raise ConflictError(
-                        f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
-                        conversation_id=cid,
-                    ) from None
-                if stored is None:
-                    await self._record_stripped(cid, scope, stripped, True)
-            yield event
+        async with self._lock(scope, cid):
+            stored = await self._stored(cid, scope)
+            if expected is not None and (stored is None or stored.revision != expected):
+                raise ConflictError(
+                    f'conversation {cid!r} changed before this could run: reload it', conversation_id=cid
+                )
+            await self._record_stripped(cid, scope, stripped, stored is not None)
+            runs = self.agent.run_stream_events(
+                prompt,
+                message_history=stored.messages if stored is not None else [],
+                conversation_id=cid,
+                deferred_tool_results=deferred,
+            )
+            async for event in runs:
+                if isinstance(event, AgentRunResultEvent):
+                    await self._save(event.result, cid, scope, stored)
+                    if stored is None:
+                        await self._record_stripped(cid, scope, stripped, True)
+                yield event
+
+    def _lock(self, scope: str, cid: str) -> asyncio.Lock:
+        lock = self._locks.get((scope, cid))
+        if lock is None:
+            lock = self._locks[(scope, cid)] = asyncio.Lock()
+        return lock
+
+    async def _save(self, result: Any, cid: str, scope: str, stored: Any) -> None:
+        try:
+            await self.store.save(
+                result, scope=scope, conversation_id=cid, expected_revision=stored.revision if stored else None
+            )
+        except ConflictError:
+            raise ConflictError(
+                f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
+                conversation_id=cid,
+            ) from None
 
 
 def _verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) -> list[Any]:
