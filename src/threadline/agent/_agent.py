@@ -10,18 +10,14 @@ from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
 from typing import Any, Generic, TypedDict, TypeVar, Unpack, overload
 
-from .._uuid import uuid7
 from ..exceptions import UserError
 from ..messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
     ModelMessage,
-    ModelRequest,
-    ModelResponse,
     RunUsage,
     SystemPromptPart,
     UserContent,
-    UserPromptPart,
 )
 from ..models import Model, ModelSettings, infer_model
 from ._capability import AbstractCapability, CapabilityChain
@@ -33,6 +29,7 @@ from ._limits import UsageLimits
 from ._output import DeferredToolResults, OutputSpec
 from ._result import AgentRunResult, OutputDataT
 from ._run import AgentRun
+from ._run_inputs import check_history, resolve_ids, resumed_prompt
 from ._state import RunState
 from ._streamed import EventStream, StreamedRunResult, open_stream, stream_events
 from ._tools import Tool
@@ -81,42 +78,6 @@ def _as_list(value: Any) -> list[Any]:
     if isinstance(value, str) or callable(value):
         return [value]
     return list(value)
-
-
-def _check_history(message_history: Sequence[ModelMessage] | None) -> list[ModelMessage]:
-    if message_history is None:
-        return []
-    if isinstance(message_history, (str, bytes, dict)):
-        raise UserError('message_history must be a list of messages; load stored JSON with ModelMessagesTypeAdapter')
-    history = list(message_history)
-    for index, message in enumerate(history):
-        if not isinstance(message, (ModelRequest, ModelResponse)):
-            raise UserError(
-                f'message_history[{index}] is a {type(message).__name__}, not a ModelRequest or ModelResponse. '
-                'Load stored history with ModelMessagesTypeAdapter.validate_python/validate_json first.'
-            )
-    return history
-
-
-def _resolve_ids(history: list[ModelMessage], run_id: str | None, conversation_id: str | None) -> tuple[str, str]:
-    """Apply the id rules: run ids are never inherited; conversation ids are, unless 'new' or given."""
-    if run_id is not None:
-        if run_id == '':
-            raise UserError(
-                '`run_id` must be a non-empty string when provided: an empty run_id breaks new_messages() '
-                'boundary detection.'
-            )
-        if any(m.run_id == run_id for m in history):
-            raise UserError(
-                f'`run_id={run_id!r}` already appears in message_history. Each run needs a distinct run_id; '
-                'correlate runs with conversation_id, and when retrying a failed run with the same run_id, '
-                "rebuild message_history without the failed attempt's messages."
-            )
-    if conversation_id is None:
-        conversation_id = next((m.conversation_id for m in reversed(history) if m.conversation_id is not None), None)
-    elif conversation_id == 'new':
-        conversation_id = None
-    return run_id or uuid7(), conversation_id if conversation_id is not None else uuid7()
 
 
 class Agent(Generic[AgentDepsT, OutputDataT]):
@@ -193,21 +154,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         strict: bool | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool whose first parameter is the `RunContext` (`strict`: see `Tool`)."""
-
-        def register(fn: F) -> F:
-            self._register(
-                Tool(
-                    fn,
-                    takes_ctx=True,
-                    name=name,
-                    max_retries=retries,
-                    requires_approval=requires_approval,
-                    strict=strict,
-                )
-            )
-            return fn
-
-        return register(func) if func is not None else register
+        return self._decorate(
+            func, takes_ctx=True, name=name, max_retries=retries, requires_approval=requires_approval, strict=strict
+        )
 
     @overload
     def tool_plain(self, func: F, /) -> F: ...
@@ -233,18 +182,15 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         strict: bool | None = None,
     ) -> F | Callable[[F], F]:
         """Register a tool that does not take the `RunContext` (`strict`: see `Tool`)."""
+        return self._decorate(
+            func, takes_ctx=False, name=name, max_retries=retries, requires_approval=requires_approval, strict=strict
+        )
+
+    def _decorate(self, func: F | None, **options: Any) -> F | Callable[[F], F]:
+        """`func` registered as a tool with `options` (or, without `func`, the decorator that does it)."""
 
         def register(fn: F) -> F:
-            self._register(
-                Tool(
-                    fn,
-                    takes_ctx=False,
-                    name=name,
-                    max_retries=retries,
-                    requires_approval=requires_approval,
-                    strict=strict,
-                )
-            )
+            self._register(Tool(fn, **options))
             return fn
 
         return register(func) if func is not None else register
@@ -366,8 +312,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         if chosen is None:
             raise UserError('`model` must either be set on the agent or included when calling it.')
         resolved_model = infer_model(chosen)
-        history = _check_history(message_history)
-        run_id, conversation_id = _resolve_ids(history, run_id, conversation_id)
+        history = check_history(message_history)
+        run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
         settings = {**(self.model_settings or {}), **(model_settings or {})} or None
         chain = CapabilityChain([*self.capabilities, *capabilities])
         tools = merge_tools(self._tools, chain.toolsets()) if len(chain) else self._tools
@@ -375,7 +321,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             deps=deps,
             model=resolved_model,
             usage=usage if usage is not None else RunUsage(),
-            prompt=user_prompt if user_prompt is not None else _resumed_prompt(history),
+            prompt=user_prompt if user_prompt is not None else resumed_prompt(history),
             messages=history,
             run_id=run_id,
             conversation_id=conversation_id,
@@ -506,12 +452,3 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
     return loop
-
-
-def _resumed_prompt(history: list[ModelMessage]) -> Any:
-    """The prompt of a run resumed from a history that ends in a request: its last user prompt."""
-    if history and isinstance(history[-1], ModelRequest):
-        for part in reversed(history[-1].parts):
-            if isinstance(part, UserPromptPart):
-                return part.content
-    return None

@@ -374,13 +374,21 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
         definition['input_schema'] = transform_schema(walk_schema(tool.parameters_json_schema, _strict_node))
         definition['strict'] = True
     else:
-        definition['input_schema'] = _without_titles(tool.parameters_json_schema)
+        definition['input_schema'] = walk_schema(tool.parameters_json_schema, _tidy_node)
     return definition
 
 
-def _strict_node(schema: dict[str, Any]) -> dict[str, Any]:
+def _tidy_node(schema: dict[str, Any]) -> dict[str, Any]:
+    """Without `title` and `$schema`: they cost tokens and tell the model nothing the tool's name
+    does not (a property named `title` is a key of `properties`, never popped here)."""
     schema.pop('title', None)
     schema.pop('$schema', None)
+    return schema
+
+
+def _strict_node(schema: dict[str, Any]) -> dict[str, Any]:
+    """Tidied, and a single-value `const` as a typed one-value `enum` (which `transform_schema` keeps)."""
+    _tidy_node(schema)
     const = schema.get('const')
     kind = json_type_of(const)
     if kind is not None:
@@ -388,26 +396,6 @@ def _strict_node(schema: dict[str, Any]) -> dict[str, Any]:
         schema.setdefault('type', kind)
         schema['enum'] = [const]
     return schema
-
-
-def _without_titles(schema: Any) -> Any:
-    """A JSON schema without its `title` keywords: they cost tokens and tell the model nothing the
-    tool's name does not (a property named `title` is kept)."""
-    if isinstance(schema, list):
-        return [_without_titles(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    return {
-        key: value if key in ('enum', 'const', 'default', 'examples') else _without_titles_in(key, value)
-        for key, value in schema.items()
-        if not (key == 'title' and isinstance(value, str))
-    }
-
-
-def _without_titles_in(key: str, value: Any) -> Any:
-    if key in ('properties', '$defs', 'definitions', 'patternProperties') and isinstance(value, dict):
-        return {name: _without_titles(sub) for name, sub in value.items()}
-    return _without_titles(value)
 
 
 def _tool_result(part: ToolReturnPart) -> dict[str, Any]:

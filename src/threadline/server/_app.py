@@ -265,7 +265,7 @@ class _Server:
 
         async def action(scope: str) -> Any:
             decisions = _field(await self.body(request), 'approvals', dict)
-            stored = await self.store.load(cid, scope=scope)
+            stored = await self.store.load(cid, scope=scope, last=1)  # the pause is in the tail
             tail = stored.messages[-1] if stored.messages else None
             pending = (
                 {p.tool_call_id for p in tail.parts if isinstance(p, ToolCallPart)}

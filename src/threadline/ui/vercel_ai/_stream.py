@@ -25,6 +25,9 @@ from ...messages._events import (
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
+    TextPartDelta,
+    ThinkingPartDelta,
+    ToolCallPartDelta,
 )
 from .._errors import public_error
 
@@ -105,12 +108,11 @@ def _start(part: Any, pid: str) -> list[dict[str, Any]]:
 
 
 def _delta(delta: Any, pid: str) -> list[dict[str, Any]]:
-    kind = type(delta).__name__
-    if kind == 'TextPartDelta' and delta.content_delta:
+    if isinstance(delta, TextPartDelta) and delta.content_delta:
         return [{'type': 'text-delta', 'id': pid, 'delta': delta.content_delta}]
-    if kind == 'ThinkingPartDelta' and delta.content_delta:
+    if isinstance(delta, ThinkingPartDelta) and delta.content_delta:
         return [{'type': 'reasoning-delta', 'id': pid, 'delta': delta.content_delta}]
-    if kind == 'ToolCallPartDelta' and isinstance(delta.args_delta, str) and delta.args_delta:
+    if isinstance(delta, ToolCallPartDelta) and isinstance(delta.args_delta, str) and delta.args_delta:
         return [{'type': 'tool-input-delta', 'toolCallId': pid, 'inputTextDelta': delta.args_delta}]
     return []
 
