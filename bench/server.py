@@ -7,11 +7,15 @@
     turns of their own conversation to `POST /api/chat` (server-held history: each turn sends only
     itself) and read the whole stream. Reported: p50/p95 of a turn's wall time, turns per second,
     and the number of failed turns (a non-200, or an error chunk).
-(b) Framework overhead per streamed request, like for like: one Vercel AI chat request over the
-    ASGI interface (httpx's transport, no sockets) to our app and to pydantic-ai 2.62's
-    `VercelAIAdapter.dispatch_request` in a Starlette route, both with a model that answers at
-    once with the same text. Ours loads the conversation from an in-memory store and saves the
-    turn; pydantic-ai's holds no history (the client sends it). Median of interleaved runs, GC on.
+(b) Framework overhead per streamed request: one chat request over the ASGI interface (httpx's
+    transport, no sockets), both sides with a model that streams the same text at once, to
+    pydantic-ai 2.62's `VercelAIAdapter` / `AGUIAdapter.dispatch_request` in a Starlette route and
+    to our app. Overhead is a side's median minus the transport floor (a route that streams fixed
+    frames). Like for like is our `--stateless` mode: as with pydantic-ai's adapter the client
+    holds the history (ours also verifies and signs its envelope). Server-held mode (the default)
+    does more, a store load and save per turn, and is printed beside it, labelled, on an
+    in-memory store and on a SQLite file (whose save waits for the disk). Medians of interleaved
+    runs, GC on.
 """
 
 from __future__ import annotations
@@ -83,22 +87,29 @@ async def load(clients: int, turns: int) -> None:
     )
 
 
-def ours_app() -> Any:
+def ours_app(store: str = 'memory', *, stateless: bool = False) -> Any:
+    """Our app with a model that streams the same text as the reference's (no worker thread)."""
     from threadline import Agent
     from threadline.messages import ModelResponse, TextPart
     from threadline.models.function import FunctionModel
     from threadline.server import create_app
-    from threadline.storage import MemoryStore
+    from threadline.storage import MemoryStore, SQLiteStore
+    from threadline.trust import Keyring
 
-    return create_app(
-        MemoryStore(), Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart(TEXT)]))), keys=None
-    )
+    async def stream(messages: Any, info: Any) -> Any:
+        yield TEXT
+
+    model = FunctionModel(lambda m, i: ModelResponse(parts=[TextPart(TEXT)]), stream_function=stream)
+    backend = MemoryStore() if store == 'memory' else SQLiteStore(Path(tempfile.mkdtemp()) / 'overhead.db')
+    keys = Keyring.single(b'bench-key-' * 4) if stateless else None
+    return create_app(backend, Agent(model), keys=None, stateless=keys)
 
 
 def reference_app() -> Any:
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart
     from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.ui.ag_ui import AGUIAdapter
     from pydantic_ai.ui.vercel_ai import VercelAIAdapter
     from starlette.applications import Starlette
     from starlette.routing import Route
@@ -111,31 +122,88 @@ def reference_app() -> Any:
     async def chat(request: Any) -> Any:
         return await VercelAIAdapter.dispatch_request(request, agent=agent)
 
-    return Starlette(routes=[Route('/api/chat', chat, methods=['POST'])])
+    async def ag_ui(request: Any) -> Any:
+        return await AGUIAdapter.dispatch_request(request, agent=agent)
+
+    return Starlette(routes=[Route('/api/chat', chat, methods=['POST']), Route('/api/ag-ui', ag_ui, methods=['POST'])])
+
+
+def floor_app() -> Any:
+    """The transport's own cost: a route that reads the body and streams six fixed SSE frames."""
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    async def chat(request: Any) -> Any:
+        await request.body()
+
+        async def frames() -> Any:
+            for _ in range(6):
+                yield 'data: {"type":"text-delta","id":"t","delta":"x"}\n\n'
+
+        return StreamingResponse(frames(), media_type='text/event-stream')
+
+    return Starlette(routes=[Route('/api/chat', chat, methods=['POST']), Route('/api/ag-ui', chat, methods=['POST'])])
+
+
+def ag_ui_body(thread: str) -> dict[str, Any]:
+    return {
+        'threadId': thread,
+        'runId': f'run-{thread}',
+        'messages': [{'id': 'u1', 'role': 'user', 'content': 'hello'}],
+        'state': None,
+        'tools': [],
+        'context': [],
+        'forwardedProps': None,
+    }
+
+
+SIDES = {
+    # name: (app factory, endpoint, what it is)
+    'floor': (floor_app, '/api/chat', 'transport floor: fixed SSE, no framework'),
+    'ref': (reference_app, '/api/chat', 'pydantic-ai VercelAIAdapter (client holds the history)'),
+    'stateless': (lambda: ours_app(stateless=True), '/api/chat', 'ours --stateless (client holds it, signed)'),
+    'held-mem': (ours_app, '/api/chat', 'ours server-held, MemoryStore (+load, +save)'),
+    'held-sqlite': (lambda: ours_app('sqlite'), '/api/chat', 'ours server-held, SQLite file (+load, +durable save)'),
+    'ref-agui': (reference_app, '/api/ag-ui', 'pydantic-ai AGUIAdapter'),
+    'agui-mem': (ours_app, '/api/ag-ui', 'ours AG-UI, server-held, MemoryStore'),
+}
 
 
 async def overhead(repeat: int) -> None:
-    sides = {'ours': ours_app(), 'ref': reference_app()}
+    apps = {name: factory() for name, (factory, _, _) in SIDES.items()}
     clients = {
         name: httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://t')
-        for name, app in sides.items()
+        for name, app in apps.items()
     }
-    times: dict[str, list[float]] = {'ours': [], 'ref': []}
-    body = {**turn('c', 'hello'), 'trigger': 'submit-message'}
-    for name in sides:  # warm up
-        response = await clients[name].post('/api/chat', json={**body, 'id': f'warm-{name}'})
-        assert response.status_code == 200 and TEXT in response.text, (name, response.text[:300])
+
+    async def once(name: str, key: str) -> float:
+        endpoint = SIDES[name][1]
+        body = ag_ui_body(key) if endpoint == '/api/ag-ui' else {**turn(key, 'hello'), 'trigger': 'submit-message'}
+        start = time.perf_counter()
+        response = await clients[name].post(endpoint, json=body)
+        elapsed = time.perf_counter() - start
+        assert response.status_code == 200 and (name == 'floor' or TEXT in response.text), (name, response.text[:300])
+        return elapsed
+
+    times: dict[str, list[float]] = {name: [] for name in SIDES}
+    for name in SIDES:
+        await once(name, f'warm-{name}')
+    order = list(SIDES)
     for k in range(repeat):
-        for name in ('ours', 'ref') if k % 2 == 0 else ('ref', 'ours'):
-            start = time.perf_counter()
-            response = await clients[name].post('/api/chat', json={**body, 'id': f'{name}-{k}'})
-            times[name].append(time.perf_counter() - start)
-            assert response.status_code == 200
+        for name in order if k % 2 == 0 else order[::-1]:  # interleaved, alternating direction
+            times[name].append(await once(name, f'{name}-{k}'))
     for client in clients.values():
         await client.aclose()
-    ours, ref = statistics.median(times['ours']), statistics.median(times['ref'])
-    print(f'(b) one streamed Vercel AI request over ASGI, median of {repeat} interleaved (GC on)')
-    print(f'    threadline {ours * 1e3:.2f} ms  pydantic-ai {ref * 1e3:.2f} ms  ours / theirs {ours / ref:.2f}')
+    median = {name: statistics.median(values) for name, values in times.items()}
+    over = {name: median[name] - median['floor'] for name in SIDES}
+    print(f'(b) one streamed request over ASGI (no sockets), median of {repeat} interleaved, GC on')
+    print("    overhead = median - the transport floor; ratio = our overhead / pydantic-ai's on that protocol")
+    for name, (_, _, label) in SIDES.items():
+        ref = over['ref-agui' if name.startswith('agui') else 'ref']
+        ratio = '' if name in ('floor', 'ref', 'ref-agui') else f'  ratio {over[name] / ref:.2f}'
+        print(f'    {label:55s} {median[name] * 1e3:6.2f} ms  overhead {over[name] * 1e3:5.2f} ms{ratio}')
+    print('    like for like is `stateless` against `ref`: both runs get the history from the client.')
 
 
 def main() -> None:

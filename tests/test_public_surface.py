@@ -239,6 +239,7 @@ SURFACE: dict[str, set[str]] = {
         'StoreSeal',
         'StoredConversation',
         'SyncStore',
+        'TurnLeases',
         'TipBook',
         'ToolEffect',
         'WaitRecord',

@@ -148,6 +148,42 @@ async def test_two_turns_at_once_on_one_conversation_store_each_once(tmp_path: P
             assert 'changed while this turn ran' in error['errorText']
 
 
+async def test_a_turn_another_server_is_answering_waits_then_is_a_409(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'server.db')
+    app = create_app(store, Agent(DemoModel()), keys=None, turn_wait=0.3)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+        await http.post('/api/chat', json=turn('first'))
+        # Another server sharing the store is answering chat-1 right now.
+        assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)
+        busy = await http.post('/api/chat', json=turn('second'))
+        assert busy.status_code == 409 and 'answering another turn' in busy.json()['error']
+        other = await http.post('/api/chat', json=turn('elsewhere', 'chat-2'))  # other conversations go on
+        assert other.status_code == 200
+        await store.release_turn('chat-1', scope='local', holder='server-b')
+        again = await http.post('/api/chat', json=turn('second'))
+        assert again.status_code == 200 and not [c for c in chunks(again) if c['type'] == 'error']
+        stored = (await http.get('/api/conversations/chat-1')).json()
+        users = [p['text'] for m in stored['messages'] if m['role'] == 'user' for p in m['parts']]
+        assert users == ['first', 'second']  # the refused turn left nothing behind
+        # Each finished turn gave its lease back: another server can take the conversation now.
+        assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)
+
+
+async def test_a_turn_waits_for_another_servers_turn_to_end(tmp_path: Path) -> None:
+    import asyncio
+
+    store = SQLiteStore(tmp_path / 'server.db')
+    app = create_app(store, Agent(DemoModel()), keys=None, turn_wait=10)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+        assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)
+        waiting = asyncio.create_task(http.post('/api/chat', json=turn('patient')))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        await store.release_turn('chat-1', scope='local', holder='server-b')
+        response = await asyncio.wait_for(waiting, 10)
+        assert response.status_code == 200 and [c['type'] for c in chunks(response)][-1] == 'finish'
+
+
 async def test_a_model_error_is_an_error_chunk_and_earlier_turns_stay(tmp_path: Path) -> None:
     from threadline.messages import ModelResponse, TextPart
     from threadline.models.function import FunctionModel
@@ -160,7 +196,8 @@ async def test_a_model_error_is_an_error_chunk_and_earlier_turns_stay(tmp_path: 
             raise RuntimeError('provider exploded with secret-detail')
         return ModelResponse(parts=[TextPart('first answer')])
 
-    app = create_app(SQLiteStore(tmp_path / 'err.db'), Agent(FunctionModel(model)), keys=None)
+    store = SQLiteStore(tmp_path / 'err.db')
+    app = create_app(store, Agent(FunctionModel(model)), keys=None)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
         await http.post('/api/chat', json=turn('one'))
         failed = await http.post('/api/chat', json=turn('two'))
@@ -168,6 +205,8 @@ async def test_a_model_error_is_an_error_chunk_and_earlier_turns_stay(tmp_path: 
         assert kinds[-2:] == ['error', 'finish'] and 'secret-detail' not in failed.text
         stored = (await http.get('/api/conversations/chat-1')).json()
         assert [m['role'] for m in stored['messages']] == ['user', 'assistant']  # the earlier turn, whole
+    # The failed turn gave its lease back: the conversation is not blocked for other servers.
+    assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)
 
 
 async def test_a_new_conversations_first_turn_is_audited_once_stored(tmp_path: Path) -> None:
@@ -219,7 +258,8 @@ async def test_stateless_mode_hands_the_history_to_the_client_signed(tmp_path: P
         assert refused.json()['error'] == 'UNTRUSTED_HISTORY: inserted_response at message 2'
 
 
-async def test_a_paused_run_is_resumed_by_an_authenticated_approval(tmp_path: Path) -> None:
+def refund_agent() -> tuple[Agent[None, Any], list[int]]:
+    """An agent whose model asks to refund order 7, a tool that needs approval."""
     from threadline.agent import DeferredToolRequests
     from threadline.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
     from threadline.models.function import FunctionModel
@@ -237,6 +277,11 @@ async def test_a_paused_run_is_resumed_by_an_authenticated_approval(tmp_path: Pa
         refunded.append(order)
         return f'refunded {order}'
 
+    return agent, refunded
+
+
+async def test_a_paused_run_is_resumed_by_an_authenticated_approval(tmp_path: Path) -> None:
+    agent, refunded = refund_agent()
     app = create_app(SQLiteStore(tmp_path / 'pause.db'), agent, keys=KEYS)
     alice, bob = {'x-api-key': 'key-alice'}, {'x-api-key': 'key-bob'}
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
@@ -264,3 +309,30 @@ async def test_a_paused_run_is_resumed_by_an_authenticated_approval(tmp_path: Pa
             '/api/conversations/chat-1/approvals', json={'approvals': {'call-refund': True}}, headers=alice
         )
         assert again.status_code == 400 and refunded == [7]  # no longer pending: never run twice
+
+
+async def test_an_approval_of_a_conversation_changed_meanwhile_is_a_409(tmp_path: Path) -> None:
+    import asyncio
+
+    from threadline.messages import ModelRequest, UserPromptPart
+
+    agent, refunded = refund_agent()
+    store = SQLiteStore(tmp_path / 'pause.db')
+    app = create_app(store, agent, keys=None)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+        await http.post('/api/chat', json=turn('refund order 7'))
+        # Another server holds the conversation; the approval is checked, then waits for its turn...
+        assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)
+        approval = asyncio.create_task(
+            http.post('/api/conversations/chat-1/approvals', json={'approvals': {'call-refund': True}})
+        )
+        await asyncio.sleep(0.2)
+        # ...while that server stores a turn of its own, and lets go.
+        revision = (await store.load('chat-1', scope='local', last=1)).revision
+        await store.append(
+            'chat-1', [ModelRequest(parts=[UserPromptPart('never mind')])], scope='local', expected_revision=revision
+        )
+        await store.release_turn('chat-1', scope='local', holder='server-b')
+        response = await asyncio.wait_for(approval, 10)
+    assert response.status_code == 409 and 'changed before this could run' in response.json()['error']
+    assert refunded == []

@@ -13,22 +13,22 @@ Rules (each tested):
   untrusted: it is sanitized, and what was stripped is recorded as content-free audit events.
 - Bad input: a body that is not the protocol's shape is a 400 naming the field
   (`messages[0].parts[0].type`); a body over `max_body` bytes is a 413.
-- Writes: turns of one conversation on one server wait for each other, and each runs over the
-  history as stored when its turn comes. A run's new messages are saved when it finishes, naming
-  the revision it started from, so a turn another server stored meanwhile is never overwritten or
-  interleaved: the loser's stream ends with an error chunk saying the conversation changed
-  (nothing of it is stored, nothing is duplicated).
+- Writes: one turn of a conversation runs at a time, on this server and across servers sharing
+  the store (`_turns.TurnGate`: a local lock, then the store's turn lease); a turn waits for the
+  one before it and runs over the history as stored when its turn comes. A turn still waiting
+  after `turn_wait` seconds is a 409 before anything streams, as is an approval whose
+  conversation changed since it was checked. A run's new messages are saved when it finishes,
+  naming the revision it started from, so even a turn whose lease lapsed never overwrites or
+  interleaves another's: its stream ends with an error chunk and nothing of it is stored.
   A model error ends the stream with an error chunk and stores nothing of that run.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
-import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from .._keys import Keyring
@@ -36,6 +36,7 @@ from ..agent import Agent
 from ..exceptions import ConflictError, ConversationNotFound
 from ..messages import ModelRequest, UserPromptPart
 from ..storage import AsyncStore
+from ._turns import TurnBusy, TurnGate
 
 __all__ = ['DEV_SCOPE', 'create_app']
 
@@ -56,10 +57,13 @@ def create_app(
     keys: Mapping[str, str] | None = None,
     max_body: int = 1_000_000,
     stateless: Keyring | None = None,
+    turn_wait: float = 15.0,
+    lease_ttl: float = 60.0,
 ) -> Any:
     """The app: `keys` maps API keys to scopes (None: dev mode, one local scope). With
     `stateless=<Keyring>` the chat endpoint keeps nothing: the client holds the history (see
-    `_Server.chat_stateless`)."""
+    `_Server.chat_stateless`). `turn_wait`: how long a turn waits for the conversation's turn
+    before a 409; `lease_ttl`: how long a server that died mid-turn blocks its conversation."""
     from pathlib import Path
 
     from starlette.applications import Starlette
@@ -70,6 +74,7 @@ def create_app(
     static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, dict(keys) if keys is not None else None, max_body)
+    server.turns = TurnGate(store, ttl=lease_ttl, wait=turn_wait)
     server.trust = stateless
     routes = [
         Route('/healthz', server.health, methods=['GET']),
@@ -90,8 +95,7 @@ class _Server:
     def __init__(self, store: AsyncStore[Any], agent: Agent[Any, Any], keys: dict[str, str] | None, max_body: int):
         self.store, self.agent, self.keys, self.max_body = store, agent, keys, max_body
         self.trust: Keyring | None = None
-        # One lock per conversation while a turn of it runs here (dropped when no turn holds it).
-        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+        self.turns = TurnGate(store)
 
     # -- plumbing ---------------------------------------------------------------------------------
     def scope(self, request: Any) -> str:
@@ -133,6 +137,8 @@ class _Server:
             return self.problem(error)
         except ConversationNotFound:
             return self.problem(_HTTPProblem(404, 'no such conversation'))
+        except (TurnBusy, ConflictError) as busy:
+            return self.problem(_HTTPProblem(409, str(busy)))
 
     # -- endpoints --------------------------------------------------------------------------------
     async def health(self, request: Any) -> Any:
@@ -213,7 +219,6 @@ class _Server:
         return await self.handle(request, action)
 
     async def chat(self, request: Any) -> Any:
-        from starlette.responses import StreamingResponse
 
         from ..ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
 
@@ -221,8 +226,7 @@ class _Server:
             body = await self.body(request)
             cid, messages = _field(body, 'id', str), _field(body, 'messages', list)
             prompt, stripped = _new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
-            events = self._run(cid, scope, prompt, stripped)
-            return StreamingResponse(sse(ui_message_chunks(events)), headers=STREAM_HEADERS)
+            return await self._turn(cid, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS)
 
         return await self.handle(request, action)
 
@@ -255,7 +259,6 @@ class _Server:
         (the stored conversation ends with the response that made the calls); the request names
         each pending call by id with `true` (approve) or `false` (deny); an id that is not
         pending there is a 400. The resumed run streams like a chat turn and is saved the same way."""
-        from starlette.responses import StreamingResponse
 
         from ..agent import DeferredToolResults, ToolDenied
         from ..messages import ModelResponse, ToolCallPart
@@ -279,13 +282,20 @@ class _Server:
                     f'approvals: name pending tool calls of this conversation with true or false (not pending: {unknown})',
                 )
             results = DeferredToolResults(approvals={k: True if v else ToolDenied() for k, v in decisions.items()})
-            events = self._run(cid, scope, None, [], deferred=results, expected=stored.revision)
-            return StreamingResponse(sse(ui_message_chunks(events)), headers=STREAM_HEADERS)
+            return await self._turn(
+                cid,
+                scope,
+                None,
+                [],
+                lambda e: sse(ui_message_chunks(e)),
+                STREAM_HEADERS,
+                deferred=results,
+                expected=stored.revision,
+            )
 
         return await self.handle(request, action)
 
     async def ag_ui(self, request: Any) -> Any:
-        from starlette.responses import StreamingResponse
 
         from ..ui.ag_ui import AGUIAdapter, ag_ui_events, encode
 
@@ -294,13 +304,12 @@ class _Server:
             cid, run_id = _field(body, 'threadId', str), _field(body, 'runId', str)
             messages = _field(body, 'messages', list)
             prompt, stripped = _new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
-            events = ag_ui_events(self._run(cid, scope, prompt, stripped), thread_id=cid, run_id=run_id)
 
-            async def frames() -> AsyncIterator[str]:
-                async for event in events:
+            async def frames(events: AsyncIterator[Any]) -> AsyncIterator[str]:
+                async for event in ag_ui_events(events, thread_id=cid, run_id=run_id):
                     yield encode(event)
 
-            return StreamingResponse(frames(), media_type='text/event-stream')
+            return await self._turn(cid, scope, prompt, stripped, frames, {'content-type': 'text/event-stream'})
 
         return await self.handle(request, action)
 
@@ -319,48 +328,54 @@ class _Server:
                 cid, audit_events_from_sanitize(stripped, conversation_id=cid), scope=scope
             )
 
-    async def _run(
+    async def _turn(
         self,
         cid: str,
         scope: str,
         prompt: Any,
         stripped: list[Any],
+        body: Callable[[AsyncIterator[Any]], AsyncIterator[Any]],
+        headers: Mapping[str, str],
         *,
         deferred: Any = None,
         expected: int | None = None,
-    ) -> AsyncIterator[Any]:
-        """The run's events, over the conversation as stored when its turn comes: turns of one
-        conversation on this server wait for each other; a turn elsewhere that got in first is
-        caught by the revision its save names. The new messages are saved before the final event
-        goes out; what the turn had stripped is recorded (for a new conversation, once stored).
-        `expected`: the revision the request was checked against (an approval)."""
-        from ..messages._events import AgentRunResultEvent
-
-        async with self._lock(scope, cid):
+    ) -> Any:
+        """The streamed response of one turn, once it is this conversation's turn (see `TurnGate`);
+        the turn ends when the response does. `expected`: the revision the request was checked
+        against (an approval); a conversation changed since is a 409."""
+        leave = await self.turns.enter(scope, cid)
+        try:
             stored = await self._stored(cid, scope)
             if expected is not None and (stored is None or stored.revision != expected):
                 raise ConflictError(
                     f'conversation {cid!r} changed before this could run: reload it', conversation_id=cid
                 )
-            await self._record_stripped(cid, scope, stripped, stored is not None)
-            runs = self.agent.run_stream_events(
-                prompt,
-                message_history=stored.messages if stored is not None else [],
-                conversation_id=cid,
-                deferred_tool_results=deferred,
-            )
-            async for event in runs:
-                if isinstance(event, AgentRunResultEvent):
-                    await self._save(event.result, cid, scope, stored)
-                    if stored is None:
-                        await self._record_stripped(cid, scope, stripped, True)
-                yield event
+            events = self._events(cid, scope, stored, prompt, stripped, deferred)
+            return _streaming(body(events), leave, headers)
+        except BaseException:
+            await leave()
+            raise
 
-    def _lock(self, scope: str, cid: str) -> asyncio.Lock:
-        lock = self._locks.get((scope, cid))
-        if lock is None:
-            lock = self._locks[(scope, cid)] = asyncio.Lock()
-        return lock
+    async def _events(
+        self, cid: str, scope: str, stored: Any, prompt: Any, stripped: list[Any], deferred: Any
+    ) -> AsyncIterator[Any]:
+        """The run's events over the stored history; the new messages are saved before the final
+        event goes out, and what the turn stripped is recorded (for a new conversation, once stored)."""
+        from ..messages._events import AgentRunResultEvent
+
+        await self._record_stripped(cid, scope, stripped, stored is not None)
+        runs = self.agent.run_stream_events(
+            prompt,
+            message_history=stored.messages if stored is not None else [],
+            conversation_id=cid,
+            deferred_tool_results=deferred,
+        )
+        async for event in runs:
+            if isinstance(event, AgentRunResultEvent):
+                await self._save(event.result, cid, scope, stored)
+                if stored is None:
+                    await self._record_stripped(cid, scope, stripped, True)
+            yield event
 
     async def _save(self, result: Any, cid: str, scope: str, stored: Any) -> None:
         try:
@@ -372,6 +387,21 @@ class _Server:
                 f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
                 conversation_id=cid,
             ) from None
+
+
+def _streaming(body: AsyncIterator[Any], leave: Callable[[], Awaitable[None]], headers: Mapping[str, str]) -> Any:
+    """A streaming response that calls `leave` when it ends, however it ends (even when the client
+    is gone before the body starts, where a generator's `finally` would never run)."""
+    from starlette.responses import StreamingResponse
+
+    class _TurnResponse(StreamingResponse):
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            try:
+                await super().__call__(scope, receive, send)
+            finally:
+                await leave()
+
+    return _TurnResponse(body, headers=dict(headers))
 
 
 def _verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) -> list[Any]:

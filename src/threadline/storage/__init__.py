@@ -23,7 +23,7 @@ from ..exceptions import (
     StoreError,
     UserError,
 )
-from ._contract import AuditStore, ConversationStore, FinishedRun, NotebookStore, StepStore, SyncStore
+from ._contract import AuditStore, ConversationStore, FinishedRun, NotebookStore, StepStore, SyncStore, TurnLeases
 from ._face import AsyncStore
 from ._records import (
     EVERY_SCOPE,
@@ -99,6 +99,7 @@ __all__ = [
     'StoreSeal',
     'StoredConversation',
     'SyncStore',
+    'TurnLeases',
     'TipBook',
     'ToolEffect',
     'WaitRecord',

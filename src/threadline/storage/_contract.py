@@ -303,5 +303,27 @@ class NotebookStore(Protocol):
 
 
 @runtime_checkable
-class SyncStore(ConversationStore, StepStore, AuditStore, NotebookStore, Protocol):
+class TurnLeases(Protocol):
+    """Who is answering a conversation's turn right now, across processes and machines that share
+    the store (the chat server takes one per turn, so two servers never run one conversation's
+    turns at once).
+
+    Rules: a lease is keyed by scope and conversation (another scope's lease is invisible and
+    never blocks); `claim_turn` succeeds when nobody holds the lease, when the holder's lease has
+    expired, or when `holder` already holds it (which renews it for `ttl` more seconds); a holder
+    that crashed is outwaited by its `ttl`. Expiry uses the claiming machine's clock, so keep
+    `ttl` well above the clock skew between machines. A lease is coordination, not history: it is
+    neither sealed nor synced to disk, and the conversation need not exist yet."""
+
+    def claim_turn(self, conversation_id: str, *, scope: str, holder: str, ttl: float) -> bool:
+        """Take (or renew) the lease for `ttl` seconds; whether `holder` now holds it."""
+        ...
+
+    def release_turn(self, conversation_id: str, *, scope: str, holder: str) -> None:
+        """Give the lease up, if `holder` holds it (someone else's lease is left alone)."""
+        ...
+
+
+@runtime_checkable
+class SyncStore(ConversationStore, StepStore, AuditStore, NotebookStore, TurnLeases, Protocol):
     """The whole contract: what a backend implements to serve every Threadline feature."""

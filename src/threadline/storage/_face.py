@@ -46,9 +46,15 @@ class _AsyncOp(Generic[P, R]):
         if store is None:
             return self
         method: Callable[P, R] = getattr(store.sync, self._name)
+        if store.in_process:
 
-        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            return await asyncio.to_thread(method, *args, **kwargs)
+            async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+                return method(*args, **kwargs)
+
+        else:
+
+            async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+                return await asyncio.to_thread(method, *args, **kwargs)
 
         call.__name__ = call.__qualname__ = self._name
         call.__doc__ = self.__doc__
@@ -61,6 +67,11 @@ class AsyncStore(Generic[B]):
     `store.sync` is the synchronous backend with the same operations. Wrap your own backend with
     `AsyncStore(MyBackend(...))` to use it wherever Threadline takes a store.
     """
+
+    in_process: bool = False
+    """True for a backend that never waits on a disk or a network (`MemoryStore`): its operations
+    then run in the event loop, where a thread hop would cost more than they do. Everything else
+    runs in a worker thread, so a slow write never stalls other coroutines."""
 
     def __init__(self, backend: B) -> None:
         self._backend = backend
@@ -120,6 +131,9 @@ class AsyncStore(Generic[B]):
     read_notebook = _AsyncOp(SyncStore.read_notebook)
     write_notebook = _AsyncOp(SyncStore.write_notebook)
     delete_notebook = _AsyncOp(SyncStore.delete_notebook)
+    # turn leases
+    claim_turn = _AsyncOp(SyncStore.claim_turn)
+    release_turn = _AsyncOp(SyncStore.release_turn)
 
 
 def contract_operations() -> builtins.list[str]:

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from ._audit_sql import AuditOps
 from ._dialect import Dialect
+from ._leases_sql import LeaseOps
 from ._neutral import now_text
 from ._notebooks_sql import NotebookOps
 from ._records import EveryScope
@@ -27,7 +28,7 @@ __all__ = ['SQLStore']
 
 
 @validated
-class SQLStore(LogOps, StepOps, AuditOps, NotebookOps):
+class SQLStore(LogOps, StepOps, AuditOps, NotebookOps, LeaseOps):
     """The synchronous store on a SQL database (what `SQLiteStore(...).sync` is)."""
 
     def prune(

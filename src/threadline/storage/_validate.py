@@ -42,7 +42,7 @@ _COUNTS: dict[str, tuple[int, int]] = {
     'branch_id': (0, 2**53),
     'expected_revision': (0, 2**53),
 }
-_IDS = {'conversation_id', 'run_id', 'new_id', 'resume_token'}
+_IDS = {'conversation_id', 'run_id', 'new_id', 'resume_token', 'holder'}
 _TEXTS = {'query', 'expected_effect', 'owner', 'decision', 'destination', 'observed_revision', 'evidence_ref'}
 
 

@@ -30,6 +30,7 @@ from ._file_convert import (
     to_snapshot,
     to_wait,
 )
+from ._file_leases import FileLeases
 from ._file_log import FileLogOps
 from ._file_notebooks import FileNotebooks
 from ._file_records import REV, BranchLine, FileRecord, OutcomeLine, QuarantineLine, RunLine, WaitLine, WaitResolvedLine
@@ -56,7 +57,7 @@ __all__ = ['FileBackend', 'FileStore']
 
 
 @validated
-class FileBackend(FileLogOps, FileNotebooks):
+class FileBackend(FileLogOps, FileNotebooks, FileLeases):
     """The synchronous store over a directory of JSON-lines files (what `FileStore(...).sync` is)."""
 
     def prune(

@@ -15,6 +15,8 @@ __all__ = ['MemoryStore']
 class MemoryStore(SQLiteStore):
     """An in-process store with the full store behaviour and no persistence."""
 
+    in_process = True  # no I/O: operations run in the event loop, without a thread hop
+
     def __init__(self) -> None:
         super().__init__(':memory:', synchronous='OFF', seal=StoreSeal.ephemeral())
 

@@ -20,6 +20,7 @@ retry prompts that answer no call: store Threadline's history, not this form.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -52,6 +53,7 @@ from ...messages._sanitize import StrippedItem
 __all__ = ['AGUIAdapter']
 
 
+@functools.cache  # building the adapter costs about 1 ms: once per process, not per request
 def _message_adapter() -> TypeAdapter[list[Any]]:
     from ag_ui.core import Message
 
