@@ -8,21 +8,22 @@ by `(run_id, tool_call_id)`. Events and snapshots carry idempotency keys, so a r
 dropped rather than doubled. A tool records its idempotency key with `annotate_tool_effect`
 before its external effect.
 
-Which writes wait for the disk (a sync), and why. A tool-calling turn costs three syncs:
+Which writes wait for the disk (a sync), and why. A tool-calling turn costs two syncs:
 1. Before a tool body runs: the response that called it and the ledger row `started`. After a
-   crash, a call with an effect in the world must never be missing from the ledger. The calls of
-   one response share this commit (a group commit).
-2. When a response's tool calls are answered: the tool results, the rows `completed`/`failed`
-   and a settled snapshot, in one commit that goes behind the next model request (below). Until
-   it is on disk a crash leaves the rows `started` (effect unknown), exactly what a crash inside
-   the tool leaves, and the result is not stored either, so no row ever claims an effect whose
-   result was lost. The next write, and the end of the run, wait for it.
-3. When the run ends, finished or failed: the last response and the run record.
-Everything else (the run's registration and its new prompt before the first model request, a
-final response before its output is processed, events) is committed, atomically and so that
-killing the process loses none of it, without waiting for the disk (`StepWrite.durable=False`);
-the next sync makes it durable. A power loss before then loses at most the step in flight, which
-is what the log promises anyway. Writes with nothing but events wait for the next write.
+   crash, even a power loss, a call with an effect in the world must never be missing from the
+   ledger. The calls of one response share this commit (a group commit).
+2. When the run ends, finished or failed: the last response and the run record, so a run the
+   caller saw finish stays finished.
+Everything else is committed, atomically and so that killing the process loses none of it,
+without waiting for the disk (`StepWrite.durable=False`); the next sync makes it durable, since
+the database's log is synced in order. That covers the run's registration and its new prompt
+before the first model request, a final response before its output is processed, events, and
+the answers to a response's tool calls: the tool results, the rows `completed`/`failed` and a
+settled snapshot, in one commit that goes behind the next model request (below). A power loss
+before the next sync loses that commit whole, results and rows together, so the rows read
+`started` (effect unknown), exactly what a crash inside the tool leaves: no row ever claims an
+effect whose result was lost. That is the step in flight, which is what the log may lose anyway.
+Writes with nothing but events wait for the next write.
 
 The write before a model request goes *behind* it: it commits in a worker thread while the
 request is made, and the next write waits for it (and raises its error, such as a conflict). A
@@ -238,7 +239,7 @@ class StepPersistence(AbstractCapability[Any]):
             state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
         elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
             state.snapshot = 'complete'
-            state.write_behind(ctx, durable=True)
+            state.write_behind(ctx)  # the answers: not synced on their own (module docstring)
         return result
 
     async def before_tool_execute(
