@@ -16,7 +16,10 @@ __all__ = [
     'ConversationNotFound',
     'ConversationQuarantined',
     'CorruptRecordError',
+    'FallbackExceptionGroup',
     'MessageValidationError',
+    'ModelAPIError',
+    'ModelConnectionError',
     'ModelHTTPError',
     'ModelRetry',
     'RunNotFound',
@@ -82,14 +85,29 @@ class AgentRunError(ThreadlineError, RuntimeError):
     """A run could not finish."""
 
 
-class ModelHTTPError(AgentRunError):
+class ModelAPIError(AgentRunError):
+    """A request to a model's provider failed; `model_name` says which model."""
+
+    def __init__(self, model_name: str, message: str) -> None:
+        self.model_name = model_name
+        super().__init__(message)
+
+
+class ModelHTTPError(ModelAPIError):
     """The provider answered with an HTTP error; `status_code`, `model_name` and `body` say which."""
 
     def __init__(self, status_code: int, model_name: str, body: object = None) -> None:
         self.status_code = status_code
-        self.model_name = model_name
         self.body = body
-        super().__init__(f'status_code: {status_code}, model_name: {model_name}, body: {body}')
+        super().__init__(model_name, f'status_code: {status_code}, model_name: {model_name}, body: {body}')
+
+
+class ModelConnectionError(ModelAPIError):
+    """The provider could not be reached, or did not answer in time (after the SDK's retries)."""
+
+
+class FallbackExceptionGroup(ExceptionGroup[Exception], AgentRunError):
+    """Every model of a `FallbackModel` failed; `exceptions` holds each attempt's error, in order."""
 
 
 class UsageLimitExceeded(AgentRunError):

@@ -312,6 +312,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         if chosen is None:
             raise UserError('`model` must either be set on the agent or included when calling it.')
         resolved_model = infer_model(chosen)
+        limits = usage_limits or UsageLimits()
+        limits.check_cost_known(resolved_model)
         history = check_history(message_history)
         run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
         settings = {**(self.model_settings or {}), **(model_settings or {})} or None
@@ -332,7 +334,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             model=resolved_model,
             ctx=ctx,
             run_usage=RunUsage(),
-            limits=usage_limits or UsageLimits(),
+            limits=limits,
             settings=settings,  # type: ignore[arg-type]
             output=self._output,
             tools=tools,

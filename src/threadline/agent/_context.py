@@ -49,6 +49,24 @@ class RunContext(Generic[AgentDepsT]):
     """What repairing the given history at run start changed (`RepairEvent`s), for audit records."""
     queue: Any = field(default=None, repr=False)
 
+    @property
+    def context_tokens(self) -> int | None:
+        """The tokens the next request will carry: the last response's reported input and output
+        tokens plus an estimate of what the history gained since (see `models._window`); None
+        before the first response or when that response reported no usage."""
+        from ..models._window import context_tokens
+
+        return context_tokens(self.messages)
+
+    @property
+    def context_window_used(self) -> float | None:
+        """`context_tokens` as a share of the model's `context_window` (a `FallbackModel`: the
+        smallest of its models'); None when either is unknown, never a misleading 0.0. Use it to
+        compact a history before it overflows (see `CompactWhenFull`)."""
+        from ..models._window import context_window_fraction
+
+        return context_window_fraction(self.messages, self.model.context_window)
+
     def enqueue(self, *items: Any, priority: str = 'asap') -> str | None:
         """Inject content into this run (see `threadline.agent._enqueue` for the delivery rules);
         returns the enqueue id, or None for an empty call. From inside a tool, parts-only content

@@ -239,6 +239,7 @@ class ModelRequestNode:
             self.in_history = True
         ctx = state.ctx
         state.limits.check_before_request(ctx.usage)
+        state.limits.check_cost_before_request(ctx.usage, state.model, state.history)
         ctx.run_step += 1
         state.drain_asap()
         params = await state.request_parameters()
@@ -289,7 +290,27 @@ def _stamp_response(state: RunState, response: ModelResponse, model: Any) -> Non
         response.model_name = model.model_name
     if response.provider_name is None:
         response.provider_name = model.system
+    if response.usage.cost is None:
+        response.usage.cost = _cost(response, model)
     state.stamp(response)
+
+
+def _cost(response: ModelResponse, model: Any) -> Any:
+    """What the response cost at the answering model's genai-prices price, else None."""
+    from ..models._prices import price_of
+
+    usage = response.usage
+    if not (usage.input_tokens or usage.output_tokens) or response.model_name is None:
+        return None
+    # The URL identifies the provider best, but only the model that answered has the right one.
+    url = model.base_url if response.provider_name == model.system else None
+    return price_of(
+        (response.model_name, response.provider_name, url),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
 
 
 def _history_shape(state: RunState) -> tuple[int, int, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._public import publish
 from ..agent._capability import AbstractCapability, CapabilityChain, ModelRequestContext
+from ._compact_when_full import CompactWhenFull
 from ._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
 from ._hooks import Hooks
 from ._instrumentation import Instrumentation, MessageHistoryMutatedWarning
@@ -14,6 +15,7 @@ __all__ = [
     'AbstractCapability',
     'CapabilityChain',
     'ClearOldToolResults',
+    'CompactWhenFull',
     'Hooks',
     'Instrumentation',
     'KeepLastTurns',

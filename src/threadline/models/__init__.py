@@ -8,12 +8,17 @@
 from __future__ import annotations
 
 from .._public import publish
-from ..exceptions import ModelHTTPError, UserError
+from ..exceptions import FallbackExceptionGroup, ModelAPIError, ModelConnectionError, ModelHTTPError, UserError
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._render import render_history
+from .fallback import FallbackModel
 
 __all__ = [
+    'FallbackExceptionGroup',
+    'FallbackModel',
     'Model',
+    'ModelAPIError',
+    'ModelConnectionError',
     'ModelHTTPError',
     'ModelProfile',
     'ModelRequestParameters',

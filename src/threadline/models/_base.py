@@ -61,11 +61,14 @@ class ModelProfile:
 
     `supports_inline_system_prompts`: a system message may appear mid-conversation. Where it may
     not, a mid-conversation `SystemPromptPart` is sent as a `<system>`-tagged user part instead.
+    `context_window`: how many tokens one request may carry. Left None, the model's window is
+    looked up in genai-prices (see `Model.context_window`); set it for custom or local models.
     """
 
     supports_inline_system_prompts: bool = False
     supports_tools: bool = True
     supports_json_schema_output: bool = False
+    context_window: int | None = None
 
 
 class Model(ABC):
@@ -84,6 +87,22 @@ class Model(ABC):
     @property
     def profile(self) -> ModelProfile:
         return ModelProfile()
+
+    @property
+    def base_url(self) -> str | None:
+        """The provider API's URL, when the model talks to one (it identifies the provider best)."""
+        return None
+
+    @property
+    def context_window(self) -> int | None:
+        """How many tokens a request to this model may carry: the profile's `context_window`, else
+        what genai-prices records for the model, else None (unknown, never a guess)."""
+        from ._prices import known_context_window
+
+        declared = self.profile.context_window
+        if declared is not None:
+            return declared
+        return known_context_window((self.model_name, self.system, self.base_url))
 
     @abstractmethod
     async def request(

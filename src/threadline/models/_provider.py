@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from ..exceptions import ModelHTTPError, UnexpectedModelBehavior, UserError
+from ..exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
 from ..messages import BinaryContent, ModelMessage, ModelResponse
 from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
 from ._stream import StreamedResponse
@@ -58,6 +58,11 @@ class ProviderModel(Model, Generic[ProviderT]):
     @property
     def system(self) -> str:
         return self.provider_name
+
+    @property
+    def base_url(self) -> str | None:
+        # Only once the provider exists: building it needs a key, and naming a model must not.
+        return getattr(self._provider, 'base_url', None) if self._provider is not None else None
 
     @property
     def profile(self) -> ModelProfile:
@@ -180,7 +185,8 @@ async def post_json(
     encoded here, once, because the SDKs' `create` methods walk every field of the params (OpenAI's
     transform costs about 0.5 s per 1,000 messages) and deep-copy them before `json.dumps`.
 
-    Rules: an HTTP error status becomes `ModelHTTPError(status, model, body)`; a 2xx body that is
+    Rules: an HTTP error status becomes `ModelHTTPError(status, model, body)`; a connection error or
+    timeout becomes `ModelConnectionError`; a 2xx body that is
     not a JSON object becomes `UnexpectedModelBehavior` carrying the raw text; a JSON object is
     built into the SDK's model leniently (`construct`), as the SDKs themselves do.
     """
@@ -200,6 +206,8 @@ async def post_json(
         text = await client.post(path, cast_to=str, content=content, options=options)
     except sdk.APIStatusError as exc:
         raise ModelHTTPError(exc.status_code, model_name, _error_body(exc)) from exc
+    except sdk.APIConnectionError as exc:  # timeouts too, after the SDK's own retries
+        raise ModelConnectionError(model_name, f'{model_name}: {type(exc).__name__}: {exc}') from exc
     try:
         data = msgspec.json.decode(text)
     except msgspec.DecodeError as exc:

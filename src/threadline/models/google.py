@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from ..exceptions import ModelHTTPError, UnexpectedModelBehavior, UserError
+from ..exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
 from ..messages import (
     BinaryContent,
     CachePoint,
@@ -429,7 +429,9 @@ class _GeminiStream(StreamedResponse):
 
 @contextmanager
 def _errors(model_name: str) -> Iterator[None]:
-    """Turns the SDK's API errors into `ModelHTTPError` (status and body kept)."""
+    """Turns the SDK's API errors into `ModelHTTPError` (status and body kept), and transport
+    errors into `ModelConnectionError`."""
+    import httpx
     from google.genai import errors
 
     try:
@@ -437,3 +439,5 @@ def _errors(model_name: str) -> Iterator[None]:
     except errors.APIError as error:
         body = getattr(error, 'details', None) or getattr(error, 'message', None)
         raise ModelHTTPError(int(error.code or 0), model_name, body) from error
+    except httpx.TransportError as error:  # unreachable, or no answer in time
+        raise ModelConnectionError(model_name, f'{model_name}: {type(error).__name__}: {error}') from error
