@@ -141,6 +141,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         retries: int | None = None,
         requires_approval: bool = False,
         strict: bool | None = None,
+        defer_loading: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -152,10 +153,17 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         retries: int | None = None,
         requires_approval: bool = False,
         strict: bool | None = None,
+        defer_loading: bool = False,
     ) -> F | Callable[[F], F]:
-        """Register a tool whose first parameter is the `RunContext` (`strict`: see `Tool`)."""
+        """Register a tool whose first parameter is the `RunContext` (`strict`, `defer_loading`: see `Tool`)."""
         return self._decorate(
-            func, takes_ctx=True, name=name, max_retries=retries, requires_approval=requires_approval, strict=strict
+            func,
+            takes_ctx=True,
+            name=name,
+            max_retries=retries,
+            requires_approval=requires_approval,
+            strict=strict,
+            defer_loading=defer_loading,
         )
 
     @overload
@@ -169,6 +177,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         retries: int | None = None,
         requires_approval: bool = False,
         strict: bool | None = None,
+        defer_loading: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool_plain(
@@ -180,10 +189,17 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         retries: int | None = None,
         requires_approval: bool = False,
         strict: bool | None = None,
+        defer_loading: bool = False,
     ) -> F | Callable[[F], F]:
-        """Register a tool that does not take the `RunContext` (`strict`: see `Tool`)."""
+        """Register a tool that does not take the `RunContext` (`strict`, `defer_loading`: see `Tool`)."""
         return self._decorate(
-            func, takes_ctx=False, name=name, max_retries=retries, requires_approval=requires_approval, strict=strict
+            func,
+            takes_ctx=False,
+            name=name,
+            max_retries=retries,
+            requires_approval=requires_approval,
+            strict=strict,
+            defer_loading=defer_loading,
         )
 
     def _decorate(self, func: F | None, **options: Any) -> F | Callable[[F], F]:

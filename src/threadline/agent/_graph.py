@@ -35,6 +35,7 @@ from ..models import render_history
 from ._capability import ModelRequestContext
 from ._end import End, FinalResult
 from ._output import DeferredToolResults
+from ._reveal import visible
 from ._state import RunState, now_utc
 from ._tool_step import ToolStep, validate_output
 
@@ -253,6 +254,9 @@ class ModelRequestNode:
         request_context = await state.capabilities.before_model_request(state.ctx, request_context)
         if state.drain_asap():  # content a hook enqueued reaches this request too
             request_context.messages = list(state.history)
+        # Deferred tools follow the history actually sent: a processor that dropped a reveal hides them.
+        params = request_context.model_request_parameters
+        params.function_tools = visible(params.function_tools, request_context.messages)
         _check_request_messages(request_context.messages)
         if _history_shape(state) != before:
             _stamp_last(state)

@@ -189,8 +189,10 @@ class RunState:
         return parts
 
     async def request_parameters(self) -> ModelRequestParameters:
+        from ._reveal import visible
+
         return ModelRequestParameters(
-            function_tools=[tool.tool_def for tool in self.tools.values()],
+            function_tools=visible((tool.tool_def for tool in self.tools.values()), self.history),
             output_tools=self.output.output_tools,
             allow_text_output=self.output.allow_text,
             instructions=await self.instructions(),

@@ -16,10 +16,20 @@ from ..exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from ..messages import ModelRequest, ModelRequestPart, RetryFeedbackPart, RetryInfo, ToolCallPart, ToolReturnPart
+from ..messages import (
+    ModelRequest,
+    ModelRequestPart,
+    RetryFeedbackPart,
+    RetryInfo,
+    ToolCallPart,
+    ToolReturn,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from ..messages._events import FunctionToolCallEvent, FunctionToolResultEvent
 from ._end import End, FinalResult
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from ._reveal import delta_part, revealed
 from ._state import RunState, now_utc
 from ._tools import Tool, ToolArgsError
 
@@ -50,11 +60,14 @@ class ToolStep:
         self.final: FinalResult[Any] | None = None
         self.pending_approvals: list[ToolCallPart] = []
         self.pending_calls: list[ToolCallPart] = []
+        self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
+        self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
+        self.callable = _callable_tools(state)
 
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
         output_names = {t.name for t in state.output.output_tools}
-        runnable = [c for c in self.calls if c.tool_name in state.tools]
+        runnable = [c for c in self.calls if c.tool_name in self.callable]
         try:
             state.limits.check_tool_calls(state.ctx.usage, len(runnable))
         except UsageLimitExceeded:
@@ -68,8 +81,8 @@ class ToolStep:
                 slots[index] = self._duplicate(call)
             elif call.tool_name in output_names:
                 slots[index] = await self._output_call(call)
-            elif call.tool_name in state.tools:
-                tasks.append((index, self._function_call(call, state.tools[call.tool_name])))
+            elif call.tool_name in self.callable:
+                tasks.append((index, self._function_call(call, self.callable[call.tool_name])))
             else:
                 slots[index] = self._retry(call, self._unknown_tool_message(call), 'model_retry', None)
             seen.add(call.tool_call_id)
@@ -88,8 +101,22 @@ class ToolStep:
                 slots[index] = result
                 if result is not None:
                     state.emit(FunctionToolResultEvent(result))
-        parts = [part for part in slots if part is not None]
-        return await self._next(parts)
+        return await self._next(self._assemble(slots))
+
+    def _assemble(self, slots: list[Any]) -> list[Any]:
+        """The step's parts in call order, each reveal right after its result, then any content
+        tools sent beside their results (see `ToolReturn`)."""
+        shown = revealed(self.state.history)
+        parts: list[Any] = []
+        for part in slots:
+            if part is None:
+                continue
+            parts.append(part)
+            names = self.reveals.get(part.tool_call_id) if isinstance(part, ToolReturnPart) else None
+            delta = delta_part(names, shown, part.tool_call_id) if names else None
+            if delta is not None:
+                parts.append(delta)
+        return [*parts, *self.trailing]
 
     async def _next(self, parts: list[Any]) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
@@ -109,7 +136,7 @@ class ToolStep:
         return parts
 
     def _unknown_tool_message(self, call: ToolCallPart) -> str:
-        names = sorted([*self.state.tools, *(t.name for t in self.state.output.output_tools)])
+        names = sorted([*self.callable, *(t.name for t in self.state.output.output_tools)])
         available = ', '.join(repr(n) for n in names) if names else 'none'
         return f'Unknown tool name: {call.tool_name!r}. Available tools: {available}'
 
@@ -219,7 +246,31 @@ class ToolStep:
             state.ctx.retries.pop(call.tool_name, None)  # a success ends the tool's run of retries
         if isinstance(result, ToolReturnPart):
             return result
+        if isinstance(result, ToolReturn):
+            return self._unpack(call, result, outcome)
         return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
+
+    def _unpack(self, call: ToolCallPart, result: ToolReturn, outcome: str) -> ToolReturnPart:
+        if result.tools:
+            self.reveals[call.tool_call_id] = list(result.tools)
+        if result.content:
+            content = result.content if isinstance(result.content, str) else list(result.content)
+            self.trailing.append(UserPromptPart(content))
+        return ToolReturnPart(
+            call.tool_name,
+            result.return_value,
+            call.tool_call_id,
+            metadata=result.metadata,
+            outcome=outcome,  # type: ignore[arg-type]
+        )
+
+
+def _callable_tools(state: RunState) -> dict[str, Tool[Any]]:
+    """The tools the model may call now: deferred ones only once revealed (see `_reveal`)."""
+    if not any(t.defer_loading for t in state.tools.values()):
+        return state.tools
+    shown = revealed(state.history)
+    return {name: t for name, t in state.tools.items() if not t.defer_loading or name in shown}
 
 
 async def _gather_cancelling(calls: list[Any]) -> list[Any]:

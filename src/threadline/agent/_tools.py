@@ -108,7 +108,8 @@ class Tool(Generic[AgentDepsT]):
     `requires_approval=True` defers every call until the application approves it. `strict` asks a
     provider that has a strict mode (OpenAI) to make the arguments always match the schema: None
     (the default) uses it when the schema allows it, False never, True always (rewriting the
-    schema to fit, or refusing one that cannot).
+    schema to fit, or refusing one that cannot). `defer_loading=True` hides the tool from the
+    model until another tool reveals it (`ToolReturn(tools=[name])`; see `threadline.agent._reveal`).
     """
 
     def __init__(
@@ -121,8 +122,10 @@ class Tool(Generic[AgentDepsT]):
         max_retries: int | None = None,
         requires_approval: bool = False,
         strict: bool | None = None,
+        defer_loading: bool = False,
     ) -> None:
         self.function = function
+        self.defer_loading = defer_loading
         self.takes_ctx = takes_run_context(function) if takes_ctx is None else takes_ctx
         self.name = name or function.__name__
         self.max_retries = max_retries
@@ -177,6 +180,7 @@ class Tool(Generic[AgentDepsT]):
             self.description,
             kind='unapproved' if self.requires_approval else 'function',
             strict=self.strict,
+            defer_loading=self.defer_loading,
         )
 
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:

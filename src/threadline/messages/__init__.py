@@ -71,6 +71,7 @@ from ._parts import (
 )
 from ._repair import PairingReport, PartRef, RepairEvent, pairing_report, repair_messages, repair_report
 from ._sanitize import SanitizeOptions, StrippedItem, sanitize_messages, sanitize_report
+from ._tool_return import ToolReturn
 from ._usage import RequestUsage, RunUsage
 
 __all__ = [
@@ -126,6 +127,7 @@ __all__ = [
     'TextPart',
     'ThinkingPart',
     'ToolAvailabilityDeltaPart',
+    'ToolReturn',
     'ToolCallPart',
     'ToolReturnContent',
     'ToolReturnOutcome',

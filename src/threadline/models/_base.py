@@ -39,6 +39,8 @@ class ToolDefinition:
     description: str | None = None
     kind: Literal['function', 'output', 'unapproved', 'external'] = 'function'
     strict: bool | None = None
+    defer_loading: bool = False
+    """Hidden from the model until revealed in the history (`ToolReturn(tools=...)`)."""
     provider_definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
     """A provider-defined tool to send instead of the function definition, by provider name (e.g.
     Anthropic's `memory` tool, see `threadline.models.anthropic.MemoryTool`); the run still
