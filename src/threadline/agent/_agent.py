@@ -211,6 +211,13 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
         return register(func) if func is not None else register
 
+    def realtime(self, model: Any) -> Any:
+        """This agent on a realtime model: `async with agent.realtime(model).session() as s:`
+        (see `threadline.realtime`)."""
+        from ..realtime import AgentRealtime
+
+        return AgentRealtime(self, model)
+
     def instructions(self, func: F, /) -> F:
         """Register a function (optionally taking the `RunContext`) whose text joins the instructions."""
         self._instructions.append(func)
