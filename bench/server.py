@@ -105,6 +105,38 @@ def ours_app(store: str = 'memory', *, stateless: bool = False) -> Any:
     return create_app(backend, Agent(model), keys=None, stateless=keys)
 
 
+def ours_ag_ui_client_held() -> Any:
+    """Our AG-UI adapter the way pydantic-ai's `dispatch_request` works: the client's messages are
+    the history (sanitized on load), the run's events are encoded as AG-UI frames. Built from the
+    public `threadline.ui.ag_ui` API, no store."""
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from threadline import Agent
+    from threadline.messages import ModelResponse, TextPart
+    from threadline.models.function import FunctionModel
+    from threadline.ui.ag_ui import AGUIAdapter, ag_ui_events, encode
+
+    async def stream(messages: Any, info: Any) -> Any:
+        yield TEXT
+
+    agent = Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart(TEXT)]), stream_function=stream))
+
+    async def ag_ui(request: Any) -> Any:
+        body = await request.json()
+        history = AGUIAdapter.load_messages(body['messages'])
+        events = agent.run_stream_events(message_history=history, conversation_id=body['threadId'])
+
+        async def frames() -> Any:
+            async for event in ag_ui_events(events, thread_id=body['threadId'], run_id=body['runId']):
+                yield encode(event)
+
+        return StreamingResponse(frames(), media_type='text/event-stream')
+
+    return Starlette(routes=[Route('/api/ag-ui', ag_ui, methods=['POST'])])
+
+
 def reference_app() -> Any:
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart
@@ -165,8 +197,9 @@ SIDES = {
     'stateless': (lambda: ours_app(stateless=True), '/api/chat', 'ours --stateless (client holds it, signed)'),
     'held-mem': (ours_app, '/api/chat', 'ours server-held, MemoryStore (+load, +save)'),
     'held-sqlite': (lambda: ours_app('sqlite'), '/api/chat', 'ours server-held, SQLite file (+load, +durable save)'),
-    'ref-agui': (reference_app, '/api/ag-ui', 'pydantic-ai AGUIAdapter'),
-    'agui-mem': (ours_app, '/api/ag-ui', 'ours AG-UI, server-held, MemoryStore'),
+    'ref-agui': (reference_app, '/api/ag-ui', 'pydantic-ai AGUIAdapter (client holds the history)'),
+    'agui-client': (ours_ag_ui_client_held, '/api/ag-ui', 'ours AGUIAdapter, client holds it (like for like)'),
+    'agui-mem': (ours_app, '/api/ag-ui', 'ours AG-UI endpoint, server-held, MemoryStore'),
 }
 
 
@@ -203,7 +236,8 @@ async def overhead(repeat: int) -> None:
         ref = over['ref-agui' if name.startswith('agui') else 'ref']
         ratio = '' if name in ('floor', 'ref', 'ref-agui') else f'  ratio {over[name] / ref:.2f}'
         print(f'    {label:55s} {median[name] * 1e3:6.2f} ms  overhead {over[name] * 1e3:5.2f} ms{ratio}')
-    print('    like for like is `stateless` against `ref`: both runs get the history from the client.')
+    print('    like for like: `stateless` against VercelAIAdapter, `agui-client` against AGUIAdapter (the client')
+    print('    holds the history on both sides); server-held rows also load and save the turn in a store.')
 
 
 def main() -> None:
