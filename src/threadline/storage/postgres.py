@@ -223,10 +223,11 @@ class PostgresDialect:
         where = ' AND '.join(f'm.{column} @@ {query}' for column, _ in queries)
         texts = [text for _, text in queries]
         columns = 'm.id, m.branch_id, m.position, m.run_id'
+        indexed = ', '.join(column for column, _ in queries)  # only what ranking reads: no text
         if conversations:
             source = (
-                'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, grams, search_text '
-                f'FROM messages WHERE conversation_id = ANY(%s)) SELECT {columns}, {score} AS score, m.search_text '
+                f'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, {indexed} '
+                f'FROM messages WHERE conversation_id = ANY(%s)) SELECT {columns}, {score} AS score '
                 f'FROM m WHERE {where}'
             )
             params: list[Any] = [conversations, *texts, *texts]
@@ -237,22 +238,29 @@ class PostgresDialect:
             # The index matches first (a materialized CTE), the scope filters them after: left
             # to itself the planner may AND the GIN bitmap with the whole scope's index entries.
             source = (
-                'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, grams, search_text, scope '
-                f'FROM messages m WHERE {where}) SELECT {columns}, {score} AS score, m.search_text FROM m'
+                f'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, {indexed}, scope '
+                f'FROM messages m WHERE {where}) SELECT {columns}, {score} AS score FROM m'
             )
             params = [*texts, *texts]
             if scope is not None:
                 source += ' WHERE m.scope = %s'
                 params.append(scope)
-        # Rank first; the snippet (ts_headline costs far more than ts_rank) only for the best rows.
+        # Rank first; the message text (often toasted) is read for the best rows only, and the
+        # snippet (ts_headline costs far more than ts_rank) made for them alone.
         best = f'{source} ORDER BY score DESC, m.id LIMIT %s'
         params.append(limit * 5 if grams else limit)
+        joined = f'FROM ({best}) best JOIN messages t ON t.id = best.id'
         if grams:  # ts_headline cannot see a gram inside a word: the snippet is made below
-            sql, tail = f'SELECT * FROM ({best}) best', []
+            sql, tail = f'SELECT best.*, t.search_text {joined}', []
         else:
-            headline = f"ts_headline('simple', search_text, {query}, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4')"
-            sql, tail = f'SELECT id, branch_id, position, run_id, score, {headline} FROM ({best}) best', [texts[0]]
-        rows = [tuple(r) for r in conn.execute(sql + ' ORDER BY score DESC, id', [*tail, *params]).fetchall()]
+            headline = (
+                f"ts_headline('simple', t.search_text, {query}, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4')"
+            )
+            sql, tail = (
+                f'SELECT best.id, best.branch_id, best.position, best.run_id, best.score, {headline} {joined}',
+                [texts[0]],
+            )
+        rows = [tuple(r) for r in conn.execute(sql + ' ORDER BY best.score DESC, best.id', [*tail, *params]).fetchall()]
         if not grams:
             return rows
         kept = [r for r in rows if all(t.text in fold(r[5] or '') for t in grams)][:limit]
@@ -281,12 +289,13 @@ class PostgresDialect:
         query = "to_tsquery('simple', %s)"
         # The snippet is made for the best rows only: ts_headline costs far more than ts_rank.
         sql = (
-            'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv, search_text FROM messages '
+            'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, tsv FROM messages '
             'WHERE scope = %s ORDER BY id DESC LIMIT %s), '
-            f'best AS (SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank_cd(m.tsv, {query}) AS score, '
-            f'm.search_text FROM m WHERE m.tsv @@ {query} ORDER BY score DESC, m.id LIMIT %s) '
-            f"SELECT id, branch_id, position, run_id, score, ts_headline('simple', search_text, {query}, "
-            "'StartSel=[, StopSel=], MaxWords=14, MinWords=4') FROM best ORDER BY score DESC, id"
+            f'best AS (SELECT m.id, m.branch_id, m.position, m.run_id, ts_rank_cd(m.tsv, {query}) AS score '
+            f'FROM m WHERE m.tsv @@ {query} ORDER BY score DESC, m.id LIMIT %s) '
+            f"SELECT best.id, best.branch_id, best.position, best.run_id, best.score, ts_headline('simple', "
+            f"t.search_text, {query}, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') FROM best "
+            'JOIN messages t ON t.id = best.id ORDER BY best.score DESC, best.id'
         )
         text = _tsquery(words)
         return [tuple(r) for r in conn.execute(sql, (scope, WINDOW, text, text, limit, text)).fetchall()]

@@ -214,9 +214,14 @@ class SQLiteDialect:
             return self._scoped(conn, words, grams, conversations, limit)
         if grams:
             return self._gram_wide(conn, words, grams, scope, limit)
-        if any(_is_frequent(conn, t) for t in words if t.kind == 'word'):
-            return self._newest_first(conn, words, scope, limit)
+        counts = [_bounded_count(conn, _fts(t)) for t in words]
+        if any(c > FREQUENT for t, c in zip(words, counts, strict=True) if t.kind == 'word'):
+            return self._newest_first(conn, words, scope, limit, counts)
         terms_match = ' AND '.join(_fts(t) for t in words)
+        if len(words) > 1:
+            ranked = self._intersection_ranked(conn, words, terms_match, counts, scope, limit)
+            if ranked is not None:
+                return ranked
         # Store-wide: intersecting with a scope token is slow when the scope is large, so rank the
         # terms alone and keep the hits in scope, fetching more while too few are; a scope that
         # holds few of the hits is then found through its token instead.
@@ -253,7 +258,28 @@ class SQLiteDialect:
         df = [len(hits)] if len(every) == 1 else [_term_count(conn, t, within) for t in every]
         return self._attach(conn, rank_locally(hits, every, total, df, limit), None)
 
-    def _newest_first(self, conn: Any, words: list[Term], scope: str | None, limit: int) -> list[SearchRow]:
+    def _intersection_ranked(
+        self, conn: Any, words: list[Term], match: str, df: list[int], scope: str | None, limit: int
+    ) -> list[SearchRow] | None:
+        """Several terms, none frequent: their few common matches ranked by BM25 here, with the
+        document frequencies just counted. FTS5's `bm25()` would walk every term's full list a
+        second time to count them. None when the intersection is too large to rank here."""
+        hits = conn.execute(
+            'SELECT rowid, highlight(message_fts, 0, ?, ?) FROM message_fts WHERE message_fts MATCH ? LIMIT ?',
+            (MARK_START, MARK_END, match, INTERSECTION + 1),
+        ).fetchall()
+        if len(hits) > INTERSECTION:
+            return None
+        if not hits:
+            return []
+        kept = {row[0] for row in self._attach(conn, [(h[0], 0.0, '') for h in hits], scope)}
+        hits = [h for h in hits if h[0] in kept]
+        total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
+        return self._attach(conn, rank_locally(hits, words, total, df, limit), scope)
+
+    def _newest_first(
+        self, conn: Any, words: list[Term], scope: str | None, limit: int, df: list[int]
+    ) -> list[SearchRow]:
         """A query with a frequent word (held by more than `FREQUENT` messages): FTS5's bm25 would
         count and score every one of them, which costs what the store holds, and a word in most
         messages says little about which one is wanted. So the scope's newest `WINDOW` matches are
@@ -267,7 +293,6 @@ class SQLiteDialect:
         if not hits:
             return []
         total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
-        df = [_bounded_count(conn, _fts(t)) for t in words]
         return self._attach(conn, rank_locally(hits, words, total, df, limit), scope)
 
     def _gram_wide(
@@ -336,16 +361,14 @@ class SQLiteDialect:
 FREQUENT = 10_000
 """A word held by more messages than this is ranked within the newest matches (`_newest_first`)."""
 WINDOW = 200
+INTERSECTION = 500
+"""Up to this many common matches of several terms are ranked here (`_intersection_ranked`)."""
 
 
 def _bounded_count(conn: Any, expression: str) -> int:
     """How many messages match, counted no further than `FREQUENT + 1` (the cost is bounded)."""
     sql = 'SELECT count(*) FROM (SELECT rowid FROM message_fts WHERE message_fts MATCH ? LIMIT ?)'
     return int(conn.execute(sql, (expression, FREQUENT + 1)).fetchone()[0])
-
-
-def _is_frequent(conn: Any, term: Term) -> bool:
-    return _bounded_count(conn, _fts(term)) > FREQUENT
 
 
 def _split_terms(terms: list[Term]) -> tuple[list[Term], list[Term]]:
