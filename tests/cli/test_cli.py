@@ -198,3 +198,27 @@ def test_an_empty_scope_is_refused_not_replaced_by_the_default(
     code, out, err = run(capsys, *args)
     assert code != 0 and 'conv-' not in out
     assert err.startswith('error:') and 'scope' in err and 'Traceback' not in err
+
+
+def test_version_help_and_the_database_option_at_every_level(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    for flag in ('--version', '-V'):
+        code, out, _ = run(capsys, flag)
+        assert (code, out.strip()) == (0, f'threadline {version("threadline")}')
+    code, out, _ = run(capsys)  # no command: the help, exit 0
+    assert code == 0 and 'Usage: threadline' in out and 'conversations' in out
+    listings = [
+        ('-d', db, 'conversations', 'list'),
+        ('--database', db, 'conversations', 'list'),
+        ('conversations', '--db', db, 'list'),
+        ('conversations', '-d', db, 'list'),
+        ('conversations', 'list', '--database', db),
+    ]
+    for args in listings:
+        code, out, err = run(capsys, *args, '--scope', 'me', '--json')
+        assert code == 0, (args, err)
+        assert out.startswith('['), (args, out, err)
+        assert [r['conversation_id'] for r in json.loads(out)] == ['conv-b', 'conv-a'], args
+    code, out, err = run(capsys, 'db', '-d', db, 'path')
+    assert code == 0 and out.strip() == db, err

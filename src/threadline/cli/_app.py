@@ -22,6 +22,7 @@ __all__ = [
     'default_db',
     'default_scope',
     'dump',
+    'group_state',
     'main',
     'shared_options',
     'state_for',
@@ -127,7 +128,9 @@ def _failure(check: Any) -> str:
 
 
 def shared_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option('--db', 'db', default=None, help='Database path or postgresql:// URL [env THREADLINE_DB].')(fn)
+    fn = click.option(
+        '-d', '--db', '--database', 'db', default=None, help='Database path or postgresql:// URL [env THREADLINE_DB].'
+    )(fn)
     fn = click.option(
         '--scope', default=None, help='Scope (tenant/owner) of the conversations [env THREADLINE_SCOPE].'
     )(fn)
@@ -148,12 +151,30 @@ def dump(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
-@click.group(context_settings={'help_option_names': ['-h', '--help']})
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version('threadline')
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree without metadata
+        return 'unknown'
+
+
+@click.group(context_settings={'help_option_names': ['-h', '--help']}, invoke_without_command=True)
+@click.version_option(_version(), '-V', '--version', prog_name='threadline', message='%(prog)s %(version)s')
 @shared_options
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
     """Threadline: the conversation history of LLM agents."""
     ctx.obj = State(db, scope, debug)
+    if ctx.invoked_subcommand is None:  # no command: the help, and a clean exit
+        click.echo(ctx.get_help())
+
+
+def group_state(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
+    """For a command group's own --db/--scope (`threadline conversations --db X list`): what it
+    names overrides the top level's for every command under it."""
+    ctx.obj = state_for(db, scope, debug)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ._app import cli, console, shared_options, state_for
+from ._app import cli, console, group_state, shared_options, state_for
 
 __all__ = ['audit', 'db']
 
@@ -97,8 +97,11 @@ def audit(
 
 
 @cli.group()
-def db() -> None:
+@shared_options
+@click.pass_context
+def db(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
     """The database: where it is, what is in it, a backup."""
+    group_state(ctx, db, scope, debug)
 
 
 @db.command('path')

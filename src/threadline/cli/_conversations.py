@@ -12,15 +12,26 @@ import click
 from rich.markup import escape
 
 from ..exceptions import MessageValidationError
-from ._app import cli, console, dump, refuse_if_tampered, shared_options, state_for, warn_if_tampered
+from ._app import (
+    cli,
+    console,
+    dump,
+    group_state,
+    refuse_if_tampered,
+    shared_options,
+    state_for,
+    warn_if_tampered,
+)
 
 __all__ = ['conversations']
 
 
 @cli.group(invoke_without_command=True)
+@shared_options
 @click.pass_context
-def conversations(ctx: click.Context) -> None:
+def conversations(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
     """Stored conversations (default: list)."""
+    group_state(ctx, db, scope, debug)
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_conversations)
 

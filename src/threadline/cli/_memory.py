@@ -6,14 +6,17 @@ import click
 from rich.markup import escape
 
 from ..exceptions import ConflictError
-from ._app import cli, console, dump, shared_options, state_for
+from ._app import cli, console, dump, group_state, shared_options, state_for
 
 __all__ = ['memory']
 
 
 @cli.group()
-def memory() -> None:
+@shared_options
+@click.pass_context
+def memory(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
     """Notebooks that Memory keeps per namespace (a user or tenant id), in the store's scope."""
+    group_state(ctx, db, scope, debug)
 
 
 @memory.command()
