@@ -222,3 +222,10 @@ def test_version_help_and_the_database_option_at_every_level(db: str, capsys: py
         assert [r['conversation_id'] for r in json.loads(out)] == ['conv-b', 'conv-a'], args
     code, out, err = run(capsys, 'db', '-d', db, 'path')
     assert code == 0 and out.strip() == db, err
+
+
+def test_audit_names_what_is_missing(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, 'audit', 'missing.json', '--db', db, '--scope', 'me')
+    assert code == 1 and err.strip() == 'error: no such file: missing.json'
+    code, _, err = run(capsys, 'audit', 'conv-c', '--db', db, '--scope', 'me')  # another scope's: not found
+    assert code == 1 and err.strip() == "error: no conversation 'conv-c' in scope 'me', and no file of that name"

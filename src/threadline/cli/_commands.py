@@ -67,9 +67,17 @@ def audit(
         contract = PromptContract.for_text(text, name=prompt_file.name, store=store)
     else:
         contract = PromptContract.unchecked()
-    if path.exists() and not store.sync.conversation_state(target, scope=state.scope):
+    stored = store.sync.conversation_state(target, scope=state.scope) is not None
+    if path.exists() and not stored:
         history: Any = path.read_bytes()
         context = AuditContext(source='client', prompt_contract=contract, store=store, scope=state.scope)
+    elif not stored:
+        looks_like_file = path.suffix.lower() == '.json' or '/' in target or '\\' in target
+        raise click.ClickException(
+            f'no such file: {target}'
+            if looks_like_file
+            else f'no conversation {target!r} in scope {state.scope!r}, and no file of that name'
+        )
     else:
         history = store.sync.load(target, scope=state.scope)
         context = AuditContext(
