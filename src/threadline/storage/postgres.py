@@ -205,7 +205,10 @@ class PostgresDialect:
         Scoped to conversations, their rows are taken first (a materialized CTE, so the planner
         cannot start from a GIN index whose posting list for a frequent word grows with the
         store): the query costs what the conversation holds. `ts_rank_cd` reads only the row
-        it ranks, so no other conversation's words shape a score."""
+        it ranks, so no other conversation's words shape a score. Store-wide, the newest
+        `RANK_CAP` matches of the scope are ranked (ranking reads every tsvector it scores), and a
+        query matching a large share of the scope is answered from its newest messages
+        (`_newest_first`)."""
         words = [t for t in terms if not t.grams]
         grams = [t for t in terms if t.grams]
         if words and not grams and not conversations and scope is not None and self._frequent(conn, words, scope):
@@ -233,18 +236,21 @@ class PostgresDialect:
             params: list[Any] = [conversations, *texts, *texts]
         else:
             # Enough memory for an exact bitmap of the matches: a lossy one rechecks (and
-            # detoasts) every row of each page it covers.
-            conn.execute("SET LOCAL work_mem = '32MB'")
+            # detoasts) every row of each page it covers. No JIT: compiling the query (which the
+            # GIN match's row estimate triggers on a table not yet analyzed) took longer than
+            # running it. One round trip for both.
+            conn.execute("SET LOCAL work_mem = '32MB'; SET LOCAL jit = off")
             # The index matches first (a materialized CTE), the scope filters them after: left
             # to itself the planner may AND the GIN bitmap with the whole scope's index entries.
+            # Ranking reads each match's (often toasted) tsvector, so at most the newest RANK_CAP
+            # matches of the scope are ranked: beyond that the cost grows with the store.
+            in_scope = 'WHERE scope = %s ' if scope is not None else ''
             source = (
-                f'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, {indexed}, scope '
-                f'FROM messages m WHERE {where}) SELECT {columns}, {score} AS score FROM m'
+                f'WITH found AS MATERIALIZED (SELECT id, branch_id, position, run_id, {indexed}, scope '
+                f'FROM messages m WHERE {where}), m AS (SELECT * FROM found {in_scope}ORDER BY id DESC LIMIT %s) '
+                f'SELECT {columns}, {score} AS score FROM m'
             )
-            params = [*texts, *texts]
-            if scope is not None:
-                source += ' WHERE m.scope = %s'
-                params.append(scope)
+            params = [*texts, *([scope] if scope is not None else []), RANK_CAP, *texts]
         # Rank first; the message text (often toasted) is read for the best rows only, and the
         # snippet (ts_headline costs far more than ts_rank) made for them alone.
         best = f'{source} ORDER BY score DESC, m.id LIMIT %s'
@@ -301,6 +307,8 @@ class PostgresDialect:
         return [tuple(r) for r in conn.execute(sql, (scope, WINDOW, text, text, limit, text)).fetchall()]
 
 
+RANK_CAP = 1_000
+"""A store-wide query is ranked among at most the newest 1,000 matches of its scope."""
 SAMPLE, FREQUENT_SHARE, WINDOW = 1_000, 100, 5_000
 """Frequent: the query matches 1 in 100 (or more) of the scope's newest 1,000 messages. Such a
 query is answered from the scope's newest 5,000 messages (about 50 matches or more; when they
