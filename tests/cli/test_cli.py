@@ -229,3 +229,51 @@ def test_audit_names_what_is_missing(db: str, capsys: pytest.CaptureFixture[str]
     assert code == 1 and err.strip() == 'error: no such file: missing.json'
     code, _, err = run(capsys, 'audit', 'conv-c', '--db', db, '--scope', 'me')  # another scope's: not found
     assert code == 1 and err.strip() == "error: no conversation 'conv-c' in scope 'me', and no file of that name"
+
+
+def in_terminal(args: list[str], columns: int = 80) -> str:
+    """Run `threadline args` with its output on a pseudo-terminal `columns` wide; what it printed."""
+    import os
+    import subprocess
+    import sys
+
+    leader, follower = os.openpty()
+    env = {**os.environ, 'COLUMNS': str(columns), 'LINES': '50', 'TERM': 'xterm'}
+    process = subprocess.run(
+        [sys.executable, '-m', 'threadline', *args], stdout=follower, stderr=subprocess.PIPE, env=env, timeout=60
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert process.returncode == 0, process.stderr
+    return re.sub(r'\x1b\[[0-9;]*m', '', b''.join(chunks).decode())
+
+
+def test_list_fits_80_columns_one_line_each_and_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / 'many.db')
+    store = SQLiteStore(path)
+    long_title = 'Please help me plan a long trip across several countries in Europe next spring'
+    for k in range(25):
+        store.sync.append(f'c{k:02d}', turn(k, conversation_id=f'c{k:02d}', text=long_title), scope='me')
+    store.close()
+    lines = [
+        line for line in in_terminal(['conversations', 'list', '--db', path, '--scope', 'me']).splitlines() if line
+    ]
+    assert len(lines) == 20 and all(len(line) <= 80 for line in lines), lines
+    assert lines[0].startswith('c24  ') and lines[0].endswith('…') and TIME.search(lines[0])
+    code, out, err = run(capsys, 'conversations', 'list', '--db', path, '--scope', 'me')
+    assert code == 0 and err.strip() == '20 of 25 (use -n 0 for all)'
+    stored_title = SQLiteStore(path).sync.list('me', limit=1)[0].title
+    assert stored_title and stored_title in out.splitlines()[0]  # piped: titles are whole
+    code, out, err = run(capsys, 'conversations', 'list', '--db', path, '--scope', 'me', '-n', '0', '-s')
+    assert code == 0 and err == '' and len(out.splitlines()) == 25 and out.splitlines()[0].startswith('c24  ')
+    code, _, err = run(capsys, 'conversations', 'list', '--db', path, '--scope', 'me', '--count', '-3')
+    assert code == 2 and 'must be 0 (all) or more' in err

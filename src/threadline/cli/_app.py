@@ -24,6 +24,7 @@ __all__ = [
     'dump',
     'group_state',
     'main',
+    'wire_time',
     'shared_options',
     'state_for',
 ]
@@ -148,7 +149,21 @@ def state_for(db: str | None, scope: str | None, debug: bool) -> State:
 
 
 def dump(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
+    """`value` as JSON on stdout; times in the wire format's UTC form (`2026-12-01T02:36:00.000001Z`)."""
+    click.echo(json.dumps(value, indent=2, sort_keys=True, default=_json_default))
+
+
+def wire_time(value: Any) -> str:
+    """A datetime as the message JSON writes it: UTC, ISO 8601, `Z`."""
+    from datetime import UTC
+
+    return str(value.astimezone(UTC).isoformat().replace('+00:00', 'Z'))
+
+
+def _json_default(value: Any) -> Any:
+    from datetime import datetime
+
+    return wire_time(value) if isinstance(value, datetime) else str(value)
 
 
 def _version() -> str:

@@ -38,31 +38,52 @@ def conversations(ctx: click.Context, db: str | None, scope: str | None, debug: 
 
 @conversations.command('list')
 @click.option('-q', '--query', default=None, help='Only conversations whose title contains this.')
-@click.option('-n', 'limit', default=20, show_default=True, help='How many.')
-@click.option('--json', 'as_json', is_flag=True)
+@click.option('-n', '--count', 'count', default=20, show_default=True, help='How many, newest first (0: all).')
+@click.option('-s', '--short', is_flag=True, help='Only the id and title of each.')
+@click.option(
+    '--json',
+    'as_json',
+    is_flag=True,
+    help='As JSON: a list of {conversation_id, title, message_count, run_count, created_at, updated_at, '
+    'revision, forked_from, scope}; times are UTC ISO 8601 ending in Z.',
+)
 @shared_options
 def list_conversations(
-    query: str | None, limit: int, as_json: bool, db: str | None = None, scope: str | None = None, debug: bool = False
+    query: str | None,
+    count: int,
+    short: bool,
+    as_json: bool,
+    db: str | None = None,
+    scope: str | None = None,
+    debug: bool = False,
 ) -> None:
-    """Conversations, most recent first."""
-    from rich.table import Table
-
+    """Conversations, most recent first, one line each."""
+    if count < 0:
+        raise click.BadParameter(f'must be 0 (all) or more, not {count}', param_hint="'-n' / '--count'")
     state = state_for(db, scope, debug)
-    rows = state.reader.sync.list(state.scope, limit=limit, query=query)
+    store = state.reader.sync
+    rows = store.list(state.scope, limit=count or 10**9, query=query)
     if as_json:
         dump([r.__dict__ for r in rows])
         return
-    table = Table('title', 'messages', 'runs', 'updated')
-    table.add_column('id', no_wrap=True)
-    for r in rows:
-        table.add_row(
-            escape(r.title or ''),
-            str(r.message_count),
-            str(r.run_count),
-            r.updated_at.strftime('%Y-%m-%d %H:%M'),
-            r.conversation_id,
-        )
-    console.print(table)
+    for r in rows:  # at a terminal each fits its line; piped, titles are whole
+        if console.is_terminal:
+            console.print(_row(r, short), overflow='ellipsis', no_wrap=True, crop=True, soft_wrap=False)
+        else:
+            console.print(_row(r, short))
+    if count and len(rows) == count:
+        total = len(store.list(state.scope, limit=10**9, query=query))
+        if total > count:
+            click.echo(f'{count} of {total} (use -n 0 for all)', err=True)
+
+
+def _row(summary: Any, short: bool) -> str:
+    """One conversation on one line: id, time, counts, then the title (cut to the width)."""
+    title = escape(' '.join((summary.title or '(untitled)').split()))
+    if short:
+        return f'[bold]{summary.conversation_id}[/]  {title}'
+    when = summary.updated_at.astimezone().strftime('%Y-%m-%d %H:%M')
+    return f'[bold]{summary.conversation_id}[/]  [dim]{when}[/]  {summary.message_count:>4} msgs  {title}'
 
 
 @conversations.command()
