@@ -231,7 +231,7 @@ def test_audit_names_what_is_missing(db: str, capsys: pytest.CaptureFixture[str]
     assert code == 1 and err.strip() == "error: no conversation 'conv-c' in scope 'me', and no file of that name"
 
 
-def in_terminal(args: list[str], columns: int = 80) -> str:
+def in_terminal(args: list[str], columns: int = 80, *, raw: bool = False) -> str:
     """Run `threadline args` with its output on a pseudo-terminal `columns` wide; what it printed."""
     import os
     import subprocess
@@ -254,7 +254,8 @@ def in_terminal(args: list[str], columns: int = 80) -> str:
         chunks.append(chunk)
     os.close(leader)
     assert process.returncode == 0, process.stderr
-    return re.sub(r'\x1b\[[0-9;]*m', '', b''.join(chunks).decode())
+    text = b''.join(chunks).decode()
+    return text if raw else re.sub(r'\x1b\[[0-9;]*m', '', text)
 
 
 def test_list_fits_80_columns_one_line_each_and_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -277,3 +278,83 @@ def test_list_fits_80_columns_one_line_each_and_counts(tmp_path: Path, capsys: p
     assert code == 0 and err == '' and len(out.splitlines()) == 25 and out.splitlines()[0].startswith('c24  ')
     code, _, err = run(capsys, 'conversations', 'list', '--db', path, '--scope', 'me', '--count', '-3')
     assert code == 2 and 'must be 0 (all) or more' in err
+
+
+def test_prune_dry_run_lists_exactly_what_prune_deletes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / 'prune.db')
+    store = SQLiteStore(path)
+    for k in range(6):
+        store.sync.append(f'p{k}', turn(k, conversation_id=f'p{k}'), scope='me')
+    store.sync.append('other', turn(9, conversation_id='other'), scope='them')
+    store.close()
+    code, out, _ = run(capsys, 'conversations', 'prune', '--keep-last', '2', '--dry-run', '--db', path, '--scope', 'me')
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith('p')]
+    assert code == 0 and out.splitlines()[-1] == "would delete 4 conversation(s) in scope 'me'"
+    assert sorted(listed) == ['p0', 'p1', 'p2', 'p3']
+    assert len(SQLiteStore(path).sync.list('me')) == 6  # a dry run deletes nothing
+    code, out, _ = run(capsys, 'conversations', 'prune', '--keep-last', '2', '--db', path, '--scope', 'me')
+    assert code == 0 and out.strip() == 'deleted 4 conversation(s)'
+    assert sorted(r.conversation_id for r in SQLiteStore(path).sync.list('me')) == ['p4', 'p5']
+    assert [r.conversation_id for r in SQLiteStore(path).sync.list('them')] == ['other']
+    code, _, err = run(capsys, 'conversations', 'prune', '--db', path, '--scope', 'me')
+    assert code == 2 and '--older-than AGE, --keep-last N, or both' in err
+
+
+def test_prune_asks_at_a_terminal(tmp_path: Path) -> None:
+    """In a pseudo-terminal, prune shows the count and waits for y/n; 'n' deletes nothing."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    path = str(tmp_path / 'ask.db')
+    store = SQLiteStore(path)
+    for k in range(3):
+        store.sync.append(f'a{k}', turn(k, conversation_id=f'a{k}'), scope='me')
+    store.close()
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            '-m',
+            'threadline',
+            'conversations',
+            'prune',
+            '--keep-last',
+            '1',
+            '--db',
+            path,
+            '--scope',
+            'me',
+        ],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, 'COLUMNS': '80'},
+    )
+    os.close(follower)
+    seen = b''
+    while b'[y/N]' not in seen:
+        seen += os.read(leader, 1024)
+    assert b"delete 2 conversation(s) in scope 'me'?" in seen
+    os.write(leader, b'n\n')
+    assert process.wait(timeout=30) == 1
+    os.close(leader)
+    assert len(SQLiteStore(path).sync.list('me')) == 3
+
+
+def test_search_highlights_matches_at_a_terminal_and_documents_its_syntax(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw = in_terminal(['conversations', 'search', 'refund', '--db', db, '--scope', 'me'], raw=True)
+    plain = re.sub(r'\x1b\[[0-9;]*m', '', raw)
+    assert 'conv-a #' in plain and '[refund]' not in plain  # the markers became colour
+    assert re.search(r'\x1b\[[0-9;]*1;33m[^\x1b]*refund', raw, re.IGNORECASE) or re.search(
+        r'\x1b\[[0-9;]*33;1m[^\x1b]*refund', raw, re.IGNORECASE
+    ), raw
+    code, out, _ = run(capsys, 'conversations', 'search', '--help')
+    assert code == 0 and '"order 42"' in out and 'refun*' in out and 'never as operators' in out
+    code, out, _ = run(capsys, 'conversations', 'search', 'refund', '--db', db, '--scope', 'me', '--json')
+    hits = json.loads(out)
+    assert len({(h['conversation_id'], h['position']) for h in hits}) == len(hits) > 0  # no duplicates
+    assert all(h['timestamp'].endswith('Z') for h in hits)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -134,17 +135,26 @@ def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | N
     Anything else (AND, OR, NOT, -, :, parentheses) is read as words, never as operators.
     """
     state = state_for(db, scope, debug)
-    hits = state.reader.sync.search(query, scope=state.scope, limit=limit)
+    found = state.reader.sync.search(query, scope=state.scope, limit=limit)
+    hits = list({(h.conversation_id, h.position): h for h in found}.values())  # one line per message
     if as_json:
         dump([{**h.__dict__, 'timestamp': _wire_time(h.timestamp)} for h in hits])
         return
     for hit in hits:
         when = _wire_time(hit.timestamp) or '-'
         console.print(
-            f'{hit.conversation_id} #{hit.position}  {hit.role or "?"}  {when}  {hit.score:.2f}  {escape(repr(hit.snippet))}'
+            f'[bold]{hit.conversation_id}[/] #{hit.position}  {hit.role or "?"}  [dim]{when}[/]  {_marked(hit.snippet)}'
         )
     if not hits:
         console.print('no matches')
+
+
+def _marked(snippet: str) -> str:
+    """The snippet as console markup, its `[match]`es highlighted and the rest shown literally."""
+    import re
+
+    pieces = re.split(r'\[([^\[\]]*)\]', ' '.join(snippet.split()))
+    return ''.join(escape(p) if i % 2 == 0 else f'[bold yellow]{escape(p)}[/]' for i, p in enumerate(pieces))
 
 
 @conversations.command()
@@ -254,19 +264,54 @@ def _wire(messages: Sequence[Any]) -> bytes:
 @click.option('--older-than', 'older_than', default=None, help='Age like 30d, 12h, 90m.')
 @click.option('--keep-last', type=int, default=None, help='Keep the newest N per scope.')
 @click.option('--all-scopes', is_flag=True, help='Prune every scope (an operator action).')
+@click.option('--dry-run', is_flag=True, help='List what would be deleted, and delete nothing.')
+@click.option('-y', '--yes', is_flag=True, help='Do not ask before deleting (at a terminal it asks).')
 @shared_options
 def prune(
-    older_than: str | None, keep_last: int | None, all_scopes: bool, db: str | None, scope: str | None, debug: bool
+    older_than: str | None,
+    keep_last: int | None,
+    all_scopes: bool,
+    dry_run: bool,
+    yes: bool,
+    db: str | None,
+    scope: str | None,
+    debug: bool,
 ) -> None:
-    """Delete old conversations (retention)."""
+    """Delete old conversations (retention). At a terminal it shows how many and asks first."""
     from ..storage import EVERY_SCOPE
 
+    if older_than is None and keep_last is None:
+        raise click.UsageError('say what to prune: --older-than AGE, --keep-last N, or both')
     state = state_for(db, scope, debug)
     cutoff = datetime.now(tz=UTC) - _age(older_than) if older_than else None
-    deleted = state.store.sync.prune(
+    if not all_scopes:
+        doomed = _doomed(state.reader.sync.list(state.scope, limit=10**9), cutoff, keep_last)
+        if dry_run:
+            for summary in doomed:
+                console.print(_row(summary, short=False))
+            click.echo(f'would delete {len(doomed)} conversation(s) in scope {state.scope!r}')
+            return
+        if doomed and not yes and sys.stdin.isatty() and sys.stdout.isatty():
+            click.confirm(f'delete {len(doomed)} conversation(s) in scope {state.scope!r}?', abort=True)
+    elif dry_run:
+        raise click.UsageError('--dry-run lists one scope at a time: drop --all-scopes and pass --scope')
+    elif not yes and sys.stdin.isatty() and sys.stdout.isatty():
+        click.confirm('prune every scope of this database?', abort=True)
+    deleted = state.existing.sync.prune(
         older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE if all_scopes else state.scope
     )
     click.echo(f'deleted {len(deleted)} conversation(s)')
+
+
+def _doomed(rows: Sequence[Any], cutoff: datetime | None, keep_last: int | None) -> list[Any]:
+    """What `prune` deletes in one scope: not updated since `cutoff`, or past the newest `keep_last`
+    (the store's rule; a test checks the two agree)."""
+    ordered = sorted(rows, key=lambda r: (r.updated_at, r.conversation_id), reverse=True)
+    return [
+        r
+        for rank, r in enumerate(ordered, start=1)
+        if (cutoff is not None and r.updated_at < cutoff) or (keep_last is not None and rank > keep_last)
+    ]
 
 
 def _age(text: str) -> timedelta:
