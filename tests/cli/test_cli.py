@@ -358,3 +358,48 @@ def test_search_highlights_matches_at_a_terminal_and_documents_its_syntax(
     hits = json.loads(out)
     assert len({(h['conversation_id'], h['position']) for h in hits}) == len(hits) > 0  # no duplicates
     assert all(h['timestamp'].endswith('Z') for h in hits)
+
+
+def test_chat_multi_line_exit_and_the_unknown_cid_notice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / 'chat2.db')
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'threadline', 'chat', '-m', 'test', '--db', db, '--scope', 'me', '--cid', 'named'],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, 'COLUMNS': '200'},
+    )
+    os.close(follower)
+    try:
+        banner = _read_until(leader, b'you> ')
+        assert b"no conversation found with id=named in scope 'me': starting it" in banner
+        os.write(leader, b'!multi\n')
+        _read_until(leader, b'... ')
+        os.write(leader, b'first line\nsecond line\n!end\n')
+        assert b'assistant> ' in _read_until(leader, b'you> ')
+        os.write(leader, b'exit\n')
+        assert b'saved as named' in _read_until(leader, b'saved as')
+        assert process.wait(timeout=20) == 0
+    finally:
+        process.kill()
+        os.close(leader)
+    stored = SQLiteStore(db).sync.load('named', scope='me').messages
+    assert stored[0].parts[-1].content == 'first line\nsecond line'  # one message, two lines
+
+
+def test_prompt_answers_once_and_stores_the_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / 'prompt.db')
+    code, out, err = run(capsys, 'prompt', 'hello there', '-m', 'test', '--db', db, '--scope', 'me')
+    assert code == 0 and out.strip() == 'success (no tool calls)' and err.startswith('(conversation ')
+    first = err.strip()[len('(conversation ') : -1]
+    code, out, err = run(
+        capsys, 'prompt', 'and again', '-c', '-m', 'test', '-o', 'temperature', '0.1', '--db', db, '--scope', 'me'
+    )
+    assert code == 0 and err.strip() == f'(conversation {first})'
+    stored = SQLiteStore(db).sync.load(first, scope='me').messages
+    assert [p.content for m in stored for p in m.parts if p.part_kind == 'user-prompt'] == ['hello there', 'and again']
+    code, _, err = run(capsys, 'prompt', 'x', '-c', '-m', 'test', '--db', db, '--scope', 'empty')
+    assert code == 1 and "no conversation to continue in scope 'empty'" in err
+    code, _, err = run(capsys, 'prompt', 'x', '-s', 'Be brief.', '--db', db, '--scope', 'me')  # demo model
+    assert code == 2 and '-s/--system is for provider models' in err

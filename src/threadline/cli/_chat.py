@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import click
 
 from ._app import cli, console, one_line, shared_options, state_for, warn_if_tampered
 
-__all__ = ['chat', 'demo']
+__all__ = ['chat', 'demo', 'prompt']
 
 
 @cli.command()
@@ -33,46 +34,109 @@ def demo(db: str | None, scope: str | None, debug: bool) -> None:
         raise click.ClickException(f'demo step failed: {exc}') from None
 
 
-@cli.command()
-@click.option('-m', '--model', default='demo', help="'demo', 'test', or a provider model like openai:gpt-5.2.")
-@click.option('-c', '--continue', 'cont', is_flag=True, help='Continue the latest conversation.')
-@click.option('--cid', default=None, help='Continue this conversation.')
-@shared_options
-def chat(model: str, cont: bool, cid: str | None, db: str | None, scope: str | None, debug: bool) -> None:
-    """An interactive conversation, saved to the store after every turn (/quit or Ctrl-D ends it)."""
-    from .._uuid import uuid7
+_LEAVE = ('exit', 'quit', '/quit', '/exit')
+
+
+def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
+    """`-o key value` pairs as model settings (values read as JSON when they are JSON: `-o temperature 0.2`)."""
+    import json
+
+    settings: dict[str, Any] = {}
+    for key, value in options:
+        try:
+            settings[key] = json.loads(value)
+        except ValueError:
+            settings[key] = value
+    return settings or None
+
+
+def _agent_for(state: Any, model: str, system: str | None) -> Any:
     from ..agent import Agent
     from ..models import infer_model
 
-    state = state_for(db, scope, debug)
-    store = state.store
     if model == 'demo':  # the demo model comes with the demo's support tools
         from ._support import Payments, support_agent
 
+        if system is not None:
+            raise click.UsageError('-s/--system is for provider models; the demo model has its own prompt')
         payments = (
             Path(state.db).with_name('chat-payments.jsonl') if '://' not in state.db else Path('chat-payments.jsonl')
         )
-        agent = support_agent(store, state.scope, Payments(payments))
-    else:
-        resolved = infer_model(model)
-        getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
-        agent = Agent(resolved, system_prompt='You are a helpful assistant.')
-    if cont and cid is None:
+        return support_agent(state.store, state.scope, Payments(payments))
+    resolved = infer_model(model)
+    getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
+    return Agent(resolved, system_prompt=system or 'You are a helpful assistant.')
+
+
+def _conversation_for(state: Any, cont: bool, cid: str | None) -> str:
+    """The conversation to talk in: `--cid` (an unknown one is said so, then started under that
+    id, so scripts can name their conversations), the latest with -c, else a new one."""
+    from .._uuid import uuid7
+
+    store = state.store
+    if cid is not None:
+        if store.sync.conversation_state(cid, scope=state.scope) is None:
+            click.echo(f'no conversation found with id={cid} in scope {state.scope!r}: starting it', err=True)
+        else:
+            warn_if_tampered(store, cid, state.scope)
+        return cid
+    if cont:
         latest = store.sync.list(state.scope, limit=1)
-        cid = latest[0].conversation_id if latest else None
-    cid = cid or uuid7()
-    if store.sync.conversation_state(cid, scope=state.scope) is not None:
-        warn_if_tampered(store, cid, state.scope)
-    console.print(f'conversation {cid} (model {model}); /quit to leave')
-    session = _Session(store, state.scope, cid, persists_steps=model == 'demo')
+        if not latest:
+            raise click.ClickException(f'no conversation to continue in scope {state.scope!r}')
+        warn_if_tampered(store, latest[0].conversation_id, state.scope)
+        return str(latest[0].conversation_id)
+    return uuid7()
+
+
+def _model_option(fn: Any) -> Any:
+    fn = click.option('-o', '--option', 'options', multiple=True, nargs=2, help='A model setting: -o temperature 0.2')(
+        fn
+    )
+    fn = click.option('-s', '--system', default=None, help='The system prompt (provider models).')(fn)
+    fn = click.option('--cid', default=None, help='Continue this conversation (or start one with this id).')(fn)
+    fn = click.option('-c', '--continue', 'cont', is_flag=True, help='Continue the latest conversation.')(fn)
+    return click.option(
+        '-m', '--model', default='demo', help="'demo', 'test', or a provider model like openai:gpt-5.2."
+    )(fn)
+
+
+@cli.command()
+@_model_option
+@shared_options
+def chat(
+    model: str,
+    cont: bool,
+    cid: str | None,
+    system: str | None,
+    options: tuple[tuple[str, str], ...],
+    db: str | None,
+    scope: str | None,
+    debug: bool,
+) -> None:
+    """An interactive conversation, saved to the store after every turn.
+
+    \b
+    Leave with exit, quit or Ctrl-D. Line editing and history come from readline.
+    !multi    type several lines; end them with !end
+    !edit     write the message in $EDITOR
+    """
+    with contextlib.suppress(ImportError):  # not on every platform
+        import readline  # noqa: F401 - importing it gives input() line editing and history
+    state = state_for(db, scope, debug)
+    agent = _agent_for(state, model, system)
+    cid = _conversation_for(state, cont, cid)
+    console.print(f'conversation {cid} (model {model}); exit, quit or Ctrl-D to leave, !multi, !edit')
+    session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
     pending: str | None = None
     while True:
         try:
             line = input('you> ' if pending is None else 'you (Enter sends your last message again)> ')
         except EOFError:
             break
-        if line.strip() in ('/quit', '/exit'):
+        if line.strip().lower() in _LEAVE:
             break
+        line = _expand(line)
         if not line.strip() and pending is not None:
             line = pending
         if not line.strip():
@@ -88,13 +152,60 @@ def chat(model: str, cont: bool, cid: str | None, db: str | None, scope: str | N
     console.print(f'saved as {cid}')
 
 
+def _expand(line: str) -> str:
+    """`!multi` reads lines up to `!end`; `!edit` opens $EDITOR; anything else is the message."""
+    command = line.strip()
+    if command == '!multi':
+        lines: list[str] = []
+        while True:
+            try:
+                more = input('... ')
+            except EOFError:
+                break
+            if more.strip() == '!end':
+                break
+            lines.append(more)
+        return '\n'.join(lines)
+    if command == '!edit':
+        return (click.edit('') or '').strip()
+    return line
+
+
+@cli.command()
+@click.argument('text')
+@_model_option
+@shared_options
+def prompt(
+    text: str,
+    model: str,
+    cont: bool,
+    cid: str | None,
+    system: str | None,
+    options: tuple[tuple[str, str], ...],
+    db: str | None,
+    scope: str | None,
+    debug: bool,
+) -> None:
+    """Send one message, print the answer, and store the turn (-c continues the latest
+    conversation, --cid a given one)."""
+    state = state_for(db, scope, debug)
+    agent = _agent_for(state, model, system)
+    cid = _conversation_for(state, cont, cid)
+    session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
+    click.echo(session.turn(agent, text))
+    click.echo(f'(conversation {cid})', err=True)
+
+
 class _Session:
     """One chat's view of its conversation: every turn runs over what is stored now, and a turn that
     lost a race with another session (a `ConflictError`) is run again over their turns, never
     stored on top of them."""
 
-    def __init__(self, store: Any, scope: str, conversation_id: str, *, persists_steps: bool) -> None:
+    def __init__(
+        self, store: Any, scope: str, conversation_id: str, *, persists_steps: bool, settings: Any = None
+    ) -> None:
         self.store, self.scope, self.conversation_id = store, scope, conversation_id
+        self.settings = settings
         self.persists_steps = persists_steps  # StepPersistence stores the run itself, step by step
         self.seen = self._state()[1]
 
@@ -112,7 +223,7 @@ class _Session:
             if length:
                 kwargs = self.store.sync.load(self.conversation_id, scope=self.scope).run_kwargs()
             try:
-                result = agent.run_sync(line, **kwargs)
+                result = agent.run_sync(line, model_settings=self.settings, **kwargs)
                 if not self.persists_steps:
                     self.store.sync.save(result, scope=self.scope, expected_revision=revision)
             except ConflictError:
