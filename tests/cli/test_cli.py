@@ -403,3 +403,15 @@ def test_prompt_answers_once_and_stores_the_turn(tmp_path: Path, capsys: pytest.
     assert code == 1 and "no conversation to continue in scope 'empty'" in err
     code, _, err = run(capsys, 'prompt', 'x', '-s', 'Be brief.', '--db', db, '--scope', 'me')  # demo model
     assert code == 2 and '-s/--system is for provider models' in err
+
+
+def test_a_missing_postgres_database_is_named_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    url = os.environ.get('THREADLINE_TEST_POSTGRES_URL')
+    if not url:
+        pytest.skip('THREADLINE_TEST_POSTGRES_URL is not set (CI sets it; export it to run PostgreSQL tests)')
+    missing = url.rsplit('/', 1)[0] + '/threadline_no_such_database'
+    started = time.monotonic()
+    code, _, err = run(capsys, 'conversations', 'list', '--db', missing)
+    assert code == 1 and 'database "threadline_no_such_database" does not exist' in err
+    assert time.monotonic() - started < 5  # not the pool's 10-second timeout
+    assert err.count('\n') == 1  # one line, no pool noise

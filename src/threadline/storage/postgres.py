@@ -99,6 +99,7 @@ class PostgresDialect:
         self._owns_pool = pool is None
         try:
             if pool is None:
+                _probe(psycopg, url or '', connect_timeout)  # a wrong URL is reported at once, with its cause
                 pool = psycopg_pool.ConnectionPool(
                     url, min_size=min_size, max_size=max_size, open=True, timeout=connect_timeout
                 )
@@ -335,6 +336,16 @@ def _gram_tsquery(terms: list[Term]) -> str:
     """Gram terms as a `to_tsquery` expression on the gram text: each run's tokens in a row."""
     phrases = [tokens for term in terms for word in term.words for tokens in gram_phrases(word)]
     return ' & '.join('(' + ' <-> '.join("'" + t + "'" for t in tokens) + ')' for tokens in phrases)
+
+
+def _probe(psycopg: Any, url: str, timeout: float) -> None:
+    """Connect once before the pool does: the pool retries a refused connection until its
+    timeout and then says only that it timed out, while the first refusal says why (no such
+    database, wrong password, no server)."""
+    try:
+        psycopg.connect(url, connect_timeout=max(1, int(timeout))).close()
+    except psycopg.OperationalError as exc:
+        raise BackendError(f'cannot connect to PostgreSQL: {_describe(exc)}') from None
 
 
 def _describe(exc: Exception) -> str:
