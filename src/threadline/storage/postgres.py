@@ -345,7 +345,9 @@ def _probe(psycopg: Any, url: str, timeout: float) -> None:
     try:
         psycopg.connect(url, connect_timeout=max(1, int(timeout))).close()
     except psycopg.OperationalError as exc:
-        raise BackendError(f'cannot connect to PostgreSQL: {_describe(exc)}') from None
+        raise BackendError(
+            f'cannot reach PostgreSQL: {_describe(exc)}; check the URL and that the server is up'
+        ) from None
 
 
 def _describe(exc: Exception) -> str:
