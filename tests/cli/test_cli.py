@@ -231,16 +231,21 @@ def test_audit_names_what_is_missing(db: str, capsys: pytest.CaptureFixture[str]
     assert code == 1 and err.strip() == "error: no conversation 'conv-c' in scope 'me', and no file of that name"
 
 
-def in_terminal(args: list[str], columns: int = 80, *, raw: bool = False) -> str:
+def in_terminal(args: list[str], columns: int = 80, *, raw: bool = False, **env_extra: str) -> str:
     """Run `threadline args` with its output on a pseudo-terminal `columns` wide; what it printed."""
     import os
     import subprocess
     import sys
 
     leader, follower = os.openpty()
-    env = {**os.environ, 'COLUMNS': str(columns), 'LINES': '50', 'TERM': 'xterm'}
+    env = {**os.environ, 'COLUMNS': str(columns), 'LINES': '50', 'TERM': 'xterm', **env_extra}
     process = subprocess.run(
-        [sys.executable, '-m', 'threadline', *args], stdout=follower, stderr=subprocess.PIPE, env=env, timeout=60
+        [sys.executable, '-m', 'threadline', *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=60,
     )
     os.close(follower)
     chunks = []
@@ -415,3 +420,28 @@ def test_a_missing_postgres_database_is_named_at_once(capsys: pytest.CaptureFixt
     assert code == 1 and 'database "threadline_no_such_database" does not exist' in err
     assert time.monotonic() - started < 5  # not the pool's 10-second timeout
     assert err.count('\n') == 1  # one line, no pool noise
+
+
+def test_show_the_last_response_or_its_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from threadline import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    path = str(tmp_path / 'code.db')
+    answer = 'Here it is:\n\n```python\nprint("hi")\nprint("there")\n```\n\nAnything else?'
+    SQLiteStore(path).sync.append(
+        'code',
+        [ModelRequest(parts=[UserPromptPart('write code')]), ModelResponse(parts=[TextPart(answer)])],
+        scope='me',
+    )
+    code, out, _ = run(capsys, 'conversations', 'show', 'code', '--response', '--db', path, '--scope', 'me')
+    assert code == 0 and out == answer + '\n'
+    code, out, _ = run(capsys, 'conversations', 'show', 'code', '-x', '--db', path, '--scope', 'me')
+    assert code == 0 and out == 'print("hi")\nprint("there")\n'
+
+
+def test_show_pages_a_long_conversation_at_a_terminal(db: str) -> None:
+    paged = in_terminal(
+        ['conversations', 'show', 'conv-a', '--db', db, '--scope', 'me'], LINES='3', PAGER='sed s/^/PAGED:/'
+    )
+    assert 'PAGED:conv-a  revision' in paged
+    whole = in_terminal(['conversations', 'show', 'conv-a', '--db', db, '--scope', 'me'], PAGER='sed s/^/PAGED:/')
+    assert 'PAGED:' not in whole and 'conv-a  revision' in whole  # it fits the screen: no pager

@@ -90,9 +90,19 @@ def _row(summary: Any, short: bool) -> str:
 @conversations.command()
 @click.argument('conversation_id')
 @click.option('--json', 'as_json', is_flag=True, help='The wire-format JSON.')
+@click.option('-r', '--response', 'last_response', is_flag=True, help="Only the last response's text.")
+@click.option('-x', '--extract', is_flag=True, help='Only the first fenced code block of the last response.')
 @shared_options
-def show(conversation_id: str, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
-    """One conversation's messages."""
+def show(
+    conversation_id: str,
+    as_json: bool,
+    last_response: bool,
+    extract: bool,
+    db: str | None,
+    scope: str | None,
+    debug: bool,
+) -> None:
+    """One conversation's messages (through a pager at a terminal when longer than the screen)."""
     from ..messages import ModelMessagesTypeAdapter
 
     state = state_for(db, scope, debug)
@@ -101,13 +111,41 @@ def show(conversation_id: str, as_json: bool, db: str | None, scope: str | None,
     if as_json:
         click.echo(ModelMessagesTypeAdapter.dump_json(stored.messages, indent=2).decode())
         return
-    console.print(
+    if last_response or extract:
+        text = _last_response_text(stored.messages)
+        if extract:
+            text = _first_code_block(text)
+        click.echo(text)
+        return
+    lines = [
         f'{stored.conversation_id}  revision {stored.revision}  {stored.length} messages'
         + (f'  forked from {stored.forked_from} at {stored.shared_prefix}' if stored.forked_from else '')
-    )
+    ]
     for position, message in enumerate(stored.messages, start=stored.offset):
         for part in message.parts:
-            console.print(f'  {position:>4} {message.kind:<8} {part.part_kind:<14} {escape(_summary(part))}')
+            lines.append(f'  {position:>4} {message.kind:<8} {part.part_kind:<14} {escape(_summary(part))}')
+    if console.is_terminal and len(lines) > console.height:
+        with console.pager(styles=True):
+            for line in lines:
+                console.print(line)
+        return
+    for line in lines:
+        console.print(line)
+
+
+def _last_response_text(messages: Sequence[Any]) -> str:
+    for message in reversed(messages):
+        if message.kind == 'response':
+            return '\n'.join(p.content for p in message.parts if p.part_kind == 'text')
+    raise click.ClickException('the conversation has no response yet')
+
+
+def _first_code_block(text: str) -> str:
+    """The first fenced code block (``` or ~~~), without its fences; the text itself when it has none."""
+    import re
+
+    found = re.search(r'^(```|~~~)[^\n]*\n(.*?)^\1\s*$', text, re.MULTILINE | re.DOTALL)
+    return found.group(2).rstrip('\n') if found else text
 
 
 def _summary(part: Any) -> str:
