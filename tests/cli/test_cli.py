@@ -445,3 +445,40 @@ def test_show_pages_a_long_conversation_at_a_terminal(db: str) -> None:
     assert 'PAGED:conv-a  revision' in paged
     whole = in_terminal(['conversations', 'show', 'conv-a', '--db', db, '--scope', 'me'], PAGER='sed s/^/PAGED:/')
     assert 'PAGED:' not in whole and 'conv-a  revision' in whole  # it fits the screen: no pager
+
+
+def test_the_demo_defines_its_terms_and_its_try_lines_work(tmp_path: Path) -> None:
+    import shlex
+    import subprocess
+    import sys
+
+    env = {**os.environ, 'THREADLINE_HOME': str(tmp_path / 'home')}
+    env.pop('UV_RUN_RECURSION_DEPTH', None)  # run directly: the try lines then say `threadline`
+    bin_dir = str(Path(sys.executable).parent)
+    env['PATH'] = bin_dir + os.pathsep + env.get('PATH', '')
+    demo = subprocess.run(
+        [sys.executable, '-m', 'threadline', 'demo', '--db', str(tmp_path / 'demo.db')],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert demo.returncode == 0, demo.stderr
+    out = demo.stdout
+    for term in (
+        'the revision counts writes',
+        'the ledger records each tool call',
+        'the idempotency key is',
+        'authority is who vouches',
+        'the outcome receipt records',
+        'seven cases of the replay audit',
+    ):
+        assert term in out, term
+    assert 'document 004' not in out and 'reset on every run' in out
+    tries = [line.strip().removeprefix('try:').strip() for line in out.splitlines() if 'THREADLINE_HOME=' in line]
+    assert len(tries) == 4 and all(' threadline ' in t for t in tries)
+    for line in tries[:3]:  # as printed (the last one opens an interactive chat)
+        words = shlex.split(line)
+        home, command = words[0].split('=', 1)[1], words[1:]
+        ran = subprocess.run(command, capture_output=True, text=True, env={**env, 'THREADLINE_HOME': home}, timeout=60)
+        assert ran.returncode == 0, (line, ran.stderr)

@@ -4,7 +4,7 @@ A support agent holds a conversation saved after every run; a second process is 
 refund tool; recovery shows the refund as unknown and the audit says INTERRUPTED_TOOL; the demo
 checks the payments destination with the idempotency key, reconciles the call, finishes the
 answer, records an outcome receipt and the audit turns READY; then a fork, a search, a
-client-supplied copy (UNTRUSTED_HISTORY), the seven cases of document 004, computed live, and an
+client-supplied copy (UNTRUSTED_HISTORY), the seven cases of the replay audit, computed live, and an
 attacker who edits a copy of the database and recomputes its hashes without the store key. The
 store key and tip book live in a temporary directory of the demo's own. Every step checks what it
 claims; the exit code is 0 only if all of them held.
@@ -79,7 +79,10 @@ def run_demo(db: Path, console: Console) -> None:
         stored_kwargs = stored.run_kwargs()
         console.print(f'  [cyan]user[/]  {prompt}\n  [green]agent[/] {result.output}')
     _check(stored.length == 8 and stored.revision >= 3, 'the three turns were stored (8 messages)')
-    console.print(f'  stored: {stored.length} messages, revision {stored.revision}, conversation [bold]{cid}[/]')
+    console.print(
+        f'  stored: {stored.length} messages, revision {stored.revision} (the revision counts writes to the '
+        f'conversation, so a writer working from an old copy is caught), conversation [bold]{cid}[/]'
+    )
 
     console.rule('[bold]2. A second process asks for a refund and is killed inside the refund tool')
     run_id = _killed_refund(db, cid, payments, console, home, seal)
@@ -88,7 +91,9 @@ def run_demo(db: Path, console: Console) -> None:
     effect = inspection.unknown[0]
     console.print(
         f'  recovery: tool [bold]{effect.tool_name}[/] is [red]unknown after the crash[/] '
-        f'(ledger status {effect.status!r}, idempotency key {effect.idempotency_key!r})'
+        f'(ledger status {effect.status!r}, idempotency key {effect.idempotency_key!r})\n'
+        '  [dim]the ledger records each tool call before and after it runs; the idempotency key is the id the '
+        'tool gave the payments API, to look the refund up by[/]'
     )
     report = audit(cid)
     _check(report.verdict == 'INTERRUPTED_TOOL', f'the audit says INTERRUPTED_TOOL (got {report.verdict})')
@@ -127,7 +132,11 @@ def run_demo(db: Path, console: Console) -> None:
     report = audit(cid)
     _check(report.verdict == 'READY', f'the audit turns READY (got {report.verdict}: {report.failures})')
     _check(len(payments.path.read_text().splitlines()) == 1, 'exactly one refund was made')
-    console.print(f'  audit verdict: [green]{report.verdict}[/]; refunds made: 1')
+    console.print(
+        f'  audit verdict: [green]{report.verdict}[/]; refunds made: 1\n'
+        '  [dim]the outcome receipt records what the destination confirmed (the refund pay-1001), so a replay '
+        'knows it happened[/]'
+    )
 
     console.rule('[bold]4. Fork the conversation and continue the fork in its own id')
     fork_id = store.sync.fork(cid, scope=SCOPE)
@@ -164,24 +173,34 @@ def run_demo(db: Path, console: Console) -> None:
         AuditContext(source='client', scope=SCOPE, conversation_id=cid, prompt_contract=contract, key=key, store=store),
     )
     _check(client.verdict == 'UNTRUSTED_HISTORY', f'a client copy audits UNTRUSTED_HISTORY (got {client.verdict})')
-    console.print(f'  identical JSON ({len(copy)} bytes), different authority: [red]{client.verdict}[/]')
+    console.print(
+        f'  identical JSON ({len(copy)} bytes), different authority: [red]{client.verdict}[/]\n'
+        '  [dim]authority is who vouches for a history: the store that wrote it, or a client that only says so. '
+        "Bytes alone cannot show they were not edited, so a client's copy is never acted on as the store's[/]"
+    )
 
-    console.rule('[bold]7. The seven histories of document 004, computed live')
+    console.rule('[bold]7. The seven cases of the replay audit, computed live')
     _seven_cases(console)
 
     console.rule('[bold]8. An attacker with a copy of the database, but not the key')
     _tamper_copy(db, cid, seal, console)
 
     console.rule('[bold]Done')
-    env = f'THREADLINE_HOME={home}'
+    env = f'THREADLINE_HOME={home} {_command()}'
     console.print(
-        f"  database: {db}\n  store key: {home} (the demo's own)\n"
-        f'  try:  {env} threadline conversations list --db {db} --scope {SCOPE}\n'
-        f'        {env} threadline conversations show {cid} --db {db} --scope {SCOPE}\n'
-        f'        {env} threadline audit {cid} --db {db} --scope {SCOPE}\n'
-        f'        {env} threadline chat -m demo --db {db} --scope {SCOPE} --cid {fork_id}'
+        f"  database: {db} (the demo's own, reset on every run; chat uses another by default)\n"
+        f"  store key: {home} (the demo's own)\n"
+        f'  try:  {env} conversations list --db {db} --scope {SCOPE}\n'
+        f'        {env} conversations show {cid} --db {db} --scope {SCOPE}\n'
+        f'        {env} audit {cid} --db {db} --scope {SCOPE}\n'
+        f'        {env} chat -m demo --db {db} --scope {SCOPE} --cid {fork_id}'
     )
     store.close()
+
+
+def _command() -> str:
+    """How to run threadline the way this demo was run (through `uv run` when it was)."""
+    return 'uv run threadline' if os.environ.get('UV_RUN_RECURSION_DEPTH') else 'threadline'
 
 
 def _killed_refund(db: Path, cid: str, payments: Payments, console: Console, home: Path, seal: StoreSeal) -> str:
@@ -233,7 +252,7 @@ def _tamper_copy(db: Path, cid: str, seal: StoreSeal, console: Console) -> None:
 
 
 def _seven_cases(console: Console) -> None:
-    table = Table('case', 'JSON round trip')
+    table = Table('case', 'round trip', box=None, padding=(0, 1))
     table.add_column('verdict', no_wrap=True)
     table.add_column('expected', no_wrap=True)
     store = MemoryStore()
