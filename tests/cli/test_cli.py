@@ -118,8 +118,8 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.parametrize(
     ('args', 'message'),
     [
-        (('conversations', 'show', 'missing'), "error: conversation 'missing' not found in this scope"),
-        (('conversations', 'show', 'conv-c'), "error: conversation 'conv-c' not found in this scope"),
+        (('conversations', 'show', 'missing'), "error: conversation 'missing' not found in scope 'me'"),
+        (('conversations', 'show', 'conv-c'), "error: conversation 'conv-c' not found in scope 'me'"),
         (('conversations', 'prune', '--older-than', 'soon'), 'error: --older-than'),
         (('conversations', 'import', '/no/such/file.json'), 'error: cannot read /no/such/file.json'),
         (('chat', '-m', 'nope:gpt-5.2'), "error: Unknown model 'nope:gpt-5.2'"),

@@ -46,11 +46,15 @@ def default_scope() -> str:
 
 
 class State:
+    last_scope: str | None = None
+    """The scope of the command being run, named by error messages (not found in scope ...)."""
+
     def __init__(self, db: str | None, scope: str | None, debug: bool) -> None:
         self.db = db or default_db()
         self.scope = default_scope() if scope is None else scope
         if not self.scope.strip():
             raise click.UsageError('--scope (or THREADLINE_SCOPE) must not be empty: name the tenant or owner')
+        State.last_scope = self.scope
         self.debug = debug
         self._store: Any = None
         self._read_only = False
@@ -194,7 +198,7 @@ def group_state(ctx: click.Context, db: str | None, scope: str | None, debug: bo
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `threadline` console script: errors become one line and exit code 1."""
-    from ..exceptions import ThreadlineError
+    from ..exceptions import ConversationNotFound, ThreadlineError
 
     args = sys.argv[1:] if argv is None else argv
     debug = '--debug' in args
@@ -211,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ThreadlineError, OSError, ValueError) as exc:
         if debug:
             raise
-        click.echo(f'error: {one_line(exc)}', err=True)
+        message = one_line(exc)
+        if isinstance(exc, ConversationNotFound) and State.last_scope is not None:
+            message = message.replace('in this scope', f'in scope {State.last_scope!r}')
+        click.echo(f'error: {message}', err=True)
         return 1
     return code if isinstance(code, int) else 0
 
