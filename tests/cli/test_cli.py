@@ -482,3 +482,37 @@ def test_the_demo_defines_its_terms_and_its_try_lines_work(tmp_path: Path) -> No
         home, command = words[0].split('=', 1)[1], words[1:]
         ran = subprocess.run(command, capture_output=True, text=True, env={**env, 'THREADLINE_HOME': home}, timeout=60)
         assert ran.returncode == 0, (line, ran.stderr)
+
+
+def test_chat_asks_before_a_tool_that_needs_approval(tmp_path: Path) -> None:
+    """The demo model's refund needs approval in chat: it is asked, with the arguments, y or n."""
+    db = str(tmp_path / 'approve.db')
+    payments = tmp_path / 'chat-payments.jsonl'
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'threadline', 'chat', '--db', db, '--scope', 'me'],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, 'COLUMNS': '200', 'THREADLINE_HOME': str(tmp_path / 'home')},
+    )
+    os.close(follower)
+    try:
+        _read_until(leader, b'you> ')
+        os.write(leader, b'Please refund order 42.\n')
+        asked = _read_until(leader, b'[y/N]')
+        assert b'allow issue_refund({"order_id":"42","amount":20})?' in asked
+        os.write(leader, b'n\n')
+        denied = _read_until(leader, b'you> ')
+        assert b'assistant> ' in denied
+        assert not payments.exists() or payments.read_text() == ''  # nothing was refunded
+        os.write(leader, b'Please refund order 42.\n')
+        _read_until(leader, b'[y/N]')
+        os.write(leader, b'y\n')
+        assert b'refunded 20 for order 42' in _read_until(leader, b'you> ')
+        os.write(leader, b'quit\n')
+        assert process.wait(timeout=20) == 0
+    finally:
+        process.kill()
+        os.close(leader)
+    assert len(payments.read_text().splitlines()) == 1  # one refund, the approved one

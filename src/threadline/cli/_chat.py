@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def _agent_for(state: Any, model: str, system: str | None) -> Any:
         payments = (
             Path(state.db).with_name('chat-payments.jsonl') if '://' not in state.db else Path('chat-payments.jsonl')
         )
-        return support_agent(state.store, state.scope, Payments(payments))
+        return support_agent(state.store, state.scope, Payments(payments), approve_refunds=True)
     resolved = infer_model(model)
     getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
     return Agent(resolved, system_prompt=system or 'You are a helpful assistant.')
@@ -230,8 +231,30 @@ class _Session:
                 console.print('[dim](another session wrote at the same time; answering again over its turn)[/]')
                 self.seen = length
                 continue
+            result = self._approvals(agent, result)
             self.seen = self._state()[1]
             return result.output
+
+    def _approvals(self, agent: Any, result: Any) -> Any:
+        """While the run waits on calls that need approval: ask at the terminal (arguments shown),
+        y or n for each, and resume it. Without a terminal every call is denied."""
+        from ..agent import DeferredToolRequests, DeferredToolResults, ToolDenied
+
+        while isinstance(result.output, DeferredToolRequests) and result.output.approvals:
+            decisions: dict[str, Any] = {}
+            for call in result.output.approvals:
+                question = f'allow {call.tool_name}({call.args_as_json_str()})?'
+                allowed = sys.stdin.isatty() and click.confirm(question, default=False)
+                decisions[call.tool_call_id] = True if allowed else ToolDenied('The user did not approve this call.')
+            stored = self.store.sync.load(self.conversation_id, scope=self.scope)
+            result = agent.run_sync(
+                deferred_tool_results=DeferredToolResults(approvals=decisions),
+                model_settings=self.settings,
+                **stored.run_kwargs(),
+            )
+            if not self.persists_steps:
+                self.store.sync.save(result, scope=self.scope, expected_revision=stored.revision)
+        return result
         raise click.ClickException('the conversation keeps changing under this session; try again in a moment')
 
 

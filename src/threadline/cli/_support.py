@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..agent import Agent, RunContext
+from ..agent import Agent, DeferredToolRequests, RunContext
 from ..models.demo import DemoModel
 from ..storage import StepPersistence, annotate_tool_effect
 
@@ -50,13 +50,15 @@ class Payments:
         return record
 
 
-def support_agent(store: Any, scope: str, payments: Payments) -> Agent[Any, str]:
-    """The support agent, persisting every step into `store`."""
-    agent: Agent[Any, str] = Agent(
+def support_agent(store: Any, scope: str, payments: Payments, *, approve_refunds: bool = False) -> Agent[Any, Any]:
+    """The support agent, persisting every step into `store`. With `approve_refunds` a refund
+    waits for a person's approval (the run ends with `DeferredToolRequests`)."""
+    agent: Agent[Any, Any] = Agent(
         DemoModel(),
         system_prompt=SUPPORT_PROMPT,
         name='acme-support',
         capabilities=[StepPersistence(store, scope=scope)],
+        output_type=[str, DeferredToolRequests] if approve_refunds else str,
     )
 
     @agent.tool_plain
@@ -64,7 +66,7 @@ def support_agent(store: Any, scope: str, payments: Payments) -> Agent[Any, str]
         """Look up an order's status."""
         return f'order {order_id} {ORDERS.get(order_id, "not found")}'
 
-    @agent.tool
+    @agent.tool(requires_approval=approve_refunds)
     def issue_refund(ctx: RunContext[Any], order_id: str, amount: int) -> str:
         """Refund an order (idempotent: the payments API dedupes on the key)."""
         key = f'refund-{order_id}'
