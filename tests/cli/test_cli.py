@@ -158,17 +158,24 @@ def _read_until(fd: int, marker: bytes, timeout: float = 20.0) -> bytes:
     return seen
 
 
-def test_chat_in_a_pseudo_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = str(tmp_path / 'chat.db')
+def spawn(args: list[str], **env: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`threadline args` on a pseudo-terminal (stdin, stdout and stderr): the process, and the
+    terminal's end to read and type on."""
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, '-m', 'threadline.cli', 'chat', '-m', 'demo', '--db', db, '--scope', 'me', '--cid', 'chat-1'],
+        [sys.executable, '-m', 'threadline', *args],
         stdin=follower,
         stdout=follower,
         stderr=follower,
-        env={**os.environ, 'COLUMNS': '200'},
+        env={**os.environ, 'COLUMNS': '200', **env},
     )
     os.close(follower)
+    return process, leader
+
+
+def test_chat_in_a_pseudo_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / 'chat.db')
+    process, leader = spawn(['chat', '-m', 'demo', '--db', db, '--scope', 'me', '--cid', 'chat-1'])
     try:
         assert b'you> ' in _read_until(leader, b'you> ')
         os.write(leader, b'Where is order 42?\n')
@@ -367,15 +374,7 @@ def test_search_highlights_matches_at_a_terminal_and_documents_its_syntax(
 
 def test_chat_multi_line_exit_and_the_unknown_cid_notice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / 'chat2.db')
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'threadline', 'chat', '-m', 'test', '--db', db, '--scope', 'me', '--cid', 'named'],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env={**os.environ, 'COLUMNS': '200'},
-    )
-    os.close(follower)
+    process, leader = spawn(['chat', '-m', 'test', '--db', db, '--scope', 'me', '--cid', 'named'])
     try:
         banner = _read_until(leader, b'you> ')
         assert b"no conversation found with id=named in scope 'me': starting it" in banner
@@ -488,15 +487,7 @@ def test_chat_asks_before_a_tool_that_needs_approval(tmp_path: Path) -> None:
     """The demo model's refund needs approval in chat: it is asked, with the arguments, y or n."""
     db = str(tmp_path / 'approve.db')
     payments = tmp_path / 'chat-payments.jsonl'
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'threadline', 'chat', '--db', db, '--scope', 'me'],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env={**os.environ, 'COLUMNS': '200', 'THREADLINE_HOME': str(tmp_path / 'home')},
-    )
-    os.close(follower)
+    process, leader = spawn(['chat', '--db', db, '--scope', 'me'], THREADLINE_HOME=str(tmp_path / 'home'))
     try:
         _read_until(leader, b'you> ')
         os.write(leader, b'Please refund order 42.\n')
