@@ -507,3 +507,31 @@ def test_chat_asks_before_a_tool_that_needs_approval(tmp_path: Path) -> None:
         process.kill()
         os.close(leader)
     assert len(payments.read_text().splitlines()) == 1  # one refund, the approved one
+
+
+def test_json_on_every_write_command_and_db_verify(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    base = ('--db', db, '--scope', 'me', '--json')
+    code, out, _ = run(capsys, 'conversations', 'fork', 'conv-a', *base)
+    forked = json.loads(out)
+    assert code == 0 and forked['forked_from'] == 'conv-a' and forked['conversation_id'] != 'conv-a'
+    code, out, _ = run(capsys, 'conversations', 'delete', forked['conversation_id'], *base)
+    assert code == 0 and json.loads(out) == {'deleted': forked['conversation_id']}
+    exported = tmp_path / 'a.json'
+    code, out, _ = run(capsys, 'conversations', 'export', 'conv-a', '--db', db, '--scope', 'me')
+    exported.write_text(out)
+    code, out, _ = run(capsys, 'conversations', 'import', str(exported), '--cid', 'copy-a', *base)
+    assert code == 0 and json.loads(out)['imported'] == 4
+    code, out, _ = run(capsys, 'conversations', 'import', str(exported), '--cid', 'conv-a', *base)
+    assert code == 0 and json.loads(out) == {'conversation_id': 'conv-a', 'imported': 0}
+    code, out, _ = run(capsys, 'conversations', 'prune', '--keep-last', '2', '--dry-run', *base)
+    assert code == 0 and json.loads(out) == {'deleted': ['conv-a'], 'dry_run': True}
+    code, out, _ = run(capsys, 'db', 'status', *base)
+    assert code == 0 and json.loads(out)['conversations'] == 3
+    code, out, _ = run(capsys, 'db', 'verify', *base)
+    assert code == 0 and all(r['ok'] for r in json.loads(out)) and len(json.loads(out)) == 3
+    with sqlite3.connect(db) as conn:  # moved to this tenant behind the store's back
+        conn.execute("UPDATE conversations SET scope = 'me' WHERE id = 'conv-c'")
+    code, out, _ = run(capsys, 'db', 'verify', '--db', db, '--scope', 'me')
+    assert code == 1 and 'conv-c' in out and '3 of 4 conversation(s)' in out

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ._app import cli, console, group_state, shared_options, state_for
+from ._app import cli, console, dump, group_state, shared_options, state_for
 
 __all__ = ['audit', 'db']
 
@@ -120,8 +120,14 @@ def db_path(db: str | None, scope: str | None, debug: bool) -> None:
 
 
 @db.command('status')
+@click.option(
+    '--json',
+    'as_json',
+    is_flag=True,
+    help='As JSON: {database, migrations, scope, conversations, messages, size_bytes, store_key, key_source}.',
+)
 @shared_options
-def db_status(db: str | None, scope: str | None, debug: bool) -> None:
+def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """Migrations, conversations, size, and the key that seals the store (where it is kept)."""
     state = state_for(db, scope, debug)
     store = state.reader
@@ -129,12 +135,60 @@ def db_status(db: str | None, scope: str | None, debug: bool) -> None:
     size = Path(state.db).stat().st_size if Path(state.db).exists() else None
     migrations = store.migrations() if hasattr(store, 'migrations') else []
     seal = store.sync.seal
+    if as_json:
+        dump(
+            {
+                'database': state.db,
+                'migrations': migrations,
+                'scope': state.scope,
+                'conversations': len(rows),
+                'messages': sum(r.message_count for r in rows),
+                'size_bytes': size,
+                'store_key': seal.key_id,
+                'key_source': str(seal.source),
+            }
+        )
+        return
     key = f'{seal.key_id} ({seal.source})' if seal.key_id else f'none configured here ({seal.source})'
     click.echo(
         f'database: {state.db}\nmigrations: {migrations}\nscope {state.scope!r}: {len(rows)} conversations, '
         f'{sum(r.message_count for r in rows)} messages' + (f'\nsize: {size / 1e6:.2f} MB' if size else '')
     )
     click.echo(f'store key: {key}')
+
+
+@db.command('verify')
+@click.option('--json', 'as_json', is_flag=True, help='As JSON: [{conversation_id, ok, code, reason, checked}].')
+@shared_options
+@click.pass_context
+def db_verify(ctx: click.Context, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
+    """Check every conversation of the scope: its hash chain and its keyed seal (exit 1 if any
+    fails). A progress bar shows the way through a large store at a terminal."""
+    from rich.progress import Progress
+
+    state = state_for(db, scope, debug)
+    store = state.reader.sync
+    rows = store.list(state.scope, limit=10**9)
+    results = []
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task('verifying', total=len(rows))
+        for row in rows:
+            check = store.verify(row.conversation_id, scope=state.scope)
+            results.append((row.conversation_id, check))
+            progress.advance(task)
+    failed = [(cid, check) for cid, check in results if not check.ok]
+    if as_json:
+        dump(
+            [
+                {'conversation_id': cid, 'ok': c.ok, 'code': c.code, 'reason': c.reason, 'checked': c.checked}
+                for cid, c in results
+            ]
+        )
+    else:
+        for cid, check in failed:
+            console.print(f'[red]{cid}[/]: {check.code} ({check.reason})')
+        click.echo(f'{len(results) - len(failed)} of {len(results)} conversation(s) in scope {state.scope!r} verify')
+    ctx.exit(1 if failed else 0)
 
 
 @db.command('backup')
@@ -165,7 +219,8 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
             check = conn.execute('PRAGMA quick_check').fetchone()[0]
             if check != 'ok':
                 raise click.ClickException(f'{state.db} is damaged ({check}); restore it from an earlier backup')
-            conn.execute('VACUUM INTO ?', (str(partial),))
+            with console.status(f'backing up {source.name}') if console.is_terminal else contextlib.nullcontext():
+                conn.execute('VACUUM INTO ?', (str(partial),))
         os.link(partial, destination)  # fails if DESTINATION appeared meanwhile: never overwrite
     except sqlite3.DatabaseError as exc:
         raise click.ClickException(f'cannot back up {state.db}: {exc}') from None

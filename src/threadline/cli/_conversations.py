@@ -199,22 +199,33 @@ def _marked(snippet: str) -> str:
 @click.argument('conversation_id')
 @click.option('--at', type=int, default=None, help='Share only the first N messages.')
 @click.option('--force', is_flag=True, help='Fork even if the stored history fails its hash chain.')
+@click.option('--json', 'as_json', is_flag=True, help='As JSON: {conversation_id, forked_from}.')
 @shared_options
-def fork(conversation_id: str, at: int | None, force: bool, db: str | None, scope: str | None, debug: bool) -> None:
+def fork(
+    conversation_id: str, at: int | None, force: bool, as_json: bool, db: str | None, scope: str | None, debug: bool
+) -> None:
     """Fork a conversation (the shared prefix is not copied); prints the new id."""
     state = state_for(db, scope, debug)
     refuse_if_tampered(state.existing, conversation_id, state.scope, force=force, doing='fork')
-    click.echo(state.existing.sync.fork(conversation_id, scope=state.scope, at=at))
+    new_id = state.existing.sync.fork(conversation_id, scope=state.scope, at=at)
+    if as_json:
+        dump({'conversation_id': new_id, 'forked_from': conversation_id})
+    else:
+        click.echo(new_id)
 
 
 @conversations.command()
 @click.argument('conversation_id')
+@click.option('--json', 'as_json', is_flag=True, help='As JSON: {deleted}.')
 @shared_options
-def delete(conversation_id: str, db: str | None, scope: str | None, debug: bool) -> None:
+def delete(conversation_id: str, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """Erase a conversation and everything recorded about it."""
     state = state_for(db, scope, debug)
     state.existing.sync.delete(conversation_id, scope=state.scope)
-    click.echo(f'deleted {conversation_id}')
+    if as_json:
+        dump({'deleted': conversation_id})
+    else:
+        click.echo(f'deleted {conversation_id}')
 
 
 @conversations.command()
@@ -242,9 +253,17 @@ def export(conversation_id: str, force: bool, db: str | None, scope: str | None,
 @click.option('--cid', default=None, help='Conversation id (default: the one in the file, else a new one).')
 @click.option('--as-new', is_flag=True, help='Import under a new id when the stored conversation differs.')
 @click.option('--replace', 'replace_', is_flag=True, help='Replace a stored conversation that differs (a branch).')
+@click.option('--json', 'as_json', is_flag=True, help='As JSON: {conversation_id, imported} (messages added).')
 @shared_options
 def import_(
-    file: Path, cid: str | None, as_new: bool, replace_: bool, db: str | None, scope: str | None, debug: bool
+    file: Path,
+    cid: str | None,
+    as_new: bool,
+    replace_: bool,
+    as_json: bool,
+    db: str | None,
+    scope: str | None,
+    debug: bool,
 ) -> None:
     """Import a history file (validated; stored with provenance 'client'); prints its id.
 
@@ -252,9 +271,6 @@ def import_(
     extends it appends only the new messages. A file that diverges from it is refused unless
     --as-new (a new conversation) or --replace (a new branch of it) says what to do.
     """
-    from .._uuid import uuid7
-    from ..messages import ModelMessagesTypeAdapter
-
     if as_new and replace_:
         raise click.UsageError('--as-new and --replace exclude each other')
     state = state_for(db, scope, debug)
@@ -262,34 +278,52 @@ def import_(
         data = file.read_bytes()
     except OSError as exc:
         raise click.ClickException(f'cannot read {file}: {exc.strerror}') from None
+    with _working(f'importing {file.name} ({len(data) / 1e6:.1f} MB)'):
+        cid, imported = _import(state, data, cid, as_new=as_new, replace=replace_)
+    if as_json:
+        dump({'conversation_id': cid, 'imported': imported})
+        return
+    if not imported:
+        click.echo(f'{cid} already holds this history; nothing imported', err=True)
+    click.echo(cid)
+
+
+def _import(state: Any, data: bytes, cid: str | None, *, as_new: bool, replace: bool) -> tuple[str, int]:
+    """Store the history in `data`; (its conversation id, how many messages were added)."""
+    from .._uuid import uuid7
+    from ..messages import ModelMessagesTypeAdapter
+
     messages = ModelMessagesTypeAdapter.validate_json(data)
     cid = cid or next((m.conversation_id for m in reversed(messages) if m.conversation_id), None) or uuid7()
     store = state.store.sync
     if store.conversation_state(cid, scope=state.scope) is None:
         store.append(cid, messages, scope=state.scope, provenance='client')
-        click.echo(cid)
-        return
+        return cid, len(messages)
     stored = store.load(cid, scope=state.scope)
     same = _wire(stored.messages) == _wire(messages[: len(stored.messages)])
-    if same and len(messages) == len(stored.messages):
-        click.echo(f'{cid} already holds this history; nothing imported', err=True)
-        click.echo(cid)
-        return
     if same:
-        store.append(
-            cid, messages[stored.length :], scope=state.scope, expected_revision=stored.revision, provenance='client'
-        )
-    elif as_new:
+        fresh = messages[stored.length :]
+        if fresh:
+            store.append(cid, fresh, scope=state.scope, expected_revision=stored.revision, provenance='client')
+        return cid, len(fresh)
+    if as_new:
         cid = uuid7()
         store.append(cid, messages, scope=state.scope, provenance='client')
-    elif replace_:
+        return cid, len(messages)
+    if replace:
         store.replace(cid, messages, scope=state.scope, expected_revision=stored.revision, provenance='client')
-    else:
-        raise click.ClickException(
-            f'conversation {cid!r} already holds a different history: pass --as-new to import it as a new '
-            'conversation, or --replace to store it as a new branch of this one'
-        )
-    click.echo(cid)
+        return cid, len(messages)
+    raise click.ClickException(
+        f'conversation {cid!r} already holds a different history: pass --as-new to import it as a new '
+        'conversation, or --replace to store it as a new branch of this one'
+    )
+
+
+def _working(what: str) -> Any:
+    """A spinner on the terminal while a long step runs (nothing when the output is piped)."""
+    import contextlib
+
+    return console.status(what) if console.is_terminal else contextlib.nullcontext()
 
 
 def _wire(messages: Sequence[Any]) -> bytes:
@@ -304,6 +338,7 @@ def _wire(messages: Sequence[Any]) -> bytes:
 @click.option('--all-scopes', is_flag=True, help='Prune every scope (an operator action).')
 @click.option('--dry-run', is_flag=True, help='List what would be deleted, and delete nothing.')
 @click.option('-y', '--yes', is_flag=True, help='Do not ask before deleting (at a terminal it asks).')
+@click.option('--json', 'as_json', is_flag=True, help='As JSON: {deleted: [ids], dry_run}.')
 @shared_options
 def prune(
     older_than: str | None,
@@ -311,6 +346,7 @@ def prune(
     all_scopes: bool,
     dry_run: bool,
     yes: bool,
+    as_json: bool,
     db: str | None,
     scope: str | None,
     debug: bool,
@@ -325,6 +361,9 @@ def prune(
     if not all_scopes:
         doomed = _doomed(state.reader.sync.list(state.scope, limit=10**9), cutoff, keep_last)
         if dry_run:
+            if as_json:
+                dump({'deleted': [r.conversation_id for r in doomed], 'dry_run': True})
+                return
             for summary in doomed:
                 console.print(_row(summary, short=False))
             click.echo(f'would delete {len(doomed)} conversation(s) in scope {state.scope!r}')
@@ -335,10 +374,14 @@ def prune(
         raise click.UsageError('--dry-run lists one scope at a time: drop --all-scopes and pass --scope')
     elif not yes and sys.stdin.isatty() and sys.stdout.isatty():
         click.confirm('prune every scope of this database?', abort=True)
-    deleted = state.existing.sync.prune(
-        older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE if all_scopes else state.scope
-    )
-    click.echo(f'deleted {len(deleted)} conversation(s)')
+    with _working('pruning'):
+        deleted = state.existing.sync.prune(
+            older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE if all_scopes else state.scope
+        )
+    if as_json:
+        dump({'deleted': deleted, 'dry_run': False})
+    else:
+        click.echo(f'deleted {len(deleted)} conversation(s)')
 
 
 def _doomed(rows: Sequence[Any], cutoff: datetime | None, keep_last: int | None) -> list[Any]:
