@@ -535,3 +535,12 @@ def test_json_on_every_write_command_and_db_verify(db: str, tmp_path: Path, caps
         conn.execute("UPDATE conversations SET scope = 'me' WHERE id = 'conv-c'")
     code, out, _ = run(capsys, 'db', 'verify', '--db', db, '--scope', 'me')
     assert code == 1 and 'conv-c' in out and '3 of 4 conversation(s)' in out
+
+
+def test_an_empty_scope_says_which_scopes_hold_conversations(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, 'conversations', 'list', '--db', db, '--scope', 'nobody')
+    assert code == 0 and out == ''
+    assert (
+        err.strip()
+        == "scope 'nobody' holds no conversations; --scope me holds 2 conversations, --scope someone-else holds 1 conversation"
+    )

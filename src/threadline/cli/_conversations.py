@@ -67,6 +67,8 @@ def list_conversations(
     if as_json:
         dump([r.__dict__ for r in rows])
         return
+    if not rows and query is None:
+        _other_scopes(store, state.scope)
     for r in rows:  # at a terminal each fits its line; piped, titles are whole
         if console.is_terminal:
             console.print(_row(r, short), overflow='ellipsis', no_wrap=True, crop=True, soft_wrap=False)
@@ -76,6 +78,15 @@ def list_conversations(
         total = len(store.list(state.scope, limit=10**9, query=query))
         if total > count:
             click.echo(f'{count} of {total} (use -n 0 for all)', err=True)
+
+
+def _other_scopes(store: Any, scope: str) -> None:
+    """When this scope holds nothing, say which scopes do (the usual cause is a wrong --scope)."""
+    from ..storage import EVERY_SCOPE
+
+    others = {name: n for name, n in store.scope_counts(EVERY_SCOPE).items() if name != scope and n}
+    hints = ', '.join(f'--scope {name} holds {n} conversation{"s" if n != 1 else ""}' for name, n in others.items())
+    click.echo(f'scope {scope!r} holds no conversations' + (f'; {hints}' if hints else ''), err=True)
 
 
 def _row(summary: Any, short: bool) -> str:

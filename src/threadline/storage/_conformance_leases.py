@@ -11,7 +11,7 @@ from ..exceptions import UserError
 from ._contract import SyncStore
 from ._face import AsyncStore
 
-__all__ = ['LeaseConformance']
+__all__ = ['LeaseConformance', 'ScopeCountConformance']
 
 
 class LeaseConformance:
@@ -56,3 +56,19 @@ class LeaseConformance:
             store.sync.claim_turn('c1', scope='s', holder=holder, ttl=ttl)  # type: ignore[arg-type]
         with pytest.raises(UserError, match='scope'):
             store.sync.claim_turn('c1', scope='', holder='a', ttl=60)
+
+
+class ScopeCountConformance:
+    """Behaviour of `scope_counts`, the operator's view across tenants."""
+
+    def test_scope_counts_needs_every_scope(self, store: AsyncStore[SyncStore]) -> None:
+        from ._records import EVERY_SCOPE
+        from ._samples import turn
+
+        sync = store.sync
+        assert sync.scope_counts(EVERY_SCOPE) == {}
+        for cid, scope in (('a1', 'acme'), ('a2', 'acme'), ('b1', 'beta')):
+            sync.append(cid, turn(0, conversation_id=cid), scope=scope)
+        assert sync.scope_counts(EVERY_SCOPE) == {'acme': 2, 'beta': 1}
+        with pytest.raises(UserError, match='EVERY_SCOPE'):
+            sync.scope_counts('acme')  # type: ignore[arg-type]

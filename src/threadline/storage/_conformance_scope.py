@@ -155,6 +155,9 @@ def _random_call(store: SyncStore, rng: random.Random, branches: list[int]) -> C
             lambda: store.write_notebook('alice', 'planted', scope=scope, expected_version=1, operation_id='op-1'),
             lambda: store.write_notebook('alice', 'planted', scope=scope, expected_version=0),
             lambda: store.delete_notebook('alice', scope=scope),
+            lambda: store.scope_counts(scope),  # only EVERY_SCOPE opens it: every tenant's own scope is refused
+            lambda: store.claim_turn(cid, scope=scope, holder='tenant-b', ttl=5),
+            lambda: store.release_turn(cid, scope=scope, holder='tenant-b'),
         ]
         return rng.choice(calls)
 

@@ -118,6 +118,12 @@ class ConversationStore(Protocol):
         """The scope's conversations, most recently updated first; `query` filters by title."""
         ...
 
+    def scope_counts(self, scope: EveryScope) -> dict[str, int]:
+        """Every scope that holds conversations, and how many. An operator action across tenants
+        (for tools that help a person find their data): it takes only `EVERY_SCOPE`, so no tenant's
+        code path reaches it by passing its own scope."""
+        ...
+
     def fork(self, conversation_id: str, *, scope: str, at: int | None = None, new_id: str | None = None) -> str:
         """A new conversation sharing the first `at` messages (all by default); returns its id."""
         ...

@@ -94,6 +94,7 @@ class AsyncStore(Generic[B]):
     replace = _AsyncOp(SyncStore.replace)
     load = _AsyncOp(SyncStore.load)
     list = _AsyncOp(SyncStore.list)
+    scope_counts = _AsyncOp(SyncStore.scope_counts)
     fork = _AsyncOp(SyncStore.fork)
     delete = _AsyncOp(SyncStore.delete)
     prune = _AsyncOp(SyncStore.prune)

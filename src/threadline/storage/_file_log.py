@@ -26,6 +26,7 @@ from ._file_seal import check as check_seals
 from ._file_state import ConvState, replay
 from ._neutral import (
     check_append,
+    check_every_scope,
     check_messages,
     check_scope,
     finished_ids,
@@ -201,6 +202,13 @@ class FileLogOps(FileBase):
             )
         rows.sort(key=lambda r: (r.updated_at, r.conversation_id), reverse=True)
         return rows[offset : offset + limit]
+
+    def scope_counts(self, scope: EveryScope) -> dict[str, int]:
+        check_every_scope(scope)
+        counts: dict[str, int] = {}
+        for state in self._all_states():
+            counts[state.scope] = counts.get(state.scope, 0) + 1
+        return dict(sorted(counts.items()))
 
     def _all_states(self) -> builtins.list[ConvState]:
         out = []

@@ -15,6 +15,7 @@ from ._chain import canonical_json
 from ._records import StepEvent, StepWrite, ToolEffect
 
 __all__ = [
+    'check_every_scope',
     'finished_ids',
     'check_append',
     'check_messages',
@@ -189,3 +190,11 @@ _TERM_CHARS = str.maketrans({c: ' ' for c in '"\'*^:()[]{}-+.,;!?/\\<>=&|~`@#$%\
 
 def search_terms(query: str) -> list[str]:
     return [t for t in query.translate(_TERM_CHARS).lower().split() if t][:16]
+
+
+def check_every_scope(scope: object) -> None:
+    """An operator action across tenants takes `EVERY_SCOPE` and nothing else."""
+    from ._records import EVERY_SCOPE
+
+    if scope is not EVERY_SCOPE:
+        raise UserError('scope_counts() reaches every tenant: pass scope=EVERY_SCOPE to say so, not one scope')

@@ -16,6 +16,7 @@ from ..messages._codec import encoder
 from ._contract import FinishedRun
 from ._neutral import (
     check_append,
+    check_every_scope,
     check_messages,
     check_scope,
     finished_ids,
@@ -319,6 +320,12 @@ class LogOps(SQLBase):
                     self._touch(child_conversation, ('batch', child, start))
             self._exec(conn, 'UPDATE branches SET parent_branch = NULL, fork_position = 0 WHERE id = ?', (child,))
             self._touch(child_conversation, ('branch', child))
+
+    def scope_counts(self, scope: EveryScope) -> dict[str, int]:
+        check_every_scope(scope)
+        with self._read() as conn:
+            rows = self._all(conn, 'SELECT scope, count(*) FROM conversations GROUP BY scope ORDER BY scope')
+        return {str(name): int(count) for name, count in rows}
 
     def prune(
         self, *, older_than: datetime | None = None, keep_last: int | None = None, scope: str | EveryScope

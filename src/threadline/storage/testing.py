@@ -22,7 +22,7 @@ import pytest
 
 from ..exceptions import ConflictError, ConversationNotFound, UserError
 from ..messages import ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
-from ._conformance_leases import LeaseConformance
+from ._conformance_leases import LeaseConformance, ScopeCountConformance
 from ._conformance_notebooks import NotebookConformance
 from ._conformance_records import RecordConformance
 from ._conformance_scope import ScopeConformance
@@ -34,7 +34,9 @@ from ._samples import T0, SampleResult, turn
 __all__ = ['ConversationStoreConformance', 'turn']
 
 
-class ConversationStoreConformance(RecordConformance, ScopeConformance, NotebookConformance, LeaseConformance):
+class ConversationStoreConformance(
+    RecordConformance, ScopeConformance, NotebookConformance, LeaseConformance, ScopeCountConformance
+):
     """Behaviours every store must have, over the whole contract. Override `make_store` to return
     your backend wrapped in its async face (`AsyncStore(MyBackend(...))`, or a ready-made store)."""
 
