@@ -544,3 +544,33 @@ def test_an_empty_scope_says_which_scopes_hold_conversations(db: str, capsys: py
         err.strip()
         == "scope 'nobody' holds no conversations; --scope me holds 2 conversations, --scope someone-else holds 1 conversation"
     )
+
+
+def test_list_usage_model_latest_and_truncate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from threadline import Agent, ModelResponse, TextPart
+    from threadline.models.function import FunctionModel
+    from threadline.models.test import TestModel
+
+    path = str(tmp_path / 'models.db')
+    store = SQLiteStore(path)
+    for name, model in (
+        ('by-test', TestModel()),
+        ('by-function', FunctionModel(lambda m, i: ModelResponse(parts=[TextPart('x ' * 60)]))),
+    ):
+        result = Agent(model).run_sync('a question ' * 20, conversation_id=name)
+        store.sync.save(result, scope='me')
+    store.close()
+    base = ('--db', path, '--scope', 'me')
+    code, out, _ = run(capsys, 'conversations', 'list', '-u', '--json', *base)
+    rows = {r['conversation_id']: r for r in json.loads(out)}
+    assert (
+        code == 0 and rows['by-test']['usage']['input_tokens'] > 0 and rows['by-function']['usage']['output_tokens'] > 0
+    )
+    code, out, _ = run(capsys, 'conversations', 'list', '-u', *base)
+    assert ' in ' in out and ' out ' in out
+    code, out, _ = run(capsys, 'conversations', 'list', '-m', 'test', '-s', *base)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ['by-test']
+    code, out, err = run(capsys, 'conversations', 'list', '-l', '-s', *base)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ['by-function'] and '1 of 2' in err
+    code, out, _ = run(capsys, 'conversations', 'list', '-t', *base)
+    assert all(len(line) <= 80 for line in out.splitlines()) and any(line.endswith('…') for line in out.splitlines())

@@ -41,6 +41,10 @@ def conversations(ctx: click.Context, db: str | None, scope: str | None, debug: 
 @click.option('-q', '--query', default=None, help='Only conversations whose title contains this.')
 @click.option('-n', '--count', 'count', default=20, show_default=True, help='How many, newest first (0: all).')
 @click.option('-s', '--short', is_flag=True, help='Only the id and title of each.')
+@click.option('-t', '--truncate', is_flag=True, help='Cut each line to the width even when piped.')
+@click.option('-u', '--usage', 'with_usage', is_flag=True, help='Add the tokens each conversation used.')
+@click.option('-m', '--model', default=None, help='Only conversations with a run of this model (e.g. gpt-5.2).')
+@click.option('-l', '--latest', is_flag=True, help='Only the most recent conversation (-n 1).')
 @click.option(
     '--json',
     'as_json',
@@ -53,6 +57,10 @@ def list_conversations(
     query: str | None,
     count: int,
     short: bool,
+    truncate: bool,
+    with_usage: bool,
+    model: str | None,
+    latest: bool,
     as_json: bool,
     db: str | None = None,
     scope: str | None = None,
@@ -61,23 +69,42 @@ def list_conversations(
     """Conversations, most recent first, one line each."""
     if count < 0:
         raise click.BadParameter(f'must be 0 (all) or more, not {count}', param_hint="'-n' / '--count'")
+    count = 1 if latest else count
     state = state_for(db, scope, debug)
     store = state.reader.sync
-    rows = store.list(state.scope, limit=count or 10**9, query=query)
+    every = store.list(state.scope, limit=10**9, query=query)
+    if model is not None:
+        every = [r for r in every if _used_model(store, r.conversation_id, state.scope, model)]
+    rows = every[:count] if count else every
+    usage = (
+        {r.conversation_id: store.load(r.conversation_id, scope=state.scope, last=1).usage for r in rows}
+        if with_usage
+        else {}
+    )
     if as_json:
-        dump([r.__dict__ for r in rows])
+        dump([{**r.__dict__, **({'usage': _tokens(usage[r.conversation_id])} if with_usage else {})} for r in rows])
         return
-    if not rows and query is None:
+    if not rows and query is None and model is None:
         _other_scopes(store, state.scope)
-    for r in rows:  # at a terminal each fits its line; piped, titles are whole
-        if console.is_terminal:
-            console.print(_row(r, short), overflow='ellipsis', no_wrap=True, crop=True, soft_wrap=False)
+    cut = console.is_terminal or truncate
+    for r in rows:  # at a terminal (or with -t) each fits its line; piped, titles are whole
+        line = _row(r, short, _tokens(usage[r.conversation_id]) if with_usage else None)
+        if cut:
+            console.print(line, overflow='ellipsis', no_wrap=True, crop=True, soft_wrap=False)
         else:
-            console.print(_row(r, short))
-    if count and len(rows) == count:
-        total = len(store.list(state.scope, limit=10**9, query=query))
-        if total > count:
-            click.echo(f'{count} of {total} (use -n 0 for all)', err=True)
+            console.print(line)
+    if count and len(every) > count:
+        click.echo(f'{count} of {len(every)} (use -n 0 for all)', err=True)
+
+
+def _used_model(store: Any, conversation_id: str, scope: str, model: str) -> bool:
+    """Whether a run of the conversation used `model` (its name contains it: `gpt-5.2` matches
+    `gpt-5.2-2026-01-01`)."""
+    return any(model in (run.model_name or '') for run in store.list_runs(conversation_id, scope=scope))
+
+
+def _tokens(usage: Any) -> dict[str, int]:
+    return {'input_tokens': usage.input_tokens, 'output_tokens': usage.output_tokens}
 
 
 def _other_scopes(store: Any, scope: str) -> None:
@@ -89,13 +116,14 @@ def _other_scopes(store: Any, scope: str) -> None:
     click.echo(f'scope {scope!r} holds no conversations' + (f'; {hints}' if hints else ''), err=True)
 
 
-def _row(summary: Any, short: bool) -> str:
-    """One conversation on one line: id, time, counts, then the title (cut to the width)."""
+def _row(summary: Any, short: bool, tokens: dict[str, int] | None = None) -> str:
+    """One conversation on one line: id, time, counts (and tokens), then the title."""
     title = escape(' '.join((summary.title or '(untitled)').split()))
     if short:
         return f'[bold]{summary.conversation_id}[/]  {title}'
     when = summary.updated_at.astimezone().strftime('%Y-%m-%d %H:%M')
-    return f'[bold]{summary.conversation_id}[/]  [dim]{when}[/]  {summary.message_count:>4} msgs  {title}'
+    used = f'  {tokens["input_tokens"]:>7} in {tokens["output_tokens"]:>6} out' if tokens is not None else ''
+    return f'[bold]{summary.conversation_id}[/]  [dim]{when}[/]  {summary.message_count:>4} msgs{used}  {title}'
 
 
 @conversations.command()
