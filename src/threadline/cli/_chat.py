@@ -51,7 +51,7 @@ def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | Non
     return settings or None
 
 
-def _agent_for(state: Any, model: str, system: str | None) -> Any:
+def _agent_for(state: Any, model: str, system: str | None, key: str | None = None) -> Any:
     from ..agent import Agent
     from ..models import infer_model
 
@@ -64,9 +64,26 @@ def _agent_for(state: Any, model: str, system: str | None) -> Any:
             Path(state.db).with_name('chat-payments.jsonl') if '://' not in state.db else Path('chat-payments.jsonl')
         )
         return support_agent(state.store, state.scope, Payments(payments), approve_refunds=True)
-    resolved = infer_model(model)
+    resolved = _with_key(infer_model(model), key) if key else infer_model(model)
     getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
     return Agent(resolved, system_prompt=system or 'You are a helpful assistant.')
+
+
+def _with_key(model: Any, key: str) -> Any:
+    """`model` talking to its provider with `key` instead of the environment's."""
+    providers = {
+        'openai': ('openai', 'OpenAIProvider'),
+        'anthropic': ('anthropic', 'AnthropicProvider'),
+        'google': ('google', 'GoogleProvider'),
+    }
+    where = providers.get(getattr(model, 'provider_name', ''))
+    if where is None:
+        raise click.UsageError(f'--key is for provider models (openai:, anthropic:, google:), not {model.model_name!r}')
+    import importlib
+
+    provider_class = getattr(importlib.import_module(f'threadline.models.{where[0]}'), where[1])
+    model._provider = provider_class(api_key=key)
+    return model
 
 
 def _conversation_for(state: Any, cont: bool, cid: str | None) -> str:
@@ -95,6 +112,7 @@ def _model_option(fn: Any) -> Any:
         fn
     )
     fn = click.option('-s', '--system', default=None, help='The system prompt (provider models).')(fn)
+    fn = click.option('--key', default=None, help="The provider's API key (default: its environment variable).")(fn)
     fn = click.option('--cid', default=None, help='Continue this conversation (or start one with this id).')(fn)
     fn = click.option('-c', '--continue', 'cont', is_flag=True, help='Continue the latest conversation.')(fn)
     return click.option(
@@ -110,6 +128,7 @@ def chat(
     cont: bool,
     cid: str | None,
     system: str | None,
+    key: str | None,
     options: tuple[tuple[str, str], ...],
     db: str | None,
     scope: str | None,
@@ -125,7 +144,7 @@ def chat(
     with contextlib.suppress(ImportError):  # not on every platform
         import readline  # noqa: F401 - importing it gives input() line editing and history
     state = state_for(db, scope, debug)
-    agent = _agent_for(state, model, system)
+    agent = _agent_for(state, model, system, key)
     cid = _conversation_for(state, cont, cid)
     console.print(f'conversation {cid} (model {model}); exit, quit or Ctrl-D to leave, !multi, !edit')
     session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
@@ -182,6 +201,7 @@ def prompt(
     cont: bool,
     cid: str | None,
     system: str | None,
+    key: str | None,
     options: tuple[tuple[str, str], ...],
     db: str | None,
     scope: str | None,
@@ -190,7 +210,7 @@ def prompt(
     """Send one message, print the answer, and store the turn (-c continues the latest
     conversation, --cid a given one)."""
     state = state_for(db, scope, debug)
-    agent = _agent_for(state, model, system)
+    agent = _agent_for(state, model, system, key)
     cid = _conversation_for(state, cont, cid)
     session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
     click.echo(session.turn(agent, text))

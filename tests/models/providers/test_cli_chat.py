@@ -86,3 +86,34 @@ def test_a_model_error_in_chat_is_one_line_and_the_message_is_kept(server: Provi
     assert 'Traceback' not in done.stderr
     assert done.stdout.count('assistant> It is sunny in Paris.') == 1
     assert [m['content'] for m in server.bodies()[-1]['messages'] if m['role'] == 'user'] == ['Weather?']
+
+
+def test_prompt_with_a_key_on_the_command_line(server: ProviderServer, tmp_path: Path) -> None:
+    server.queue(fixture('openai_text.json'))
+    env = {k: v for k, v in os.environ.items() if k != 'OPENAI_API_KEY'}
+    env['OPENAI_BASE_URL'] = server.url + '/v1'
+    done = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'threadline',
+            'prompt',
+            'Weather?',
+            '-m',
+            'openai:gpt-5.2',
+            '--key',
+            'sk-from-flag',
+            '-s',
+            'Answer in one line.',
+            '--db',
+            str(tmp_path / 'p.db'),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == 'It is sunny in Paris.'
+    assert server.requests[0]['headers']['authorization'] == 'Bearer sk-from-flag'
+    assert server.bodies()[0]['messages'][0] == {'role': 'system', 'content': 'Answer in one line.'}
