@@ -574,3 +574,40 @@ def test_list_usage_model_latest_and_truncate(tmp_path: Path, capsys: pytest.Cap
     assert code == 0 and [line.split()[0] for line in out.splitlines()] == ['by-function'] and '1 of 2' in err
     code, out, _ = run(capsys, 'conversations', 'list', '-t', *base)
     assert all(len(line) <= 80 for line in out.splitlines()) and any(line.endswith('…') for line in out.splitlines())
+
+
+def test_audit_names_the_command_that_fixes_an_interrupted_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import UTC, datetime
+
+    from threadline import ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart, UserPromptPart
+    from threadline.storage import ToolEffect
+
+    path = str(tmp_path / 'fix.db')
+    store = SQLiteStore(path)
+    history = [
+        ModelRequest(parts=[SystemPromptPart('You are support.'), UserPromptPart('refund order 9')], run_id='r1'),
+        ModelResponse(parts=[ToolCallPart('issue_refund', {'order_id': '9'}, 'call-9')], run_id='r1'),
+    ]
+    store.sync.append('c9', history, scope='me')
+    store.sync.register_run('r1', conversation_id='c9', scope='me')
+    started = ToolEffect('r1', 'call-9', 'issue_refund', 'started', datetime.now(tz=UTC), idempotency_key='refund-9')
+    store.sync.record_tool_effect(started, conversation_id='c9', scope='me')
+    store.close()
+    base = ('--db', path, '--scope', 'me')
+    code, out, _ = run(capsys, 'audit', 'c9', *base)
+    assert (
+        code != 0
+        and "fix: threadline reconcile c9 call-9 --result '…' --evidence '…' (look it up by 'refund-9')" in out
+    )
+    code, out, _ = run(
+        capsys, 'reconcile', 'c9', 'call-9', '--result', 'refunded (pay-9)', '--evidence', 'payments:refund-9', *base
+    )
+    assert code == 0 and out.startswith('reconciled call-9 in c9')
+    code, out, _ = run(capsys, 'audit', 'c9', *base)
+    assert code == 0 and 'verdict: READY' in out and 'fix:' not in out
+    code, out, _ = run(
+        capsys, 'outcome', 'c9', '--expected', 'refund order 9', '--evidence', 'payments:pay-9', '--json', *base
+    )
+    assert code == 0 and json.loads(out)['expected_effect'] == 'refund order 9'

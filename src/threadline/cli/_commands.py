@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from ._app import cli, console, dump, group_state, shared_options, state_for
 
@@ -101,6 +102,10 @@ def audit(
     console.print(f'verdict: [bold]{report.verdict}[/]')
     for line in report.advice:
         console.print(f'  {line}')
+    from ._fix import fix_lines
+
+    for line in fix_lines(report, target, store, state.scope, stored):
+        console.print(f'  fix: {escape(line)}')
     ctx.exit(EXIT_CODES.get(report.verdict, 1))
 
 
