@@ -304,8 +304,15 @@ def test_prune_dry_run_lists_exactly_what_prune_deletes(tmp_path: Path, capsys: 
     assert code == 0 and out.splitlines()[-1] == "would delete 4 conversation(s) in scope 'me'"
     assert sorted(listed) == ['p0', 'p1', 'p2', 'p3']
     assert len(SQLiteStore(path).sync.list('me')) == 6  # a dry run deletes nothing
-    code, out, _ = run(capsys, 'conversations', 'prune', '--keep-last', '2', '--db', path, '--scope', 'me')
-    assert code == 0 and out.strip() == 'deleted 4 conversation(s)'
+    twin = str(tmp_path / 'twin.db')  # the same data, pruned by the store itself
+    import shutil
+
+    for suffix in ('', '-wal', '-shm'):
+        if Path(path + suffix).exists():
+            shutil.copy(path + suffix, twin + suffix)
+    by_store = SQLiteStore(twin).sync.prune(keep_last=2, scope='me')
+    code, out, _ = run(capsys, 'conversations', 'prune', '--keep-last', '2', '--json', '--db', path, '--scope', 'me')
+    assert code == 0 and sorted(json.loads(out)['deleted']) == sorted(by_store) == sorted(listed)
     assert sorted(r.conversation_id for r in SQLiteStore(path).sync.list('me')) == ['p4', 'p5']
     assert [r.conversation_id for r in SQLiteStore(path).sync.list('them')] == ['other']
     code, _, err = run(capsys, 'conversations', 'prune', '--db', path, '--scope', 'me')

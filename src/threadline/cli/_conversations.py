@@ -413,14 +413,37 @@ def prune(
         raise click.UsageError('--dry-run lists one scope at a time: drop --all-scopes and pass --scope')
     elif not yes and sys.stdin.isatty() and sys.stdout.isatty():
         click.confirm('prune every scope of this database?', abort=True)
-    with _working('pruning'):
-        deleted = state.existing.sync.prune(
-            older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE if all_scopes else state.scope
-        )
+    if all_scopes:
+        with _working('pruning every scope'):
+            deleted = state.existing.sync.prune(older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE)
+    else:
+        deleted = _delete_each(state.existing.sync, [r.conversation_id for r in doomed], state.scope)
+        if cutoff is not None:  # the store's prune also erases the notebooks not written since
+            deleted += state.existing.sync.prune(older_than=cutoff, scope=state.scope)
     if as_json:
         dump({'deleted': deleted, 'dry_run': False})
     else:
         click.echo(f'deleted {len(deleted)} conversation(s)')
+
+
+def _delete_each(store: Any, conversation_ids: list[str], scope: str) -> list[str]:
+    """Delete the conversations one by one, with a progress bar at a terminal; the ids deleted (one
+    deleted meanwhile by someone else is skipped)."""
+    from rich.progress import Progress
+
+    from ..exceptions import ConversationNotFound
+
+    deleted: list[str] = []
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task('pruning', total=len(conversation_ids))
+        for conversation_id in conversation_ids:
+            try:
+                store.delete(conversation_id, scope=scope)
+                deleted.append(conversation_id)
+            except ConversationNotFound:
+                pass
+            progress.advance(task)
+    return deleted
 
 
 def _doomed(rows: Sequence[Any], cutoff: datetime | None, keep_last: int | None) -> list[Any]:
