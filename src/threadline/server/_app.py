@@ -25,6 +25,7 @@ Rules (each tested):
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import logging
@@ -392,16 +393,26 @@ class _Server:
 def _streaming(body: AsyncIterator[Any], leave: Callable[[], Awaitable[None]], headers: Mapping[str, str]) -> Any:
     """A streaming response that calls `leave` when it ends, however it ends (even when the client
     is gone before the body starts, where a generator's `finally` would never run)."""
+    response = _turn_response_class()(body, headers=dict(headers))
+    response.leave = leave
+    return response
+
+
+@functools.cache
+def _turn_response_class() -> Any:
+    """The response class, made once (starlette is imported only when a server runs)."""
     from starlette.responses import StreamingResponse
 
-    class _TurnResponse(StreamingResponse):
+    class TurnResponse(StreamingResponse):
+        leave: Callable[[], Awaitable[None]]
+
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
             try:
                 await super().__call__(scope, receive, send)
             finally:
-                await leave()
+                await self.leave()
 
-    return _TurnResponse(body, headers=dict(headers))
+    return TurnResponse
 
 
 def _verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) -> list[Any]:
