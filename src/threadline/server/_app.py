@@ -25,30 +25,24 @@ Rules (each tested):
 
 from __future__ import annotations
 
-import functools
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from .._keys import Keyring
 from ..agent import Agent
 from ..exceptions import ConflictError, ConversationNotFound
-from ..messages import ModelRequest, UserPromptPart
 from ..storage import AsyncStore
-from ._turns import TurnBusy, TurnGate
+from ._requests import HTTPProblem, field, new_turn, query_int
+from ._stateless import signed_chunks, verified_history
+from ._turns import TurnBusy, TurnGate, turn_response
 
 __all__ = ['DEV_SCOPE', 'create_app']
 
 logger = logging.getLogger('threadline.server')
 DEV_SCOPE = 'local'
-
-
-class _HTTPProblem(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
 
 
 def create_app(
@@ -110,23 +104,23 @@ class _Server:
             if hmac.compare_digest(key.encode(), given.encode()):
                 found = scope
         if not given or found is None:
-            raise _HTTPProblem(401, 'an API key is required (Authorization: Bearer <key>)')
+            raise HTTPProblem(401, 'an API key is required (Authorization: Bearer <key>)')
         return found
 
     async def body(self, request: Any) -> Any:
         length = request.headers.get('content-length')
         if length is not None and length.isdigit() and int(length) > self.max_body:
-            raise _HTTPProblem(413, f'the body is over {self.max_body} bytes')
+            raise HTTPProblem(413, f'the body is over {self.max_body} bytes')
         raw = await request.body()
         if len(raw) > self.max_body:
-            raise _HTTPProblem(413, f'the body is over {self.max_body} bytes')
+            raise HTTPProblem(413, f'the body is over {self.max_body} bytes')
         try:
             return json.loads(raw or b'null')
         except ValueError as exc:
-            raise _HTTPProblem(400, f'the body is not JSON: {exc}') from None
+            raise HTTPProblem(400, f'the body is not JSON: {exc}') from None
 
     @staticmethod
-    def problem(error: _HTTPProblem) -> Any:
+    def problem(error: HTTPProblem) -> Any:
         from starlette.responses import JSONResponse
 
         return JSONResponse({'error': error.message}, status_code=error.status)
@@ -134,12 +128,12 @@ class _Server:
     async def handle(self, request: Any, action: Any) -> Any:
         try:
             return await action(self.scope(request))
-        except _HTTPProblem as error:
+        except HTTPProblem as error:
             return self.problem(error)
         except ConversationNotFound:
-            return self.problem(_HTTPProblem(404, 'no such conversation'))
+            return self.problem(HTTPProblem(404, 'no such conversation'))
         except (TurnBusy, ConflictError) as busy:
-            return self.problem(_HTTPProblem(409, str(busy)))
+            return self.problem(HTTPProblem(409, str(busy)))
 
     # -- endpoints --------------------------------------------------------------------------------
     async def health(self, request: Any) -> Any:
@@ -151,8 +145,8 @@ class _Server:
         from starlette.responses import JSONResponse
 
         async def action(scope: str) -> Any:
-            limit = _int(request.query_params.get('limit'), 50, 'limit')
-            offset = _int(request.query_params.get('offset'), 0, 'offset')
+            limit = query_int(request.query_params.get('limit'), 50, 'limit')
+            offset = query_int(request.query_params.get('offset'), 0, 'offset')
             query = request.query_params.get('q')
             if query:
                 hits = await self.store.search(query, scope=scope, limit=limit)
@@ -225,8 +219,8 @@ class _Server:
 
         async def action(scope: str) -> Any:
             body = await self.body(request)
-            cid, messages = _field(body, 'id', str), _field(body, 'messages', list)
-            prompt, stripped = _new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
+            cid, messages = field(body, 'id', str), field(body, 'messages', list)
+            prompt, stripped = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             return await self._turn(cid, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS)
 
         return await self.handle(request, action)
@@ -247,11 +241,11 @@ class _Server:
         async def action(scope: str) -> Any:
             assert self.trust is not None
             body = await self.body(request)
-            cid, messages = _field(body, 'id', str), _field(body, 'messages', list)
-            prompt, _ = _new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
-            history = _verified_history(body, cid, scope, self.trust)
+            cid, messages = field(body, 'id', str), field(body, 'messages', list)
+            prompt, _ = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
+            history = verified_history(body, cid, scope, self.trust)
             events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
-            return StreamingResponse(sse(_signed_chunks(events, cid, scope, self.trust)), headers=STREAM_HEADERS)
+            return StreamingResponse(sse(signed_chunks(events, cid, scope, self.trust)), headers=STREAM_HEADERS)
 
         return await self.handle(request, action)
 
@@ -268,7 +262,7 @@ class _Server:
         cid = request.path_params['cid']
 
         async def action(scope: str) -> Any:
-            decisions = _field(await self.body(request), 'approvals', dict)
+            decisions = field(await self.body(request), 'approvals', dict)
             stored = await self.store.load(cid, scope=scope, last=1)  # the pause is in the tail
             tail = stored.messages[-1] if stored.messages else None
             pending = (
@@ -278,7 +272,7 @@ class _Server:
             )
             unknown = sorted(set(decisions) - pending)
             if unknown or not decisions or not all(isinstance(v, bool) for v in decisions.values()):
-                raise _HTTPProblem(
+                raise HTTPProblem(
                     400,
                     f'approvals: name pending tool calls of this conversation with true or false (not pending: {unknown})',
                 )
@@ -302,9 +296,9 @@ class _Server:
 
         async def action(scope: str) -> Any:
             body = await self.body(request)
-            cid, run_id = _field(body, 'threadId', str), _field(body, 'runId', str)
-            messages = _field(body, 'messages', list)
-            prompt, stripped = _new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
+            cid, run_id = field(body, 'threadId', str), field(body, 'runId', str)
+            messages = field(body, 'messages', list)
+            prompt, stripped = new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
 
             async def frames(events: AsyncIterator[Any]) -> AsyncIterator[str]:
                 async for event in ag_ui_events(events, thread_id=cid, run_id=run_id):
@@ -352,7 +346,7 @@ class _Server:
                     f'conversation {cid!r} changed before this could run: reload it', conversation_id=cid
                 )
             events = self._events(cid, scope, stored, prompt, stripped, deferred)
-            return _streaming(body(events), leave, headers)
+            return turn_response(body(events), leave, headers)
         except BaseException:
             await leave()
             raise
@@ -388,120 +382,6 @@ class _Server:
                 f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
                 conversation_id=cid,
             ) from None
-
-
-def _streaming(body: AsyncIterator[Any], leave: Callable[[], Awaitable[None]], headers: Mapping[str, str]) -> Any:
-    """A streaming response that calls `leave` when it ends, however it ends (even when the client
-    is gone before the body starts, where a generator's `finally` would never run)."""
-    response = _turn_response_class()(body, headers=dict(headers))
-    response.leave = leave
-    return response
-
-
-@functools.cache
-def _turn_response_class() -> Any:
-    """The response class, made once (starlette is imported only when a server runs)."""
-    from starlette.responses import StreamingResponse
-
-    class TurnResponse(StreamingResponse):
-        leave: Callable[[], Awaitable[None]]
-
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            try:
-                await super().__call__(scope, receive, send)
-            finally:
-                await self.leave()
-
-    return TurnResponse
-
-
-def _verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) -> list[Any]:
-    """The history a stateless client sent back, if its envelope vouches for it (else 400)."""
-    from ..messages import ModelMessagesTypeAdapter
-    from ..trust import Envelope, verify_history
-
-    if body.get('history') is None and body.get('envelope') is None:
-        return []  # a first turn
-    try:
-        history = ModelMessagesTypeAdapter.validate_python(body.get('history'))
-        envelope = Envelope.from_json(json.dumps(body.get('envelope')))
-    except Exception as exc:  # noqa: BLE001 - any unreadable history is untrusted
-        raise _HTTPProblem(
-            400, f'UNTRUSTED_HISTORY: the history or its envelope cannot be read ({type(exc).__name__})'
-        ) from None
-    check = verify_history(history, envelope, conversation_id=cid, scope=scope, keys=keys)
-    if not check.ok:
-        at = f' at message {check.index}' if check.index is not None else ''
-        raise _HTTPProblem(400, f'UNTRUSTED_HISTORY: {check.reason}{at}')
-    return list(history)
-
-
-async def _signed_chunks(
-    events: AsyncIterator[Any], cid: str, scope: str, keys: Keyring
-) -> AsyncIterator[dict[str, Any]]:
-    """The run's UI message chunks, with the new history and its envelope just before `finish`."""
-    from ..messages import ModelMessagesTypeAdapter
-    from ..messages._events import AgentRunResultEvent
-    from ..trust import sign_history
-    from ..ui.vercel_ai import ui_message_chunks
-
-    results: list[Any] = []
-
-    async def watched() -> AsyncIterator[Any]:
-        async for event in events:
-            if isinstance(event, AgentRunResultEvent):
-                results.append(event.result)
-            yield event
-
-    async for chunk in ui_message_chunks(watched()):
-        if chunk['type'] == 'finish' and results:
-            history = results[0].all_messages()
-            envelope = sign_history(history, conversation_id=cid, scope=scope, keys=keys)
-            data = {
-                'history': json.loads(ModelMessagesTypeAdapter.dump_json(history)),
-                'envelope': json.loads(envelope.to_json()),
-            }
-            yield {'type': 'data-threadline', 'data': data}
-        yield chunk
-
-
-def _field(body: Any, name: str, kind: type) -> Any:
-    if not isinstance(body, dict):
-        raise _HTTPProblem(400, 'the body must be a JSON object')
-    value = body.get(name)
-    if not isinstance(value, kind):
-        raise _HTTPProblem(400, f'{name}: required, a {kind.__name__}')
-    if kind is str and not value:
-        raise _HTTPProblem(400, f'{name}: must not be empty')
-    return value
-
-
-def _new_turn(load: Any, messages: list[Any], offset: int) -> tuple[Any, list[Any]]:
-    """The user's new turn (a prompt) from the last message a client sent (at `offset` in the
-    body's list), and what sanitizing stripped."""
-    import pydantic
-
-    try:
-        history, stripped = load(messages)
-    except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        loc = list(error['loc'])
-        if loc and isinstance(loc[0], int):
-            loc[0] += offset
-        where = ''.join(f'[{p}]' if isinstance(p, int) else f'.{p}' for p in loc)
-        raise _HTTPProblem(400, f'messages{where}: {error["msg"]}') from None
-    parts = [p for m in history if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)]
-    if not parts:
-        raise _HTTPProblem(400, "messages: the last message must be the user's new turn")
-    return parts[-1].content, stripped
-
-
-def _int(value: str | None, default: int, name: str) -> int:
-    if value is None:
-        return default
-    if not value.isdigit() or int(value) > 1000:
-        raise _HTTPProblem(400, f'{name}: a whole number from 0 to 1000')
-    return int(value)
 
 
 def _hit(hit: Any) -> dict[str, Any]:

@@ -15,18 +15,19 @@ Rules (each tested):
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from ..storage import AsyncStore
 
-__all__ = ['TurnBusy', 'TurnGate']
+__all__ = ['TurnBusy', 'TurnGate', 'turn_response']
 
 logger = logging.getLogger('threadline.server')
 
@@ -92,3 +93,28 @@ class TurnGate:
                     'turn lease of a conversation lapsed before its turn ended; its save checks the revision'
                 )
                 return
+
+
+def turn_response(body: AsyncIterator[Any], leave: Callable[[], Awaitable[None]], headers: Mapping[str, str]) -> Any:
+    """A streaming response that calls `leave` when it ends, however it ends (even when the client
+    is gone before the body starts, where a generator's `finally` would never run)."""
+    response = _turn_response_class()(body, headers=dict(headers))
+    response.leave = leave
+    return response
+
+
+@functools.cache
+def _turn_response_class() -> Any:
+    """The response class, made once (starlette is imported only when a server runs)."""
+    from starlette.responses import StreamingResponse
+
+    class TurnResponse(StreamingResponse):
+        leave: Callable[[], Awaitable[None]]
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            try:
+                await super().__call__(scope, receive, send)
+            finally:
+                await self.leave()
+
+    return TurnResponse
