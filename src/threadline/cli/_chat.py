@@ -82,8 +82,7 @@ def _with_key(model: Any, key: str) -> Any:
     import importlib
 
     provider_class = getattr(importlib.import_module(f'threadline.models.{where[0]}'), where[1])
-    model._provider = provider_class(api_key=key)
-    return model
+    return type(model)(model.model_name, provider=provider_class(api_key=key))
 
 
 def _conversation_for(state: Any, cont: bool, cid: str | None) -> str:

@@ -72,8 +72,10 @@ def list_conversations(
     count = 1 if latest else count
     state = state_for(db, scope, debug)
     store = state.reader.sync
-    every = store.list(state.scope, limit=10**9, query=query)
-    if model is not None:
+    if model is None:  # read the page (and one more, to know whether it was cut), not every summary
+        every = store.list(state.scope, limit=count + 1 if count else 10**9, query=query)
+    else:
+        every = store.list(state.scope, limit=10**9, query=query)
         every = [r for r in every if _used_model(store, r.conversation_id, state.scope, model)]
     rows = every[:count] if count else every
     usage = (
@@ -94,7 +96,8 @@ def list_conversations(
         else:
             console.print(line)
     if count and len(every) > count:
-        click.echo(f'{count} of {len(every)} (use -n 0 for all)', err=True)
+        total = len(every) if model is not None else len(store.list(state.scope, limit=10**9, query=query))
+        click.echo(f'{count} of {total} (use -n 0 for all)', err=True)
 
 
 def _used_model(store: Any, conversation_id: str, scope: str, model: str) -> bool:

@@ -65,7 +65,18 @@ class AgentRealtime:
     ) -> AsyncIterator[RealtimeSession]:
         """A session over `message_history` (ids as for runs: the conversation id is inherited)."""
         state = self.agent._new_state(
-            None, message_history, None, self.model, deps, None, None, None, None, run_id, conversation_id, []
+            user_prompt=None,
+            message_history=message_history,
+            deferred_tool_results=None,
+            model=self.model,
+            deps=deps,
+            model_settings=None,
+            usage_limits=None,
+            usage=None,
+            instructions=None,
+            run_id=run_id,
+            conversation_id=conversation_id,
+            capabilities=[],
         )
         tools = (await state.request_parameters()).function_tools
         async with self.model.connect(

@@ -272,10 +272,10 @@ class SQLiteDialect:
             return None
         if not hits:
             return []
-        kept = {row[0] for row in self._attach(conn, [(h[0], 0.0, '') for h in hits], scope)}
-        hits = [h for h in hits if h[0] in kept]
+        rows = {row[0]: row for row in self._attach(conn, [(h[0], 0.0, '') for h in hits], scope)}
         total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
-        return self._attach(conn, rank_locally(hits, words, total, df, limit), scope)
+        ranked = rank_locally([h for h in hits if h[0] in rows], words, total, df, limit)
+        return [(*rows[rowid][:4], score, snippet) for rowid, score, snippet in ranked]
 
     def _newest_first(
         self, conn: Any, words: list[Term], scope: str | None, limit: int, df: list[int]
