@@ -150,3 +150,14 @@ def test_a_realtime_model_is_not_for_runs() -> None:
     model = TestRealtimeModel([])
     with pytest.raises(UserError, match='realtime model'):
         Agent(model).run_sync('hi')
+
+
+async def test_a_deferred_capability_with_tools_is_refused_up_front() -> None:
+    """The connection's tools are fixed when it opens, so a load could not reveal them."""
+    from tests.agent.test_load_capability import billing
+
+    model = TestRealtimeModel([says('hi')])
+    agent = Agent(model, capabilities=[billing('threadline')])
+    with pytest.raises(UserError, match="remove `defer_loading=True` from: 'billing'"):
+        async with agent.realtime(model).session():
+            pass

@@ -58,8 +58,20 @@ class AbstractCapability(Generic[AgentDepsT]):
     """Base class of capabilities; every hook is a no-op until overridden. Generic in the run's
     deps type (`AbstractCapability[MyDeps]`), as the hooks' `RunContext` is."""
 
+    id: str | None = None
+    """Names the capability in a run; required with `defer_loading`, as the history names it."""
+    description: str | None = None
+    """What it does, listed in the catalog of deferred capabilities."""
+    defer_loading: bool = False
+    """Keep its tools, instructions and hooks out of the run until the model loads it with the
+    `load_capability` tool (see `threadline.agent._load`)."""
+
     def get_toolset(self) -> FunctionToolset[Any] | None:
         """Tools this capability gives every run it is part of (None: no tools)."""
+        return None
+
+    def get_instructions(self) -> str | None:
+        """Instructions this capability adds to every request while it is active (None: none)."""
         return None
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
@@ -129,17 +141,40 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
 
     def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:
-        self._forward = tuple(capabilities)
+        from ._load import check_deferred
+
+        self._all = tuple(capabilities)
+        self.deferred = check_deferred(self._all)
+        self.loaded: frozenset[str] = frozenset()
+        self._forward = tuple(c for c in self._all if not c.defer_loading)
         self._reverse = self._forward[::-1]
 
+    def set_loaded(self, loaded: set[str] | frozenset[str]) -> None:
+        """Which deferred capabilities are loaded: only those (and every capability not deferred)
+        have their hooks called."""
+        loaded = frozenset(loaded) & self.deferred.keys()
+        if loaded == self.loaded:
+            return
+        self.loaded = loaded
+        self._forward = tuple(c for c in self._all if not c.defer_loading or c.id in loaded)
+        self._reverse = self._forward[::-1]
+
+    def instructions(self) -> list[str]:
+        """The deferred-capability catalog, then each active capability's instructions."""
+        from ._load import catalog
+
+        texts = [catalog(self.deferred)] if self.deferred else []
+        texts.extend(text for c in self._forward if (text := c.get_instructions()))
+        return texts
+
     def __len__(self) -> int:
-        return len(self._forward)
+        return len(self._all)
 
     def __getitem__(self, index: Any) -> Any:
-        return self._forward[index]
+        return self._all[index]
 
     def __iter__(self) -> Iterator[AbstractCapability[Any]]:
-        return iter(self._forward)
+        return iter(self._all)
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
         for capability in self._forward:
@@ -148,10 +183,21 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     def toolsets(self) -> list[tuple[str, FunctionToolset[Any]]]:
         """Each capability's toolset, named by the capability that gives it."""
         named = []
-        for capability in self._forward:
+        tools_of: dict[str, list[str]] = {}
+        for capability in self._all:
             toolset = capability.get_toolset()
-            if toolset is not None:
-                named.append((f'capability {type(capability).__name__}', toolset))
+            if toolset is None:
+                continue
+            if capability.defer_loading:
+                assert capability.id is not None  # check_deferred refused it otherwise
+                toolset = toolset.owned_by(capability.id)
+                tools_of[capability.id] = list(toolset.tools)
+            named.append((f'capability {type(capability).__name__}', toolset))
+        if self.deferred:
+            from ._load import load_tool
+            from ._toolset import FunctionToolset
+
+            named.append(('deferred capability loading', FunctionToolset([load_tool(self.deferred, tools_of)])))
         return named
 
     async def settle(self, ctx: RunContext[Any]) -> None:

@@ -257,6 +257,7 @@ class ModelRequestNode:
         # Deferred tools follow the history actually sent: a processor that dropped a reveal hides them.
         params = request_context.model_request_parameters
         params.function_tools = visible(params.function_tools, request_context.messages)
+        state.refresh_loaded(request_context.messages)
         _check_request_messages(request_context.messages)
         if _history_shape(state) != before:
             _stamp_last(state)
@@ -297,6 +298,18 @@ def _stamp_response(state: RunState, response: ModelResponse, model: Any) -> Non
     if response.usage.cost is None:
         response.usage.cost = _cost(response, model)
     state.stamp(response)
+    if state.typed_tools:
+        _type_calls(state, response)
+
+
+def _type_calls(state: RunState, response: ModelResponse) -> None:
+    """Record a call to a typed tool (`load_capability`) with the tool's kind, as the reference
+    stores it, so the history names the kind without knowing the agent."""
+    for part in response.parts:
+        if isinstance(part, ToolCallPart) and part.tool_kind is None:
+            tool = state.tools.get(part.tool_name)
+            if tool is not None and tool.tool_def.tool_kind is not None:
+                part.tool_kind = tool.tool_def.tool_kind
 
 
 def _cost(response: ModelResponse, model: Any) -> Any:
@@ -382,7 +395,9 @@ class CallToolsNode:
 async def _queue_request(state: RunState, parts: list[Any]) -> ModelRequestNode:
     """Add the next request (tool results, feedback) to the history now, so the boundary after the
     node that produced it is settled: a store sees the results before the next model call."""
-    request = ModelRequest(parts=parts, timestamp=now_utc(), instructions=await state.instructions())
+    request = ModelRequest(parts=parts, timestamp=now_utc())
+    state.refresh_loaded([*state.history, request])  # a load in these results counts from this request on
+    request.instructions = await state.instructions()
     state.append(request)
     return ModelRequestNode(request, in_history=True)
 

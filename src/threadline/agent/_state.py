@@ -61,6 +61,20 @@ class RunState:
     streams events; None otherwise, so plain runs build no event objects."""
 
     resumed_request: ModelRequest | None = None
+    typed_tools: bool = False
+    """Whether some tool records its calls with a kind (`load_capability`): only then are calls typed."""
+
+    def __post_init__(self) -> None:
+        self.typed_tools = bool(self.capabilities.deferred)
+        self.refresh_loaded(self.history)
+
+    def refresh_loaded(self, messages: Sequence[ModelMessage]) -> None:
+        """Re-derive which deferred capabilities are loaded from `messages` (the history sent or
+        about to be): their hooks and instructions follow (see `threadline.agent._load`)."""
+        if self.capabilities.deferred:
+            from ._load import loaded_capabilities
+
+            self.capabilities.set_loaded(loaded_capabilities(messages))
 
     @classmethod
     def for_prompts(cls, agent: Agent[Any, Any], ctx: RunContext[Any]) -> RunState:
@@ -173,6 +187,7 @@ class RunState:
     async def instructions(self) -> str | None:
         """The running agent's instructions for this step, joined by blank lines; None if empty."""
         texts = [await self._render(source) for source in self.instruction_sources]
+        texts.extend(self.capabilities.instructions())
         joined = '\n\n'.join(t for t in texts if t).strip()
         return joined or None
 

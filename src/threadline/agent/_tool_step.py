@@ -29,7 +29,7 @@ from ..messages import (
 from ..messages._events import FunctionToolCallEvent, FunctionToolResultEvent
 from ._end import End, FinalResult
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
-from ._reveal import delta_part, revealed
+from ._reveal import delta_part, revealed, visible
 from ._state import RunState, now_utc
 from ._tools import Tool, ToolArgsError
 
@@ -63,6 +63,7 @@ class ToolStep:
         self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
         self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
         self.callable = _callable_tools(state)
+        self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
 
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
@@ -108,9 +109,12 @@ class ToolStep:
         tools sent beside their results (see `ToolReturn`)."""
         shown = revealed(self.state.history)
         parts: list[Any] = []
+        kinds = {c.tool_call_id: c.tool_kind for c in self.calls if c.tool_kind} if self.state.typed_tools else {}
         for part in slots:
             if part is None:
                 continue
+            if kinds and isinstance(part, ToolReturnPart) and part.tool_kind is None:
+                part.tool_kind = kinds.get(part.tool_call_id)
             parts.append(part)
             names = self.reveals.get(part.tool_call_id) if isinstance(part, ToolReturnPart) else None
             delta = delta_part(names, shown, part.tool_call_id) if names else None
@@ -153,7 +157,11 @@ class ToolStep:
     def _retry(self, call: ToolCallPart, content: Any, cause: str, max_retries: int | None) -> ToolReturnPart:
         state = self.state
         limit = state.max_retries if max_retries is None else max_retries
-        count = state.ctx.retries.get(call.tool_name, 0) + 1
+        # Failed calls of one tool in one response share an attempt number, as in the reference:
+        # the model made one attempt at using the tool, however many calls it put in it.
+        count = self.step_retries.get(call.tool_name)
+        if count is None:
+            count = self.step_retries[call.tool_name] = state.ctx.retries.get(call.tool_name, 0) + 1
         state.ctx.retries[call.tool_name] = count
         if count > limit:
             raise UnexpectedModelBehavior(f'Tool {call.tool_name!r} exceeded max retries count of {limit}')
@@ -267,10 +275,10 @@ class ToolStep:
 
 def _callable_tools(state: RunState) -> dict[str, Tool[Any]]:
     """The tools the model may call now: deferred ones only once revealed (see `_reveal`)."""
-    if not any(t.defer_loading for t in state.tools.values()):
+    if not any(t.tool_def.defer_loading for t in state.tools.values()):
         return state.tools
-    shown = revealed(state.history)
-    return {name: t for name, t in state.tools.items() if not t.defer_loading or name in shown}
+    shown = {d.name for d in visible((t.tool_def for t in state.tools.values()), state.history)}
+    return {name: t for name, t in state.tools.items() if name in shown}
 
 
 async def _gather_cancelling(calls: list[Any]) -> list[Any]:

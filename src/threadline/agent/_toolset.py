@@ -8,7 +8,9 @@ start, naming the tool), because the model addresses a tool by name alone.
 
 from __future__ import annotations
 
+import copy as _copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 from ..exceptions import UserError
@@ -42,9 +44,24 @@ class FunctionToolset(Generic[AgentDepsT]):
         `Tool`)."""
         self.add_tool(Tool(function, **options))
 
+    def owned_by(self, capability_id: str) -> FunctionToolset[AgentDepsT]:
+        """A copy whose tools belong to the deferred capability `capability_id`: each is offered
+        only while that capability is loaded (this toolset is left as it was)."""
+        owned: FunctionToolset[AgentDepsT] = FunctionToolset(id=self.id)
+        for name, tool in self.tools.items():
+            copy = _copy.copy(tool)
+            copy._tool_def = replace(tool.tool_def, defer_loading=True, capability_id=capability_id)
+            owned.tools[name] = copy
+        return owned
+
     def tool(self, function: F, /) -> F:
         """Decorator form of `add_function`."""
         self.add_function(function)
+        return function
+
+    def tool_plain(self, function: F, /) -> F:
+        """Decorator form of `add_function` for a function that takes no `RunContext`."""
+        self.add_function(function, takes_ctx=False)
         return function
 
 

@@ -7,6 +7,9 @@ Rules every processor here keeps (property-tested on random histories):
   call. So a tool call is never separated from its result, and a kept history starts with a turn.
 - The standing system prompt (the system prompt parts opening the first request) is kept, moved
   to the front of the first kept request.
+- A `load_capability` call, its result and the tool-availability delta after it stay together:
+  a turn is kept or dropped whole, and `ClearOldToolResults` leaves load results as they are.
+  Dropping a turn unloads what it loaded (the model may load it again); clearing never does.
 - The last message (the request about to be sent) keeps its parts, so the run still knows what
   is new; only a standing prompt or summary may be put in front of them when the cut lands there.
 - What it returns is already in the form `repair_messages` gives, so repair changes nothing.
@@ -22,6 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..agent._context import RunContext  # at runtime: ProcessHistory reads the annotation
+from ..agent._load import LOAD_KIND
 from ..messages import (
     CompactionPart,
     ModelMessage,
@@ -133,7 +137,9 @@ class ClearOldToolResults:
         return [*out, *messages[cut:]]
 
     def _clearable(self, part: Any) -> bool:
-        return isinstance(part, ToolReturnPart) and part.content != self.marker
+        # A load_capability result is the record that its capability is loaded: clearing it would
+        # unload the capability, so it stays (it is a one-line message).
+        return isinstance(part, ToolReturnPart) and part.content != self.marker and part.tool_kind != LOAD_KIND
 
     def _cleared(self, part: Any) -> Any:
         return replace(part, content=self.marker) if self._clearable(part) else part

@@ -41,6 +41,11 @@ class ToolDefinition:
     strict: bool | None = None
     defer_loading: bool = False
     """Hidden from the model until revealed in the history (`ToolReturn(tools=...)`)."""
+    tool_kind: str | None = None
+    """The typed kind its calls and returns are recorded with (`'capability-load'` for
+    `load_capability`); None for ordinary tools."""
+    capability_id: str | None = None
+    """The deferred capability that owns it: offered only while that capability is loaded."""
     provider_definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
     """A provider-defined tool to send instead of the function definition, by provider name (e.g.
     Anthropic's `memory` tool, see `threadline.models.anthropic.MemoryTool`); the run still

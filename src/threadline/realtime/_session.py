@@ -78,6 +78,7 @@ class AgentRealtime:
             conversation_id=conversation_id,
             capabilities=[],
         )
+        _refuse_deferred_tools(state)
         tools = (await state.request_parameters()).function_tools
         async with self.model.connect(
             instructions=await state.instructions(), tools=tools, history=list(state.history)
@@ -254,3 +255,15 @@ def _turn_parts(items: Sequence[Any]) -> list[ModelRequestPart]:
     if len(systems) == len(texts):  # system prompts alone
         return list(systems)
     return [UserPromptPart('\n'.join(texts))]
+
+
+def _refuse_deferred_tools(state: RunState) -> None:
+    """A realtime connection fixes its tools at connect, so a deferred capability whose load would
+    reveal tools cannot keep its promise: refused up front, as pydantic-ai does, naming them."""
+    blocked = [cid for cid, cap in state.capabilities.deferred.items() if cap.get_toolset() is not None]
+    if blocked:
+        names = ', '.join(repr(cid) for cid in blocked)
+        raise UserError(
+            'Realtime sessions cannot reveal tools mid-session, so deferred capabilities that contribute tools '
+            f'are not supported; remove `defer_loading=True` from: {names}.'
+        )
