@@ -122,7 +122,7 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
         (('conversations', 'show', 'conv-c'), "error: conversation 'conv-c' not found in scope 'me'"),
         (('conversations', 'prune', '--older-than', 'soon'), 'error: --older-than'),
         (('conversations', 'import', '/no/such/file.json'), 'error: cannot read /no/such/file.json'),
-        (('chat', '-m', 'nope:gpt-5.2'), "error: Unknown model 'nope:gpt-5.2'"),
+        (('chat', '-m', 'nope:gpt-5.2'), "error: -m 'nope:gpt-5.2': not a model; use -m demo"),
     ],
 )
 def test_errors_are_one_line_and_exit_1(
@@ -618,3 +618,36 @@ def test_audit_names_the_command_that_fixes_an_interrupted_call(
         capsys, 'outcome', 'c9', '--expected', 'refund order 9', '--evidence', 'payments:pay-9', '--json', *base
     )
     assert code == 0 and json.loads(out)['expected_effect'] == 'refund order 9'
+
+
+def test_long_operations_show_a_progress_bar_at_a_terminal_and_none_when_piped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Import (10k messages), backup, verify and prune across scopes draw a rich bar on a terminal
+    that they erase when done; piped, they print only their result."""
+    history = [m for k in range(2500) for m in turn(k, conversation_id='big')]
+    assert len(history) == 10_000
+    (tmp_path / 'h.json').write_bytes(ModelMessagesTypeAdapter.dump_json(history))
+    db = str(tmp_path / 'bars.db')
+    steps = {
+        'importing h.json': ['conversations', 'import', str(tmp_path / 'h.json')],
+        'backing up bars.db': ['db', 'backup', str(tmp_path / 'copy.db')],
+        'verifying': ['db', 'verify'],
+        'pruning every scope': ['conversations', 'prune', '--all-scopes', '-y', '--keep-last', '0'],
+    }
+    for label, args in steps.items():
+        raw = in_terminal([*args, '--db', db, '--scope', 'me'], raw=True)
+        assert label in raw and '━' in raw and '100%' in raw, (label, raw[-400:])
+    assert SQLiteStore(str(tmp_path / 'copy.db')).sync.load('big', scope='me').length == 10_000
+    code, out, err = run(capsys, 'conversations', 'import', str(tmp_path / 'h.json'), '--db', db, '--scope', 'me')
+    assert code == 0 and out.strip() == 'big' and '━' not in out + err
+
+
+def test_model_errors_speak_in_flags(
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv('OPENAI_API_KEY', raising=False)
+    code, _, err = run(capsys, 'prompt', 'hi', '-m', 'nosuch:model', '--db', db, '--scope', 'me')
+    assert code == 1 and "-m 'nosuch:model': not a model; use -m demo, -m test" in err
+    code, _, err = run(capsys, 'prompt', 'hi', '-m', 'openai:gpt-5.2', '--db', db, '--scope', 'me')
+    assert code == 1 and 'set OPENAI_API_KEY, or pass --key' in err and 'api_key=' not in err

@@ -15,6 +15,7 @@ from rich.console import Console
 __all__ = [
     'refuse_if_tampered',
     'one_line',
+    'progress',
     'warn_if_tampered',
     'State',
     'cli',
@@ -30,6 +31,15 @@ __all__ = [
 ]
 
 console = Console(highlight=False, soft_wrap=True)
+
+
+def progress() -> Any:
+    """A rich progress display at a terminal (transient: it leaves no trace); disabled when the
+    output is piped, so scripts read only results."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn('{task.description}'), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
+    return Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
 
 
 def default_db() -> str:

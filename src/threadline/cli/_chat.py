@@ -64,9 +64,21 @@ def _agent_for(state: Any, model: str, system: str | None, key: str | None = Non
             Path(state.db).with_name('chat-payments.jsonl') if '://' not in state.db else Path('chat-payments.jsonl')
         )
         return support_agent(state.store, state.scope, Payments(payments), approve_refunds=True)
-    resolved = _with_key(infer_model(model), key) if key else infer_model(model)
-    getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
+    from ..exceptions import UserError
+
+    try:
+        resolved = _with_key(infer_model(model), key) if key else infer_model(model)
+        getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
+    except UserError as exc:
+        raise click.ClickException(_in_cli_terms(str(exc), model)) from None
     return Agent(resolved, system_prompt=system or 'You are a helpful assistant.')
+
+
+def _in_cli_terms(message: str, model: str) -> str:
+    """A model error told the way the command line is used (flags, not Python arguments)."""
+    if message.startswith('Unknown model'):
+        return f'-m {model!r}: not a model; use -m demo, -m test, or a provider model like openai:gpt-5.2, anthropic:claude-sonnet-4-6 or google:gemini-2.5-flash'
+    return message.replace('pass api_key= to the provider', 'pass --key')
 
 
 def _with_key(model: Any, key: str) -> Any:

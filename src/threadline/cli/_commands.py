@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ._app import cli, console, dump, group_state, shared_options, state_for
+from ._app import cli, console, dump, group_state, progress, shared_options, state_for
 
 __all__ = ['audit', 'db']
 
@@ -169,18 +169,16 @@ def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> 
 def db_verify(ctx: click.Context, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """Check every conversation of the scope: its hash chain and its keyed seal (exit 1 if any
     fails). A progress bar shows the way through a large store at a terminal."""
-    from rich.progress import Progress
-
     state = state_for(db, scope, debug)
     store = state.reader.sync
     rows = store.list(state.scope, limit=10**9)
     results = []
-    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task('verifying', total=len(rows))
+    with progress() as bar:
+        task = bar.add_task('verifying', total=len(rows))
         for row in rows:
             check = store.verify(row.conversation_id, scope=state.scope)
             results.append((row.conversation_id, check))
-            progress.advance(task)
+            bar.advance(task)
     failed = [(cid, check) for cid, check in results if not check.ok]
     if as_json:
         dump(
@@ -220,12 +218,13 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
         raise click.ClickException(f'{destination.parent} is not a directory')
     partial = destination.with_name(f'.{destination.name}.partial-{os.getpid()}')
     try:
-        with contextlib.closing(sqlite3.connect(f'file:{source.resolve()}?mode=ro', uri=True)) as conn:
+        with contextlib.closing(
+            sqlite3.connect(f'file:{source.resolve()}?mode=ro', uri=True, check_same_thread=False)
+        ) as conn:
             check = conn.execute('PRAGMA quick_check').fetchone()[0]
             if check != 'ok':
                 raise click.ClickException(f'{state.db} is damaged ({check}); restore it from an earlier backup')
-            with console.status(f'backing up {source.name}') if console.is_terminal else contextlib.nullcontext():
-                conn.execute('VACUUM INTO ?', (str(partial),))
+            _vacuum_into(conn, partial, source.name)
         os.link(partial, destination)  # fails if DESTINATION appeared meanwhile: never overwrite
     except sqlite3.DatabaseError as exc:
         raise click.ClickException(f'cannot back up {state.db}: {exc}') from None
@@ -234,3 +233,32 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
     finally:
         partial.unlink(missing_ok=True)
     click.echo(f'backed up {state.db} to {destination}')
+
+
+def _vacuum_into(conn: Any, partial: Path, name: str) -> None:
+    """`VACUUM INTO partial` (one read transaction: a consistent copy even while others write),
+    with a bar at a terminal that follows the copy's size towards the pages in use."""
+    import threading
+
+    page_size, pages, free = (
+        conn.execute(f'PRAGMA {p}').fetchone()[0] for p in ('page_size', 'page_count', 'freelist_count')
+    )
+    total = max(1, (pages - free) * page_size)
+    failure: list[BaseException] = []
+
+    def copy() -> None:
+        try:
+            conn.execute('VACUUM INTO ?', (str(partial),))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=copy, name='threadline-backup')
+    with progress() as bar:
+        task = bar.add_task(f'backing up {name}', total=total)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            size = partial.stat().st_size if partial.exists() else 0
+            bar.update(task, completed=min(size, total))
+    if failure:
+        raise failure[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from ._app import (
     console,
     dump,
     group_state,
+    progress,
     refuse_if_tampered,
     shared_options,
     state_for,
@@ -320,8 +321,12 @@ def import_(
         data = file.read_bytes()
     except OSError as exc:
         raise click.ClickException(f'cannot read {file}: {exc.strerror}') from None
-    with _working(f'importing {file.name} ({len(data) / 1e6:.1f} MB)'):
-        cid, imported = _import(state, data, cid, as_new=as_new, replace=replace_)
+    with progress() as bar:
+        task = bar.add_task(f'importing {file.name} ({len(data) / 1e6:.1f} MB)', total=len(data) * 2)
+        cid, imported = _import(
+            state, data, cid, as_new=as_new, replace=replace_, step=lambda: bar.advance(task, len(data))
+        )
+        bar.advance(task, len(data))
     if as_json:
         dump({'conversation_id': cid, 'imported': imported})
         return
@@ -330,12 +335,16 @@ def import_(
     click.echo(cid)
 
 
-def _import(state: Any, data: bytes, cid: str | None, *, as_new: bool, replace: bool) -> tuple[str, int]:
-    """Store the history in `data`; (its conversation id, how many messages were added)."""
+def _import(
+    state: Any, data: bytes, cid: str | None, *, as_new: bool, replace: bool, step: Callable[[], None]
+) -> tuple[str, int]:
+    """Store the history in `data`; (its conversation id, how many messages were added). `step` is
+    called once the file is checked (the caller counts the storing that follows)."""
     from .._uuid import uuid7
     from ..messages import ModelMessagesTypeAdapter
 
     messages = ModelMessagesTypeAdapter.validate_json(data)
+    step()
     cid = cid or next((m.conversation_id for m in reversed(messages) if m.conversation_id), None) or uuid7()
     store = state.store.sync
     if store.conversation_state(cid, scope=state.scope) is None:
@@ -359,13 +368,6 @@ def _import(state: Any, data: bytes, cid: str | None, *, as_new: bool, replace: 
         f'conversation {cid!r} already holds a different history: pass --as-new to import it as a new '
         'conversation, or --replace to store it as a new branch of this one'
     )
-
-
-def _working(what: str) -> Any:
-    """A spinner on the terminal while a long step runs (nothing when the output is piped)."""
-    import contextlib
-
-    return console.status(what) if console.is_terminal else contextlib.nullcontext()
 
 
 def _wire(messages: Sequence[Any]) -> bytes:
@@ -394,7 +396,6 @@ def prune(
     debug: bool,
 ) -> None:
     """Delete old conversations (retention). At a terminal it shows how many and asks first."""
-    from ..storage import EVERY_SCOPE
 
     if older_than is None and keep_last is None:
         raise click.UsageError('say what to prune: --older-than AGE, --keep-last N, or both')
@@ -417,8 +418,7 @@ def prune(
     elif not yes and sys.stdin.isatty() and sys.stdout.isatty():
         click.confirm('prune every scope of this database?', abort=True)
     if all_scopes:
-        with _working('pruning every scope'):
-            deleted = state.existing.sync.prune(older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE)
+        deleted = _prune_every_scope(state.existing.sync, cutoff, keep_last)
     else:
         deleted = _delete_each(state.existing.sync, [r.conversation_id for r in doomed], state.scope)
         if cutoff is not None:  # the store's prune also erases the notebooks not written since
@@ -429,23 +429,38 @@ def prune(
         click.echo(f'deleted {len(deleted)} conversation(s)')
 
 
+def _prune_every_scope(store: Any, cutoff: datetime | None, keep_last: int | None) -> list[str]:
+    """Prune scope by scope with a bar over the scopes, then once across every scope for what the
+    loop could not see (a scope made meanwhile, notebooks in a scope without conversations)."""
+    from ..storage import EVERY_SCOPE
+
+    deleted: list[str] = []
+    scopes = sorted(store.scope_counts(EVERY_SCOPE))
+    with progress() as bar:
+        task = bar.add_task('pruning every scope', total=len(scopes) + 1)
+        for scope in scopes:
+            deleted += store.prune(older_than=cutoff, keep_last=keep_last, scope=scope)
+            bar.advance(task)
+        deleted += store.prune(older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE)
+        bar.advance(task)
+    return deleted
+
+
 def _delete_each(store: Any, conversation_ids: list[str], scope: str) -> list[str]:
     """Delete the conversations one by one, with a progress bar at a terminal; the ids deleted (one
     deleted meanwhile by someone else is skipped)."""
-    from rich.progress import Progress
-
     from ..exceptions import ConversationNotFound
 
     deleted: list[str] = []
-    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task('pruning', total=len(conversation_ids))
+    with progress() as bar:
+        task = bar.add_task('pruning', total=len(conversation_ids))
         for conversation_id in conversation_ids:
             try:
                 store.delete(conversation_id, scope=scope)
                 deleted.append(conversation_id)
             except ConversationNotFound:
                 pass
-            progress.advance(task)
+            bar.advance(task)
     return deleted
 
 
