@@ -20,8 +20,9 @@ from ..messages import (
     UserContent,
 )
 from ..models import Model, ModelSettings, infer_model
-from ._capability import AbstractCapability, CapabilityChain
+from ._capability import AbstractCapability
 from ._capture import captured_messages
+from ._chain import CapabilityChain
 from ._context import AgentDepsT, RunContext
 from ._event_handler import EventStreamHandler, drive_with_handler
 from ._graph import UserPromptNode
@@ -120,6 +121,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self._output_validators: list[Callable[..., Any]] = []
         for tool in tools:
             self._register(tool if isinstance(tool, Tool) else Tool(tool))
+        self.capabilities = [c.for_agent(self) for c in self.capabilities]
 
     def __repr__(self) -> str:
         return f'Agent(model={self.model!r}, name={self.name!r}, tools={list(self._tools)})'
@@ -302,6 +304,21 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             conversation_id,
             capabilities,
         )
+        async with self._running(await self._for_run(state), user_prompt) as agent_run:
+            yield agent_run
+
+    async def _for_run(self, state: RunState) -> RunState:
+        """`state` with each capability's `for_run` instance (and those instances' tools)."""
+        chain = await state.capabilities.for_run(state.ctx)
+        if chain is not state.capabilities:
+            state.capabilities = chain
+            state.tools = merge_tools(self._tools, chain.toolsets())
+        return state
+
+    @asynccontextmanager
+    async def _running(self, state: RunState, user_prompt: Any) -> AsyncIterator[AgentRun[OutputDataT]]:
+        """The run's lifecycle around its nodes: `before_run`, then the caller drives the nodes,
+        then whatever the capabilities started is settled, and `capture_run_messages` sees it."""
         captured = captured_messages()
         try:
             await state.capabilities.before_run(state.ctx)
@@ -391,28 +408,37 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         event_stream_handler: EventStreamHandler | None = None,
     ) -> AgentRunResult[OutputDataT]:
         """Run the agent to the end and return its result. `event_stream_handler` is awaited with
-        each step's events as they happen (see `threadline.agent._event_handler` for the rules)."""
-        async with self.iter(
+        each step's events as they happen (see `threadline.agent._event_handler` for the rules).
+        Capabilities' `wrap_run` hooks enclose the whole run."""
+        state = self._new_state(
             user_prompt,
-            message_history=message_history,
-            deferred_tool_results=deferred_tool_results,
-            model=model,
-            deps=deps,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-            usage=usage,
-            instructions=instructions,
-            run_id=run_id,
-            conversation_id=conversation_id,
-            capabilities=capabilities,
-        ) as agent_run:
-            if event_stream_handler is not None:
-                await drive_with_handler(agent_run, event_stream_handler)
-            else:
-                async for _ in agent_run:
-                    pass
-        assert agent_run.result is not None
-        return agent_run.result
+            message_history,
+            deferred_tool_results,
+            model,
+            deps,
+            model_settings,
+            usage_limits,
+            usage,
+            instructions,
+            run_id,
+            conversation_id,
+            capabilities,
+        )
+        state = await self._for_run(state)
+
+        async def lifecycle() -> AgentRunResult[Any]:
+            async with self._running(state, user_prompt) as agent_run:
+                if event_stream_handler is not None:
+                    await drive_with_handler(agent_run, event_stream_handler)
+                else:
+                    async for _ in agent_run:
+                        pass
+            assert agent_run.result is not None
+            return agent_run.result
+
+        if state.capabilities.has('wrap_run'):
+            return await state.capabilities.wrap_run(state.ctx, lifecycle)
+        return await lifecycle()
 
     @asynccontextmanager
     async def run_stream(

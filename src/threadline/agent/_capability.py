@@ -1,42 +1,35 @@
-"""The capability interface and the one place that calls its hooks.
+"""The capability interface: every hook a capability may override, each a no-op by default.
 
 Storage, the replay gate, memory and history processing are all capabilities. A capability
 subclasses `AbstractCapability` (re-exported from `threadline.capabilities`) and overrides the
-hooks it needs; the defaults do nothing. The interface lives in the agent package because the
-agent calls it: `threadline.capabilities` builds on the agent, never the other way round.
+hooks it needs. The interface lives in the agent package because the agent calls it:
+`threadline.capabilities` builds on the agent, never the other way round. The rules for calling
+the hooks (order, wrapping, error recovery) are `CapabilityChain`'s, in `_chain.py`.
 
-`CapabilityChain` holds the rules for calling hooks, so the run, the graph and the stream never
-loop over capabilities themselves:
-- `before_*` hooks run in the order the capabilities were given; `after_*` and `on_*_error` hooks
-  in reverse, so the first capability wraps the others.
-- A `before_*` / `after_*` hook that returns None leaves the value as it was (`after_tool_execute`
-  excepted: a tool result may legitimately be None, so its return value is always taken).
-- `before_run` may refuse the run by raising.
-- An error goes to each `on_*_error` hook in turn: the first to return a value recovers, and one
-  that raises hands the next hook what it raised; if none recovers, the last error propagates.
-- A cancelled run is announced to every `on_run_error` hook; none can stop the others hearing it.
+Each lifecycle (the run, a node, a model request, a tool's validation, a tool's execution) has
+the same four hooks: `before_*` may change the input, `after_*` the output, `on_*_error` may
+recover from a failure by returning a value, and `wrap_*` encloses the other three with a
+`handler` that runs them (call it zero times to skip the lifecycle, more than once to retry).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
 
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ..models import Model, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._context import AgentDepsT
 
 if TYPE_CHECKING:
+    from ._agent import Agent
     from ._context import RunContext
     from ._graph import AgentNode, NodeResult
     from ._result import AgentRunResult
     from ._toolset import FunctionToolset
 
-__all__ = ['AbstractCapability', 'CapabilityChain', 'ModelRequestContext']
-
-T = TypeVar('T')
+__all__ = ['AbstractCapability', 'ModelRequestContext', 'overridden_hooks']
 
 
 @dataclass
@@ -136,150 +129,124 @@ class AbstractCapability(Generic[AgentDepsT]):
         """Called when a tool body raised (including `ModelRetry`); re-raise or return a result."""
         raise error
 
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        """Encloses a tool's execution: `handler(args)` runs the `before_tool_execute` hooks, the
+        tool (with `on_tool_execute_error` recovery) and the `after_tool_execute` hooks."""
+        return await handler(args)
 
-class CapabilityChain(Sequence[AbstractCapability[Any]]):
-    """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
-
-    def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:
-        from ._load import check_deferred
-
-        self._all = tuple(capabilities)
-        self.deferred = check_deferred(self._all)
-        self.loaded: frozenset[str] = frozenset()
-        self._forward = tuple(c for c in self._all if not c.defer_loading)
-        self._reverse = self._forward[::-1]
-
-    def set_loaded(self, loaded: set[str] | frozenset[str]) -> None:
-        """Which deferred capabilities are loaded: only those (and every capability not deferred)
-        have their hooks called."""
-        loaded = frozenset(loaded) & self.deferred.keys()
-        if loaded == self.loaded:
-            return
-        self.loaded = loaded
-        self._forward = tuple(c for c in self._all if not c.defer_loading or c.id in loaded)
-        self._reverse = self._forward[::-1]
-
-    def instructions(self) -> list[str]:
-        """The deferred-capability catalog, then each active capability's instructions."""
-        from ._load import catalog
-
-        texts = [catalog(self.deferred)] if self.deferred else []
-        texts.extend(text for c in self._forward if (text := c.get_instructions()))
-        return texts
-
-    def __len__(self) -> int:
-        return len(self._all)
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._all[index]
-
-    def __iter__(self) -> Iterator[AbstractCapability[Any]]:
-        return iter(self._all)
-
-    async def before_run(self, ctx: RunContext[Any]) -> None:
-        for capability in self._forward:
-            await capability.before_run(ctx)
-
-    def toolsets(self) -> list[tuple[str, FunctionToolset[Any]]]:
-        """Each capability's toolset, named by the capability that gives it."""
-        named = []
-        tools_of: dict[str, list[str]] = {}
-        for capability in self._all:
-            toolset = capability.get_toolset()
-            if toolset is None:
-                continue
-            if capability.defer_loading:
-                assert capability.id is not None  # check_deferred refused it otherwise
-                toolset = toolset.owned_by(capability.id)
-                tools_of[capability.id] = list(toolset.tools)
-            named.append((f'capability {type(capability).__name__}', toolset))
-        if self.deferred:
-            from ._load import load_tool
-            from ._toolset import FunctionToolset
-
-            named.append(('deferred capability loading', FunctionToolset([load_tool(self.deferred, tools_of)])))
-        return named
-
-    async def settle(self, ctx: RunContext[Any]) -> None:
-        for capability in self._reverse:
-            with contextlib.suppress(Exception):
-                await capability._settle(ctx)
-
-    async def after_run(self, ctx: RunContext[Any], result: AgentRunResult[Any]) -> AgentRunResult[Any]:
-        for capability in self._reverse:
-            result = _kept(await capability.after_run(ctx, result=result), result)
-        return result
-
-    async def on_run_error(self, ctx: RunContext[Any], error: Exception) -> AgentRunResult[Any]:
-        for capability in self._reverse:
-            try:
-                return await capability.on_run_error(ctx, error=error)
-            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
-                error = raised
-        raise error
-
-    async def announce_cancelled(self, ctx: RunContext[Any], error: Exception) -> None:
-        for capability in self._reverse:
-            try:
-                await capability.on_run_error(ctx, error=error)
-            except Exception:  # noqa: BLE001 - every capability hears it; none may stop the others
-                continue
-
-    async def after_node_run(self, ctx: RunContext[Any], node: AgentNode, result: NodeResult) -> NodeResult:
-        for capability in self._reverse:
-            result = _kept(await capability.after_node_run(ctx, node=node, result=result), result)
-        return result
-
-    async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        for capability in self._forward:
-            request_context = _kept(await capability.before_model_request(ctx, request_context), request_context)
-        return request_context
-
-    async def after_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext, response: ModelResponse
-    ) -> ModelResponse:
-        for capability in self._reverse:
-            changed = await capability.after_model_request(ctx, request_context=request_context, response=response)
-            response = _kept(changed, response)
-        return response
-
-    async def on_model_request_error(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext, error: Exception
-    ) -> ModelResponse:
-        for capability in self._reverse:
-            try:
-                return await capability.on_model_request_error(ctx, request_context=request_context, error=error)
-            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
-                error = raised
-        raise error
-
-    async def before_tool_execute(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
-    ) -> dict[str, Any]:
-        for capability in self._forward:
-            args = _kept(await capability.before_tool_execute(ctx, call=call, tool_def=tool_def, args=args), args)
+    async def before_tool_validate(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: str | dict[str, Any] | None
+    ) -> str | dict[str, Any] | None:
+        """Called with the model's raw arguments (JSON text or a dict) before they are validated."""
         return args
 
-    async def after_tool_execute(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
-    ) -> Any:
-        for capability in self._reverse:
-            result = await capability.after_tool_execute(ctx, call=call, tool_def=tool_def, args=args, result=result)
-        return result
+    async def after_tool_validate(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Called with the validated arguments (or those an error hook recovered with)."""
+        return args
 
-    async def on_tool_execute_error(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], error: Exception
-    ) -> Any:
-        for capability in self._reverse:
-            try:
-                return await capability.on_tool_execute_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
-            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
-                error = raised
+    async def on_tool_validate_error(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: str | dict[str, Any] | None,
+        error: Exception,
+    ) -> dict[str, Any]:
+        """Called when the arguments did not validate (`ToolArgsError`, whose `errors` go back to
+        the model, or a `ModelRetry`); re-raise, or return arguments to use instead."""
         raise error
 
+    async def wrap_tool_validate(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: str | dict[str, Any] | None,
+        handler: Callable[[str | dict[str, Any] | None], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """Encloses argument validation: `handler(args)` runs `before_tool_validate`, validation
+        (with `on_tool_validate_error` recovery) and `after_tool_validate`."""
+        return await handler(args)
 
-def _kept(changed: T | None, current: T) -> T:
-    """A hook's return value, or the current value when the hook returned None."""
-    return current if changed is None else changed
+    async def wrap_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        handler: Callable[[ModelRequestContext], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """Encloses a model request: `handler(request_context)` runs `before_model_request`, the
+        request (with `on_model_request_error` recovery) and `after_model_request`. A streamed
+        request is not wrapped (its response is consumed by the caller, outside any handler)."""
+        return await handler(request_context)
+
+    async def before_node_run(self, ctx: RunContext[Any], *, node: AgentNode) -> AgentNode:
+        """Called before each node runs; may return a different node to run."""
+        return node
+
+    async def on_node_run_error(self, ctx: RunContext[Any], *, node: AgentNode, error: Exception) -> NodeResult:
+        """Called when a node failed; re-raise (the default) or return the node to go on with."""
+        raise error
+
+    async def wrap_node_run(
+        self, ctx: RunContext[Any], *, node: AgentNode, handler: Callable[[AgentNode], Awaitable[NodeResult]]
+    ) -> NodeResult:
+        """Encloses one node: `handler(node)` runs `before_node_run`, the node (with
+        `on_node_run_error` recovery) and `after_node_run`, and returns the next node."""
+        return await handler(node)
+
+    async def wrap_run(
+        self, ctx: RunContext[Any], *, handler: Callable[[], Awaitable[AgentRunResult[Any]]]
+    ) -> AgentRunResult[Any]:
+        """Encloses a whole run driven by `run()` / `run_sync()`: `handler()` runs `before_run`,
+        the run (with `on_run_error` recovery) and `after_run`. Runs driven node by node
+        (`iter()`, streaming) are not wrapped: their caller holds the loop."""
+        return await handler()
+
+    def for_agent(self, agent: Agent[Any, Any]) -> AbstractCapability[AgentDepsT]:
+        """The capability to attach when an agent is built with this one (default: itself)."""
+        return self
+
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[AgentDepsT]:
+        """The capability to use for one run (default: itself): return a fresh instance to keep
+        per-run state off a capability that agents share."""
+        return self
+
+    def overridden_hooks(self) -> frozenset[str]:
+        """The names of the hooks this capability implements (the chain calls only those)."""
+        return overridden_hooks(type(self))
+
+
+HOOKS = (
+    'before_run', 'after_run', 'on_run_error', 'wrap_run',
+    'before_node_run', 'after_node_run', 'on_node_run_error', 'wrap_node_run',
+    'before_model_request', 'after_model_request', 'on_model_request_error', 'wrap_model_request',
+    'before_tool_validate', 'after_tool_validate', 'on_tool_validate_error', 'wrap_tool_validate',
+    'before_tool_execute', 'after_tool_execute', 'on_tool_execute_error', 'wrap_tool_execute',
+)  # fmt: skip
+"""Every hook, by lifecycle."""
+
+
+_OVERRIDDEN: dict[type, frozenset[str]] = {}
+
+
+def overridden_hooks(cls: type[AbstractCapability[Any]]) -> frozenset[str]:
+    """The hooks `cls` overrides (a default hook does nothing, so the chain skips it)."""
+    found = _OVERRIDDEN.get(cls)
+    if found is None:
+        found = _OVERRIDDEN[cls] = frozenset(
+            name for name in HOOKS if getattr(cls, name) is not getattr(AbstractCapability, name)
+        )
+    return found

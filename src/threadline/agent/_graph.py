@@ -189,15 +189,31 @@ class ModelRequestNode:
     _streamed: Any = field(default=None, repr=False, compare=False)
 
     async def run(self, state: RunState) -> CallToolsNode:
-        request_context, prepared = await self._prepare(state)
-        model = request_context.model
+        chain = state.capabilities
+        if not chain.has('wrap_model_request'):
+            request_context, prepared = await self._prepare(state)
+            response = await self._call(state, request_context, prepared)
+            return await self._finish(state, request_context, response)
+        opened = await self._open(state)
+        sent: list[ModelRequestContext] = [opened]
+
+        async def lifecycle(request_context: ModelRequestContext) -> ModelResponse:
+            request_context, prepared = await self._before(state, request_context)
+            sent.append(request_context)
+            response = await self._call(state, request_context, prepared)
+            return await self._after(state, request_context, response)
+
+        response = await chain.wrap_model_request(state.ctx, opened, lifecycle)
+        # A wrap may answer without calling its handler: the response is recorded all the same.
+        return self._record(state, sent[-1].model, response)
+
+    async def _call(self, state: RunState, request_context: ModelRequestContext, prepared: list[Any]) -> ModelResponse:
         try:
-            response = await model.request(
+            return await request_context.model.request(
                 prepared, request_context.model_settings, request_context.model_request_parameters
             )
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
-            response = await state.capabilities.on_model_request_error(state.ctx, request_context, error)
-        return await self._finish(state, request_context, response)
+            return await state.capabilities.on_model_request_error(state.ctx, request_context, error)
 
     @asynccontextmanager
     async def stream(self, state: RunState) -> AsyncIterator[Any]:
@@ -231,6 +247,10 @@ class ModelRequestNode:
         self._outcome = 'interrupted'
 
     async def _prepare(self, state: RunState) -> tuple[ModelRequestContext, list[Any]]:
+        return await self._before(state, await self._open(state))
+
+    async def _open(self, state: RunState) -> ModelRequestContext:
+        """The request enters the history and its context is built (before any hook sees it)."""
         request = self.request
         if not self.in_history:
             if request.instructions is None:
@@ -244,12 +264,18 @@ class ModelRequestNode:
         ctx.run_step += 1
         state.drain_asap()
         params = await state.request_parameters()
-        request_context = ModelRequestContext(
+        return ModelRequestContext(
             model=state.model,
             messages=list(state.history),
             model_settings=state.settings,
             model_request_parameters=params,
         )
+
+    async def _before(
+        self, state: RunState, request_context: ModelRequestContext
+    ) -> tuple[ModelRequestContext, list[Any]]:
+        """The `before_model_request` hooks, then what the model is sent (tools it may see, the
+        repaired and rendered history)."""
         before = _history_shape(state)
         request_context = await state.capabilities.before_model_request(state.ctx, request_context)
         if state.drain_asap():  # content a hook enqueued reaches this request too
@@ -271,11 +297,19 @@ class ModelRequestNode:
     async def _finish(
         self, state: RunState, request_context: ModelRequestContext, response: ModelResponse
     ) -> CallToolsNode:
-        ctx = state.ctx
-        model = request_context.model
+        response = await self._after(state, request_context, response)
+        return self._record(state, request_context.model, response)
+
+    async def _after(
+        self, state: RunState, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
         # Hooks see the response as it will be stored (ids, model); a replacement gets the same.
-        _stamp_response(state, response, model)
-        response = await state.capabilities.after_model_request(state.ctx, request_context, response)
+        _stamp_response(state, response, request_context.model)
+        return await state.capabilities.after_model_request(state.ctx, request_context, response)
+
+    def _record(self, state: RunState, model: Any, response: ModelResponse) -> CallToolsNode:
+        """The response enters the history and the usage (a token limit crossed marks it interrupted)."""
+        ctx = state.ctx
         _stamp_response(state, response, model)
         state.history.append(response)
         for usage in (ctx.usage, state.run_usage):

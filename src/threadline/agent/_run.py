@@ -69,11 +69,29 @@ class AgentRun(Generic[OutputDataT]):
                 'this run has ended: stop when the node is a threadline.End (from threadline import End; '
                 'pydantic_graph.End is a different class), then read agent_run.result'
             )
+        chain = self._state.capabilities
+        if chain.has('before_node_run') or chain.has('wrap_node_run') or chain.has('on_node_run_error'):
+            try:
+                result = await chain.wrap_node_run(self._state.ctx, node, self._node_lifecycle)
+            except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
+                return await self._failed(error)
+            return await self._conclude(result)
         try:
-            result: NodeResult = await node.run(self._state)
+            result = await node.run(self._state)
         except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
             return await self._failed(error)
         return await self.advance(node, result)
+
+    async def _node_lifecycle(self, node: AgentNode) -> NodeResult:
+        """One node as `wrap_node_run`'s handler runs it: `before_node_run`, the node (errors to
+        `on_node_run_error`), `after_node_run`."""
+        state, chain = self._state, self._state.capabilities
+        node = await chain.before_node_run(state.ctx, node)
+        try:
+            result: NodeResult = await node.run(state)
+        except Exception as error:  # noqa: BLE001 - error hooks may recover; otherwise re-raised
+            result = await chain.on_node_run_error(state.ctx, node, error)
+        return await chain.after_node_run(state.ctx, node, result)
 
     async def advance(self, node: AgentNode, result: NodeResult) -> NodeResult:
         """Everything after a node ran: `after_node_run` hooks, queued content at the end of the
@@ -81,6 +99,14 @@ class AgentRun(Generic[OutputDataT]):
         state = self._state
         try:
             result = await state.capabilities.after_node_run(state.ctx, node, result)
+        except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
+            return await self._failed(error)
+        return await self._conclude(result)
+
+    async def _conclude(self, result: NodeResult) -> NodeResult:
+        """Queued content at the end of the run, and the run's result once it reaches `End`."""
+        state = self._state
+        try:
             if isinstance(result, End):
                 redirect = state.drain_at_end()
                 if redirect is not None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
 from ..models import Model, ModelRequestParameters, ModelSettings
-from ._capability import CapabilityChain
+from ._chain import CapabilityChain
 from ._context import RunContext
 from ._enqueue import EnqueueQueue
 from ._limits import UsageLimits

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import (
     ApprovalRequired,
@@ -32,6 +33,9 @@ from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, To
 from ._reveal import delta_part, revealed, visible
 from ._state import RunState, now_utc
 from ._tools import Tool, ToolArgsError
+
+if TYPE_CHECKING:
+    from ._context import RunContext
 
 __all__ = ['ToolStep', 'validate_output']
 
@@ -63,6 +67,7 @@ class ToolStep:
         self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
         self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
         self.callable = _callable_tools(state)
+        self.outcomes: dict[str, str] = {}  # tool call id -> 'failed' once an error hook recovered it
         self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
 
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
@@ -226,28 +231,31 @@ class ToolStep:
             max_retries=limit,
             approved=approved,
         )
+        chain = state.capabilities
+        tool_def = tool.tool_def
+        raw = override if override is not None else call.args
         try:
-            args = tool.validate_args(override if override is not None else call.args)
+            if chain.has('wrap_tool_validate'):
+                args = await chain.wrap_tool_validate(
+                    tool_ctx, call, tool_def, raw, partial(self._validate, tool_ctx, call, tool)
+                )
+            else:
+                args = await self._validate(tool_ctx, call, tool, raw)
         except ToolArgsError as exc:
             return self._retry(call, exc.errors, 'validation_error', limit)
-        tool_def = tool.tool_def
-        outcome = 'success'
+        except ModelRetry as retry:
+            return self._retry(call, retry.message, 'model_retry', limit)
+        self.outcomes[call.tool_call_id] = 'success'
         try:
-            args = await state.capabilities.before_tool_execute(tool_ctx, call, tool_def, args)
-            result = await tool.call(tool_ctx, args)
-            result = await state.capabilities.after_tool_execute(tool_ctx, call, tool_def, args, result)
-        except (ApprovalRequired, CallDeferred) as waiting:
-            # Not a failure: the call waits outside the run (see `_function_call`). The error hooks
-            # still hear of it, so a ledger closes the row (nothing was done), whatever they answer.
-            with contextlib.suppress(Exception):
-                await state.capabilities.on_tool_execute_error(tool_ctx, call, tool_def, args, waiting)
-            raise
-        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
-            try:
-                result = await state.capabilities.on_tool_execute_error(tool_ctx, call, tool_def, args, error)
-            except ModelRetry as retry:
-                return self._retry(call, retry.message, 'model_retry', limit)
-            outcome = 'failed'
+            if chain.has('wrap_tool_execute'):
+                result = await chain.wrap_tool_execute(
+                    tool_ctx, call, tool_def, args, partial(self._run_tool, tool_ctx, call, tool)
+                )
+            else:
+                result = await self._run_tool(tool_ctx, call, tool, args)
+        except ModelRetry as retry:
+            return self._retry(call, retry.message, 'model_retry', limit)
+        outcome = self.outcomes.pop(call.tool_call_id)
         for usage in (state.ctx.usage, state.run_usage):
             usage.tool_calls += 1  # as in the reference: a call counts once it ran, not when it asked for a retry
         if outcome == 'success':
@@ -257,6 +265,39 @@ class ToolStep:
         if isinstance(result, ToolReturn):
             return self._unpack(call, result, outcome)
         return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
+
+    async def _validate(self, ctx: RunContext[Any], call: ToolCallPart, tool: Tool[Any], raw: Any) -> dict[str, Any]:
+        """The validation lifecycle: `before_tool_validate`, validation (errors to the
+        `on_tool_validate_error` hooks), `after_tool_validate`."""
+        chain, tool_def = self.state.capabilities, tool.tool_def
+        raw = await chain.before_tool_validate(ctx, call, tool_def, raw)
+        try:
+            args = tool.validate_args(raw)
+        except (ToolArgsError, ModelRetry) as error:
+            if not chain.has('on_tool_validate_error'):
+                raise
+            args = await chain.on_tool_validate_error(ctx, call, tool_def, raw, error)
+        return await chain.after_tool_validate(ctx, call, tool_def, args)
+
+    async def _run_tool(self, ctx: RunContext[Any], call: ToolCallPart, tool: Tool[Any], args: dict[str, Any]) -> Any:
+        """The execution lifecycle: `before_tool_execute`, the tool (errors to the
+        `on_tool_execute_error` hooks; a recovered error records the call as failed),
+        `after_tool_execute`."""
+        chain, tool_def = self.state.capabilities, tool.tool_def
+        try:
+            args = await chain.before_tool_execute(ctx, call, tool_def, args)
+            result = await tool.call(ctx, args)
+            return await chain.after_tool_execute(ctx, call, tool_def, args, result)
+        except (ApprovalRequired, CallDeferred) as waiting:
+            # Not a failure: the call waits outside the run (see `_function_call`). The error hooks
+            # still hear of it, so a ledger closes the row (nothing was done), whatever they answer.
+            with contextlib.suppress(Exception):
+                await chain.on_tool_execute_error(ctx, call, tool_def, args, waiting)
+            raise
+        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
+            result = await chain.on_tool_execute_error(ctx, call, tool_def, args, error)
+            self.outcomes[call.tool_call_id] = 'failed'
+            return result
 
     def _unpack(self, call: ToolCallPart, result: ToolReturn, outcome: str) -> ToolReturnPart:
         if result.tools:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from .._public import publish
-from ..agent._capability import AbstractCapability, CapabilityChain, ModelRequestContext
+from ..agent._capability import AbstractCapability, ModelRequestContext
+from ..agent._chain import CapabilityChain
 from ._compact_when_full import CompactWhenFull
 from ._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
-from ._hooks import Hooks
+from ._hooks import CombinedCapability, Hooks, HookTimeoutError
 from ._instrumentation import Instrumentation, MessageHistoryMutatedWarning
 from ._process_history import ProcessHistory
 from ._reinject import ReinjectSystemPrompt
@@ -15,7 +16,9 @@ __all__ = [
     'AbstractCapability',
     'CapabilityChain',
     'ClearOldToolResults',
+    'CombinedCapability',
     'CompactWhenFull',
+    'HookTimeoutError',
     'Hooks',
     'Instrumentation',
     'KeepLastTurns',

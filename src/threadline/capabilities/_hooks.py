@@ -1,59 +1,139 @@
-"""`Hooks`: a capability made from plain functions, sync or async."""
+"""`Hooks`: a capability made from plain functions, sync or async, given by name or registered
+with decorators.
+
+    hooks = Hooks(before_model_request=trim)
+
+    @hooks.on.tool_execute(tools=['refund'], timeout=5)
+    async def audit(ctx, *, call, tool_def, args, handler):
+        return await handler(args)
+
+Rules:
+- Names follow pydantic-ai's `Hooks`: `before_x` / `after_x` as they are, the wrap hook by the
+  lifecycle's bare name (`run`, `node_run`, `model_request`, `tool_validate`, `tool_execute`) and
+  the error hook as `x_error`. The capability method names (`wrap_run`, `on_run_error`, ...) are
+  accepted too.
+- Each function is called exactly as the hook it stands for (same arguments), and may be sync.
+- Several functions for one hook run in registration order, under `CapabilityChain`'s rules (a
+  `Hooks` is a `CombinedCapability` of one-function capabilities).
+- `tools=[...]` limits a tool hook to those tool names; other calls pass through untouched.
+- `timeout=` (seconds) bounds one call of the function: past it the run fails with
+  `HookTimeoutError`, naming the hook.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..agent._capability import AbstractCapability
+from ..agent._capability import HOOKS, AbstractCapability
+from ..exceptions import AgentRunError
 
-__all__ = ['Hooks']
-
-_HOOK_NAMES = (
-    'before_run',
-    'after_run',
-    'on_run_error',
-    'after_node_run',
-    'before_model_request',
-    'after_model_request',
-    'on_model_request_error',
-    'before_tool_execute',
-    'after_tool_execute',
-    'on_tool_execute_error',
-)
+__all__ = ['CombinedCapability', 'HookTimeoutError', 'Hooks']
 
 
-class Hooks(AbstractCapability[Any]):
-    """A capability whose hooks are the functions given, each called like the hook it replaces.
+class HookTimeoutError(AgentRunError, TimeoutError):
+    """A hook function registered with `timeout=` took longer."""
 
-        Hooks(before_model_request=lambda ctx, request_context: request_context)
 
-    A function may be sync or async; a hook not given keeps the default behaviour.
+def _method_name(name: str) -> str:
+    """The capability method a `Hooks` name stands for."""
+    if name in HOOKS:
+        return name
+    if name.endswith('_error') and f'on_{name}' in HOOKS:
+        return f'on_{name}'
+    if f'wrap_{name}' in HOOKS:
+        return f'wrap_{name}'
+    known = sorted(
+        {*HOOKS, *(h[3:] for h in HOOKS if h.startswith('on_')), *(h[5:] for h in HOOKS if h.startswith('wrap_'))}
+    )
+    raise TypeError(f'unknown hook {name!r}; known hooks: {known}')
+
+
+class CombinedCapability(AbstractCapability[Any]):
+    """Several capabilities acting as one, in the order given (the chain flattens it in place)."""
+
+    def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:
+        self.capabilities = list(capabilities)
+
+    @property
+    def combined(self) -> list[AbstractCapability[Any]]:
+        return self.capabilities
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}({self.capabilities!r})'
+
+
+class _OneHook(AbstractCapability[Any]):
+    """One function standing for one hook method."""
+
+    def __init__(self, method: str, fn: Callable[..., Any], tools: Sequence[str] | None, timeout: float | None) -> None:
+        self.method, self.fn, self.timeout = method, fn, timeout
+        self.tools = frozenset(tools) if tools is not None else None
+        if self.tools is not None and 'tool_' not in method:
+            raise TypeError(f'tools= only applies to tool hooks, not {method!r}')
+        setattr(self, method, self._call)
+
+    def overridden_hooks(self) -> frozenset[str]:
+        return frozenset({self.method})
+
+    def __repr__(self) -> str:
+        return f'Hook({self.method}={getattr(self.fn, "__name__", self.fn)!r})'
+
+    async def _call(self, *args: Any, **kwargs: Any) -> Any:
+        if self.tools is not None and kwargs['call'].tool_name not in self.tools:
+            return await _pass_through(self.method, kwargs)
+        result = self.fn(*args, **kwargs)
+        if inspect.isawaitable(result):
+            if self.timeout is None:
+                return await result
+            try:
+                return await asyncio.wait_for(result, self.timeout)
+            except TimeoutError:
+                raise HookTimeoutError(f'hook {self.method} ({self.fn!r}) took longer than {self.timeout}s') from None
+        return result
+
+
+async def _pass_through(method: str, kwargs: dict[str, Any]) -> Any:
+    """What a tool hook does for a tool it is not registered for: nothing."""
+    if method.startswith('wrap_'):
+        return await kwargs['handler'](kwargs['args'])
+    if method.startswith('on_'):
+        raise kwargs['error']
+    return kwargs['result'] if 'result' in kwargs else kwargs['args']
+
+
+class _Registration:
+    """`hooks.on`: `@hooks.on.before_model_request`, or `@hooks.on.tool_execute(tools=[...], timeout=5)`."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = _method_name(name)
+
+        def register(
+            fn: Callable[..., Any] | None = None, /, *, tools: Sequence[str] | None = None, timeout: float | None = None
+        ) -> Any:
+            def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
+                self._hooks.capabilities.append(_OneHook(method, f, tools, timeout))
+                return f
+
+            return decorator(fn) if fn is not None else decorator
+
+        return register
+
+
+class Hooks(CombinedCapability):
+    """A capability whose hooks are the functions given (see the module docstring for the names).
+
+    Hooks(before_model_request=lambda ctx, request_context: request_context)
     """
 
     def __init__(self, **hooks: Callable[..., Any]) -> None:
-        unknown = sorted(set(hooks) - set(_HOOK_NAMES))
-        if unknown:
-            raise TypeError(f'Hooks() got unknown hook(s) {unknown}; known hooks: {list(_HOOK_NAMES)}')
-        self._hooks = hooks
+        super().__init__([_OneHook(_method_name(name), fn, None, None) for name, fn in hooks.items()])
+        self.on = _Registration(self)
 
     def __repr__(self) -> str:
-        return f'Hooks({", ".join(sorted(self._hooks))})'
-
-    def __getattribute__(self, name: str) -> Any:
-        if name in _HOOK_NAMES:
-            fn = object.__getattribute__(self, '_hooks').get(name)
-            if fn is not None:
-                return _as_async(fn)
-        return object.__getattribute__(self, name)
-
-
-def _as_async(fn: Callable[..., Any]) -> Callable[..., Any]:
-    async def call(*args: Any, **kwargs: Any) -> Any:
-        result = fn(*args, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-    return call
+        return f'Hooks({", ".join(h.method for h in self.capabilities if isinstance(h, _OneHook))})'

@@ -71,7 +71,7 @@ def test_chat_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
-        'error: the openai provider needs an API key: set OPENAI_API_KEY, or pass api_key= to the provider'
+        'error: the openai provider needs an API key: set OPENAI_API_KEY, or pass --key'
     ]
 
 

@@ -1,0 +1,347 @@
+"""`CapabilityChain`: the capabilities of one run, and the one place that calls their hooks.
+
+The run, the graph, the tool step and the stream never loop over capabilities themselves. Rules:
+- `before_*` hooks run in the order the capabilities were given; `after_*` and `on_*_error`
+  hooks in reverse, so the first capability encloses the others. `wrap_*` hooks nest the same
+  way: the first capability's wrap is outermost, and the innermost handler runs the lifecycle
+  (all `before_*`, the work with `on_*_error` recovery, all `after_*`).
+- A `before_*` / `after_*` hook that returns None leaves the value as it was (`after_tool_execute`
+  excepted: a tool result may legitimately be None, so its return value is always taken).
+- `before_run` may refuse the run by raising.
+- An error goes to each `on_*_error` hook in turn: the first to return a value recovers, and one
+  that raises hands the next hook what it raised; if none recovers, the last error propagates.
+- A cancelled run is announced to every `on_run_error` hook; none can stop the others hearing it.
+- Only the hooks a capability overrides are called (`AbstractCapability.overridden_hooks`).
+- A `CombinedCapability` counts as its capabilities, in its order, where it stands.
+- A deferred capability (`defer_loading`) takes part only while it is loaded (`set_loaded`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..messages import ModelResponse, ToolCallPart
+from ..models import ToolDefinition
+from ._capability import HOOKS, AbstractCapability, ModelRequestContext
+
+if TYPE_CHECKING:
+    from ._context import RunContext
+    from ._graph import AgentNode, NodeResult
+    from ._result import AgentRunResult
+    from ._toolset import FunctionToolset
+
+__all__ = ['CapabilityChain', 'flatten']
+
+T = TypeVar('T')
+RawArgs = str | dict[str, Any] | None
+
+
+def flatten(capabilities: Sequence[AbstractCapability[Any]]) -> list[AbstractCapability[Any]]:
+    """`capabilities` with each `CombinedCapability` replaced by its members, in place."""
+    out: list[AbstractCapability[Any]] = []
+    for capability in capabilities:
+        members = getattr(capability, 'combined', None)
+        if members is not None:
+            out.extend(flatten(members))
+        else:
+            out.append(capability)
+    return out
+
+
+class CapabilityChain(Sequence[AbstractCapability[Any]]):
+    """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
+
+    def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:
+        from ._load import check_deferred
+
+        self._all = tuple(flatten(capabilities))
+        self.deferred = check_deferred(self._all)
+        self.loaded: frozenset[str] = frozenset()
+        self._activate(tuple(c for c in self._all if not c.defer_loading))
+
+    def _activate(self, active: tuple[AbstractCapability[Any], ...]) -> None:
+        self._forward = active
+        hooked: dict[str, list[AbstractCapability[Any]]] = {name: [] for name in HOOKS}
+        for capability in active:
+            for name in capability.overridden_hooks():
+                hooked[name].append(capability)
+        self._hooked = {name: tuple(caps) for name, caps in hooked.items()}
+        self._reversed = {name: caps[::-1] for name, caps in self._hooked.items()}
+
+    def has(self, hook: str) -> bool:
+        """Whether any active capability implements `hook`."""
+        return bool(self._hooked[hook])
+
+    def set_loaded(self, loaded: set[str] | frozenset[str]) -> None:
+        """Which deferred capabilities are loaded: only those (and every capability not deferred)
+        have their hooks called."""
+        loaded = frozenset(loaded) & self.deferred.keys()
+        if loaded != self.loaded:
+            self.loaded = loaded
+            self._activate(tuple(c for c in self._all if not c.defer_loading or c.id in loaded))
+
+    def instructions(self) -> list[str]:
+        """The deferred-capability catalog, then each active capability's instructions."""
+        from ._load import catalog
+
+        texts = [catalog(self.deferred)] if self.deferred else []
+        texts.extend(text for c in self._forward if (text := c.get_instructions()))
+        return texts
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all[index]
+
+    def __iter__(self) -> Iterator[AbstractCapability[Any]]:
+        return iter(self._all)
+
+    async def for_run(self, ctx: RunContext[Any]) -> CapabilityChain:
+        """The chain of each capability's `for_run` instance (this chain when none changes)."""
+        instances = [await c.for_run(ctx) for c in self._all]
+        if all(new is old for new, old in zip(instances, self._all, strict=True)):
+            return self
+        chain = CapabilityChain(instances)
+        chain.set_loaded(self.loaded)
+        return chain
+
+    def toolsets(self) -> list[tuple[str, FunctionToolset[Any]]]:
+        """Each capability's toolset, named by the capability that gives it; with deferred
+        capabilities, their tools marked as theirs and the `load_capability` tool."""
+        named = []
+        tools_of: dict[str, list[str]] = {}
+        for capability in self._all:
+            toolset = capability.get_toolset()
+            if toolset is None:
+                continue
+            if capability.defer_loading:
+                assert capability.id is not None  # check_deferred refused it otherwise
+                toolset = toolset.owned_by(capability.id)
+                tools_of[capability.id] = list(toolset.tools)
+            named.append((f'capability {type(capability).__name__}', toolset))
+        if self.deferred:
+            from ._load import load_tool
+            from ._toolset import FunctionToolset
+
+            named.append(('deferred capability loading', FunctionToolset([load_tool(self.deferred, tools_of)])))
+        return named
+
+    # --- the run ---------------------------------------------------------------------------------
+
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        for capability in self._hooked['before_run']:
+            await capability.before_run(ctx)
+
+    async def settle(self, ctx: RunContext[Any]) -> None:
+        for capability in self._all[::-1]:
+            with contextlib.suppress(Exception):
+                await capability._settle(ctx)
+
+    async def after_run(self, ctx: RunContext[Any], result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+        for capability in self._reversed['after_run']:
+            result = _kept(await capability.after_run(ctx, result=result), result)
+        return result
+
+    async def on_run_error(self, ctx: RunContext[Any], error: Exception) -> AgentRunResult[Any]:
+        for capability in self._reversed['on_run_error']:
+            try:
+                return await capability.on_run_error(ctx, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+    async def announce_cancelled(self, ctx: RunContext[Any], error: Exception) -> None:
+        for capability in self._reversed['on_run_error']:
+            try:
+                await capability.on_run_error(ctx, error=error)
+            except Exception:  # noqa: BLE001 - every capability hears it; none may stop the others
+                continue
+
+    async def wrap_run(
+        self, ctx: RunContext[Any], handler: Callable[[], Awaitable[AgentRunResult[Any]]]
+    ) -> AgentRunResult[Any]:
+        for capability in self._reversed['wrap_run']:
+            handler = _bind_run(capability, ctx, handler)
+        return await handler()
+
+    # --- nodes -----------------------------------------------------------------------------------
+
+    async def before_node_run(self, ctx: RunContext[Any], node: AgentNode) -> AgentNode:
+        for capability in self._hooked['before_node_run']:
+            node = _kept(await capability.before_node_run(ctx, node=node), node)
+        return node
+
+    async def after_node_run(self, ctx: RunContext[Any], node: AgentNode, result: NodeResult) -> NodeResult:
+        for capability in self._reversed['after_node_run']:
+            result = _kept(await capability.after_node_run(ctx, node=node, result=result), result)
+        return result
+
+    async def on_node_run_error(self, ctx: RunContext[Any], node: AgentNode, error: Exception) -> NodeResult:
+        for capability in self._reversed['on_node_run_error']:
+            try:
+                return await capability.on_node_run_error(ctx, node=node, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+    async def wrap_node_run(
+        self, ctx: RunContext[Any], node: AgentNode, handler: Callable[[AgentNode], Awaitable[NodeResult]]
+    ) -> NodeResult:
+        for capability in self._reversed['wrap_node_run']:
+            handler = _bind_node(capability, ctx, handler)
+        return await handler(node)
+
+    # --- model requests --------------------------------------------------------------------------
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        for capability in self._hooked['before_model_request']:
+            request_context = _kept(await capability.before_model_request(ctx, request_context), request_context)
+        return request_context
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        for capability in self._reversed['after_model_request']:
+            changed = await capability.after_model_request(ctx, request_context=request_context, response=response)
+            response = _kept(changed, response)
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        for capability in self._reversed['on_model_request_error']:
+            try:
+                return await capability.on_model_request_error(ctx, request_context=request_context, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+    async def wrap_model_request(
+        self,
+        ctx: RunContext[Any],
+        request_context: ModelRequestContext,
+        handler: Callable[[ModelRequestContext], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        for capability in self._reversed['wrap_model_request']:
+            handler = _bind_request(capability, ctx, handler)
+        return await handler(request_context)
+
+    # --- tool validation -------------------------------------------------------------------------
+
+    async def before_tool_validate(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: RawArgs
+    ) -> RawArgs:
+        for capability in self._hooked['before_tool_validate']:
+            args = _kept(await capability.before_tool_validate(ctx, call=call, tool_def=tool_def, args=args), args)
+        return args
+
+    async def after_tool_validate(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        for capability in self._reversed['after_tool_validate']:
+            args = _kept(await capability.after_tool_validate(ctx, call=call, tool_def=tool_def, args=args), args)
+        return args
+
+    async def on_tool_validate_error(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: RawArgs, error: Exception
+    ) -> dict[str, Any]:
+        for capability in self._reversed['on_tool_validate_error']:
+            try:
+                return await capability.on_tool_validate_error(
+                    ctx, call=call, tool_def=tool_def, args=args, error=error
+                )
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+    async def wrap_tool_validate(
+        self,
+        ctx: RunContext[Any],
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: RawArgs,
+        handler: Callable[[RawArgs], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        for capability in self._reversed['wrap_tool_validate']:
+            handler = _bind_tool(capability, 'wrap_tool_validate', ctx, call, tool_def, handler)
+        return await handler(args)
+
+    # --- tool execution --------------------------------------------------------------------------
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        for capability in self._hooked['before_tool_execute']:
+            args = _kept(await capability.before_tool_execute(ctx, call=call, tool_def=tool_def, args=args), args)
+        return args
+
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+    ) -> Any:
+        for capability in self._reversed['after_tool_execute']:
+            result = await capability.after_tool_execute(ctx, call=call, tool_def=tool_def, args=args, result=result)
+        return result
+
+    async def on_tool_execute_error(
+        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], error: Exception
+    ) -> Any:
+        for capability in self._reversed['on_tool_execute_error']:
+            try:
+                return await capability.on_tool_execute_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        for capability in self._reversed['wrap_tool_execute']:
+            handler = _bind_tool(capability, 'wrap_tool_execute', ctx, call, tool_def, handler)
+        return await handler(args)
+
+
+def _kept(changed: T | None, current: T) -> T:
+    """A hook's return value, or the current value when the hook returned None."""
+    return current if changed is None else changed
+
+
+def _bind_run(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[], Awaitable[Any]]) -> Any:
+    async def handler() -> Any:
+        return await capability.wrap_run(ctx, handler=inner)
+
+    return handler
+
+
+def _bind_node(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def handler(node: Any) -> Any:
+        return await capability.wrap_node_run(ctx, node=node, handler=inner)
+
+    return handler
+
+
+def _bind_request(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def handler(request_context: Any) -> Any:
+        return await capability.wrap_model_request(ctx, request_context=request_context, handler=inner)
+
+    return handler
+
+
+def _bind_tool(
+    capability: AbstractCapability[Any], hook: str, ctx: Any, call: Any, tool_def: Any, inner: Any
+) -> Callable[[Any], Awaitable[Any]]:
+    wrap = getattr(capability, hook)
+
+    async def handler(args: Any) -> Any:
+        return await wrap(ctx, call=call, tool_def=tool_def, args=args, handler=inner)
+
+    return handler
