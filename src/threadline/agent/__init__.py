@@ -13,6 +13,7 @@ from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, To
 from ._result import AgentRunResult, RunResult
 from ._run import AgentRun
 from ._streamed import EventStream, RunCancelled, StreamedRunResult
+from ._streamed_sync import StreamedRunResultSync
 from ._tools import Tool
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     'RunCancelled',
     'RunResult',
     'StreamedRunResult',
+    'StreamedRunResultSync',
     'Tool',
     'ToolApproved',
     'ToolDenied',

@@ -8,7 +8,7 @@ import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
-from typing import Any, Generic, TypedDict, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, overload
 
 from ..exceptions import UserError
 from ..messages import (
@@ -24,8 +24,9 @@ from ._capability import AbstractCapability
 from ._capture import captured_messages
 from ._chain import CapabilityChain
 from ._context import AgentDepsT, RunContext
+from ._end import End
 from ._event_handler import EventStreamHandler, drive_with_handler
-from ._graph import UserPromptNode
+from ._graph import CallToolsNode, ModelRequestNode, UserPromptNode
 from ._limits import UsageLimits
 from ._output import DeferredToolResults, OutputSpec
 from ._result import AgentRunResult, OutputDataT
@@ -33,11 +34,16 @@ from ._run import AgentRun
 from ._run_inputs import check_history, resolve_ids, resumed_prompt
 from ._state import RunState
 from ._streamed import EventStream, StreamedRunResult, open_stream, stream_events
+from ._streamed_sync import StreamedRunResultSync
 from ._tools import Tool
 from ._toolset import merge_tools
 
-__all__ = ['Agent', 'RunOptions']
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # typing.TypeIs from Python 3.13
 
+__all__ = ['Agent', 'EndStrategy', 'RunOptions']
+
+EndStrategy = Literal['early', 'graceful', 'exhaustive']
 InstructionsArg = str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None
 F = TypeVar('F', bound=Callable[..., Any])
 
@@ -87,6 +93,16 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     Run it with `run` (async), `run_sync`, or `iter` to drive it node by node. Pass the previous
     result's `all_messages()` (or `new_messages()`) as `message_history` to continue a
     conversation; the conversation id is inherited, every run gets a fresh run id.
+
+    `end_strategy` says what happens to function tool calls in the response that calls an output
+    tool (as pydantic-ai 2.62 does it, checked against it):
+    - `'graceful'` (the default): every function tool runs; output tools are validated in order
+      and the first valid one is the result (later ones are not used). A function tool that asks
+      for a retry in that response keeps the output from ending the run: the model answers the
+      retry first.
+    - `'early'`: the first valid output ends the run and the function tools do not run (when every
+      output tool fails, they do run, so the model can correct itself).
+    - `'exhaustive'`: as `'graceful'`, but every output tool is validated (its side effects run).
     """
 
     def __init__(
@@ -102,6 +118,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         capabilities: Sequence[AbstractCapability[Any]] = (),
         retries: int = 1,
         model_settings: ModelSettings | None = None,
+        end_strategy: EndStrategy = 'graceful',
     ) -> None:
         self.model = infer_model(model) if model is not None else None
         self.output_type = output_type
@@ -117,6 +134,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             f'threadline_agent_overrides_{id(self)}', default=_NO_OVERRIDES
         )
         self.retries = retries
+        if end_strategy not in ('early', 'graceful', 'exhaustive'):
+            raise UserError(f"end_strategy must be 'early', 'graceful' or 'exhaustive', not {end_strategy!r}")
+        self.end_strategy = end_strategy
         self.model_settings = model_settings
         self._output_validators: list[Callable[..., Any]] = []
         for tool in tools:
@@ -248,19 +268,57 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         return func
 
     @contextmanager
-    def override(self, *, model: Model | str | _Unset = _UNSET, deps: Any = _UNSET) -> Iterator[None]:
-        """Inside the block, runs of this agent use `model` and/or `deps` instead of the ones the
-        agent or the call names (for tests: swap a real provider for `TestModel`)."""
-        changes: dict[str, Any] = {}
-        if not isinstance(model, _Unset):
-            changes['model'] = model
-        if not isinstance(deps, _Unset):
-            changes['deps'] = deps
+    def override(
+        self,
+        *,
+        model: Model | str | _Unset = _UNSET,
+        deps: Any = _UNSET,
+        tools: Sequence[Tool[AgentDepsT] | Callable[..., Any]] | _Unset = _UNSET,
+        instructions: InstructionsArg | _Unset = _UNSET,
+        model_settings: ModelSettings | _Unset | None = _UNSET,
+        retries: int | _Unset = _UNSET,
+    ) -> Iterator[None]:
+        """Inside the block, runs of this agent use what is given here instead of what the agent
+        or the call names (for tests: swap a real provider for `TestModel`). `tools` replaces the
+        agent's own tools (capabilities keep theirs); `instructions` the agent's instructions (a
+        run's `instructions=` still adds to them). Blocks nest; the innermost wins. Context-local:
+        other tasks and threads see the agent as it is."""
+        given = {
+            'model': model,
+            'deps': deps,
+            'tools': tools,
+            'instructions': instructions,
+            'model_settings': model_settings,
+            'retries': retries,
+        }
+        changes = {name: value for name, value in given.items() if not isinstance(value, _Unset)}
+        if 'tools' in changes:
+            changes['tools'] = {t.name: t for t in (t if isinstance(t, Tool) else Tool(t) for t in changes['tools'])}
         token = self._overrides.set({**self._overrides.get(), **changes})
         try:
             yield
         finally:
             self._overrides.reset(token)
+
+    @staticmethod
+    def is_user_prompt_node(node: Any) -> TypeIs[UserPromptNode]:
+        """Whether a node from `iter()` is the first one (the user prompt)."""
+        return isinstance(node, UserPromptNode)
+
+    @staticmethod
+    def is_model_request_node(node: Any) -> TypeIs[ModelRequestNode]:
+        """Whether a node from `iter()` sends a request to the model."""
+        return isinstance(node, ModelRequestNode)
+
+    @staticmethod
+    def is_call_tools_node(node: Any) -> TypeIs[CallToolsNode]:
+        """Whether a node from `iter()` handles a response (runs its tool calls)."""
+        return isinstance(node, CallToolsNode)
+
+    @staticmethod
+    def is_end_node(node: Any) -> TypeIs[End[Any]]:
+        """Whether a node from `iter()` is the end of the run."""
+        return isinstance(node, End)
 
     @property
     def tools(self) -> dict[str, Tool[AgentDepsT]]:
@@ -312,7 +370,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         chain = await state.capabilities.for_run(state.ctx)
         if chain is not state.capabilities:
             state.capabilities = chain
-            state.tools = merge_tools(self._tools, chain.toolsets())
+            state.tools = merge_tools(self._overrides.get().get('tools', self._tools), chain.toolsets())
         return state
 
     @asynccontextmanager
@@ -356,9 +414,11 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         limits.check_cost_known(resolved_model)
         history = check_history(message_history)
         run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
-        settings = {**(self.model_settings or {}), **(model_settings or {})} or None
+        agent_settings = overridden.get('model_settings', self.model_settings)
+        settings = {**(agent_settings or {}), **(model_settings or {})} or None
+        own_tools = overridden.get('tools', self._tools)
         chain = CapabilityChain([*self.capabilities, *capabilities])
-        tools = merge_tools(self._tools, chain.toolsets()) if len(chain) else self._tools
+        tools = merge_tools(own_tools, chain.toolsets()) if len(chain) else own_tools
         ctx: RunContext[Any] = RunContext(
             deps=deps,
             model=resolved_model,
@@ -379,13 +439,17 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             output=self._output,
             tools=tools,
             capabilities=chain,
-            instruction_sources=[*self._instructions, *_as_list(instructions)],
+            instruction_sources=[
+                *_as_list(overridden.get('instructions', self._instructions)),
+                *_as_list(instructions),
+            ],
             system_prompt_sources=self._system_prompts,
             dynamic_system_prompts=self._dynamic_system_prompts,
             output_validators=self._output_validators,
-            max_retries=self.retries,
+            max_retries=overridden.get('retries', self.retries),
             user_prompt=user_prompt,
             deferred_results=deferred_tool_results,
+            end_strategy=self.end_strategy,
         )
         ctx.queue = state.queue
         return state
@@ -456,6 +520,20 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
                 await streamed._close(interrupted=True)
                 raise
             await streamed._close(interrupted=False)
+
+    def run_stream_sync(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        **kwargs: Unpack[RunOptions[AgentDepsT]],
+    ) -> StreamedRunResultSync[OutputDataT]:
+        """`run_stream` for code without an event loop: use the result as a `with` block and read
+        it with the same methods, synchronously (see `threadline.agent._streamed_sync`).
+
+            with agent.run_stream_sync('Tell me a story') as result:
+                for text in result.stream_text(delta=True):
+                    print(text, end='')
+        """
+        return StreamedRunResultSync(self.run_stream(user_prompt, **kwargs), _thread_loop())
 
     def run_stream_events(
         self,

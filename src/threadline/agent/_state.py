@@ -61,6 +61,8 @@ class RunState:
     streams events; None otherwise, so plain runs build no event objects."""
 
     resumed_request: ModelRequest | None = None
+    end_strategy: str = 'graceful'
+    """What happens to function tool calls beside an output tool call (see `Agent`)."""
     typed_tools: bool = False
     """Whether some tool records its calls with a kind (`load_capability`): only then are calls typed."""
 

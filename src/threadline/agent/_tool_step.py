@@ -81,33 +81,65 @@ class ToolStep:
             raise
         slots: list[Any] = [None] * len(self.calls)
         seen: set[str] = set()
-        tasks: list[tuple[int, Any]] = []
+        outputs: list[int] = []
+        functions: list[int] = []
         for index, call in enumerate(self.calls):
             if call.tool_call_id in seen:
                 slots[index] = self._duplicate(call)
             elif call.tool_name in output_names:
-                slots[index] = await self._output_call(call)
+                outputs.append(index)
             elif call.tool_name in self.callable:
-                tasks.append((index, self._function_call(call, self.callable[call.tool_name])))
+                functions.append(index)
             else:
                 slots[index] = self._retry(call, self._unknown_tool_message(call), 'model_retry', None)
             seen.add(call.tool_call_id)
-        if self.final is not None:
-            for index, _ in tasks:
-                slots[index] = ToolReturnPart(
-                    self.calls[index].tool_name,
-                    'Tool not executed - a final result was already processed.',
-                    self.calls[index].tool_call_id,
-                )
+        if state.end_strategy == 'early':
+            for index in outputs:
+                slots[index] = await self._output_call(self.calls[index])
+            if self.final is not None:
+                for index in functions:
+                    slots[index] = ToolReturnPart(
+                        self.calls[index].tool_name,
+                        'Tool not executed - a final result was already processed.',
+                        self.calls[index].tool_call_id,
+                    )
+            else:
+                await self._run_functions(functions, slots)
+            # As the reference records it: the output tools' results first.
+            order = [*outputs, *(i for i in range(len(slots)) if i not in set(outputs))]
+            slots = [slots[i] for i in order]
         else:
-            for index, _ in tasks:
-                state.emit(FunctionToolCallEvent(self.calls[index]))
-            results = await _gather_cancelling([task for _, task in tasks])
-            for (index, _), result in zip(tasks, results, strict=True):
-                slots[index] = result
-                if result is not None:
-                    state.emit(FunctionToolResultEvent(result))
+            await self._run_functions(functions, slots)
+            for index in outputs:
+                slots[index] = await self._output_call(self.calls[index])
+            if self.final is not None and any(_retried(slots[i]) for i in functions):
+                self._defer_final(slots)
         return await self._next(self._assemble(slots))
+
+    async def _run_functions(self, functions: list[int], slots: list[Any]) -> None:
+        """Run the function tools at `functions` concurrently, their results into `slots`."""
+        state = self.state
+        for index in functions:
+            state.emit(FunctionToolCallEvent(self.calls[index]))
+        tasks = [self._function_call(self.calls[i], self.callable[self.calls[i].tool_name]) for i in functions]
+        results = await _gather_cancelling(tasks)
+        for index, result in zip(functions, results, strict=True):
+            slots[index] = result
+            if result is not None:
+                state.emit(FunctionToolResultEvent(result))
+
+    def _defer_final(self, slots: list[Any]) -> None:
+        """A function tool asked for a retry in the step that produced the output: the output is
+        not final, so the model addresses the retry first (`graceful` and `exhaustive`)."""
+        assert self.final is not None
+        for index, part in enumerate(slots):
+            if isinstance(part, ToolReturnPart) and part.tool_call_id == self.final.tool_call_id:
+                slots[index] = ToolReturnPart(
+                    part.tool_name,
+                    'Output not used as the final result - addressing tool retries from this round first.',
+                    part.tool_call_id,
+                )
+        self.final = None
 
     def _assemble(self, slots: list[Any]) -> list[Any]:
         """The step's parts in call order, each reveal right after its result, then any content
@@ -179,7 +211,8 @@ class ToolStep:
         )
 
     async def _output_call(self, call: ToolCallPart) -> ToolReturnPart:
-        if self.final is not None:
+        exhaustive = self.state.end_strategy == 'exhaustive'
+        if self.final is not None and not exhaustive:
             return ToolReturnPart(
                 call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id
             )
@@ -189,6 +222,9 @@ class ToolStep:
             return self._retry(call, exc.errors, 'validation_error', None)
         except ModelRetry as retry:
             return self._retry(call, retry.message, 'model_retry', None)
+        if self.final is not None:  # exhaustive: validated, but the first output stays final
+            message = 'Output tool processed, but its value will not be the final result of the agent run.'
+            return ToolReturnPart(call.tool_name, message, call.tool_call_id)
         self.final = FinalResult(value, call.tool_name, call.tool_call_id)
         return ToolReturnPart(call.tool_name, 'Final result processed.', call.tool_call_id)
 
@@ -320,6 +356,10 @@ def _callable_tools(state: RunState) -> dict[str, Tool[Any]]:
         return state.tools
     shown = {d.name for d in visible((t.tool_def for t in state.tools.values()), state.history)}
     return {name: t for name, t in state.tools.items() if name in shown}
+
+
+def _retried(part: Any) -> bool:
+    return isinstance(part, ToolReturnPart) and part.outcome == 'retried'
 
 
 async def _gather_cancelling(calls: list[Any]) -> list[Any]:

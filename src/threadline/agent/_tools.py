@@ -23,7 +23,8 @@ class ToolArgsError(Exception):
     """The model's arguments did not validate; `errors` is the list sent back to it."""
 
     def __init__(self, errors: list[dict[str, Any]]) -> None:
-        self.errors = errors
+        # `loc` as a list, as the reference keeps it (it is a JSON array on the wire either way).
+        self.errors = [{**e, 'loc': list(e['loc'])} if isinstance(e.get('loc'), tuple) else e for e in errors]
         super().__init__(str(errors))
 
 

@@ -12,6 +12,7 @@ from ._adapter import ModelMessagesTypeAdapter, to_json, to_jsonable_python
 from ._content import (
     AudioUrl,
     BinaryContent,
+    BinaryImage,
     CachePoint,
     DocumentUrl,
     FileUrl,
@@ -89,6 +90,7 @@ __all__ = [
     'AgentRunResultEvent',
     'AudioUrl',
     'BinaryContent',
+    'BinaryImage',
     'BuiltinToolCallPart',
     'BuiltinToolReturnPart',
     'CachePoint',

@@ -6,6 +6,9 @@ import base64
 import binascii
 import hashlib
 import mimetypes
+import os
+import urllib.parse
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlparse
 
@@ -15,6 +18,7 @@ from ._formats import Kind, file_format, kind_of
 __all__ = [
     'AudioUrl',
     'Base64Bytes',
+    'BinaryImage',
     'BinaryContent',
     'CachePoint',
     'DocumentUrl',
@@ -243,6 +247,53 @@ class BinaryContent(_BinaryFields, kw_only=True, tag='binary'):
         """The format name models know this content by (`jpeg`, `mp3`, `pdf`); raises
         `UnknownMediaType` when its media type has none for its kind."""
         return file_format(kind_of(self.media_type), self.media_type)
+
+    @staticmethod
+    def narrow_type(content: BinaryContent) -> BinaryContent:
+        """`content` as a `BinaryImage` when it is an image, else unchanged."""
+        if content.is_image and not isinstance(content, BinaryImage):
+            return BinaryImage(
+                data=content.data,
+                media_type=content.media_type,
+                identifier=content.identifier,
+                vendor_metadata=content.vendor_metadata,
+            )
+        return content
+
+    @classmethod
+    def from_data_uri(cls, data_uri: str) -> BinaryContent:
+        """The content of a base64 `data:` URI (a `BinaryImage` for an image); a URI of another
+        form is a `ValueError` that says what was expected."""
+        if not data_uri.startswith('data:'):
+            raise ValueError(f'a data URI starts with "data:", not {data_uri[:16]!r}')
+        media_type, marker, payload = data_uri[5:].partition(';base64,')
+        if not marker:
+            raise ValueError('only base64 data URIs are supported ("data:<media type>;base64,<data>")')
+        try:
+            data = base64.b64decode(urllib.parse.unquote_to_bytes(payload), validate=True)
+        except ValueError as exc:
+            raise ValueError(f"the data URI's payload is not valid base64: {exc}") from None
+        return cls.narrow_type(cls(data=Base64Bytes(data), media_type=media_type or 'application/octet-stream'))
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str]) -> BinaryContent:
+        """The bytes of the file at `path`, with the media type its name suggests
+        (`application/octet-stream` when none does); a `BinaryImage` for an image."""
+        file = Path(path)
+        if not file.is_file():
+            raise FileNotFoundError(f'no file at {file}')
+        media_type = mimetypes.guess_type(file.name)[0] or 'application/octet-stream'
+        return cls.narrow_type(cls(data=Base64Bytes(file.read_bytes()), media_type=media_type))
+
+
+class BinaryImage(BinaryContent, kw_only=True, tag='binary'):
+    """`BinaryContent` that is an image (image generation returns these); on the wire it is the
+    same `binary` content, and it loads back as `BinaryContent`."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.is_image:
+            raise ValueError(f'BinaryImage needs an image media type, not {self.media_type!r}')
 
 
 class _UploadedFileFields(WireStruct, tag_field='kind'):

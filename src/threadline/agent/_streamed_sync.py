@@ -1,0 +1,138 @@
+"""`run_stream_sync`: `run_stream` for code without an event loop.
+
+The whole `async with agent.run_stream(...)` block runs as one task on the thread's event loop,
+so context managers and context variables entered inside it are left in the task that entered
+them. The synchronous side sends it requests (the next chunk, the output, the end) and waits on
+the loop for each answer.
+
+Rules:
+- Use it as a `with` block on the thread that made it; leaving the block ends the run as leaving
+  `run_stream`'s block does (an unfinished stream is recorded as interrupted).
+- It cannot run inside a running event loop (use `run_stream` there): a clear `UserError`.
+- An error inside the run is raised from the call that was waiting for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Generic, TypeVar
+
+from ..exceptions import UserError
+
+__all__ = ['StreamedRunResultSync']
+
+OutputT = TypeVar('OutputT')
+_END = object()
+
+
+class StreamedRunResultSync(Generic[OutputT]):
+    """A streamed run driven from synchronous code; the same methods as `StreamedRunResult`."""
+
+    def __init__(self, opening: AbstractAsyncContextManager[Any], loop: asyncio.AbstractEventLoop) -> None:
+        self._opening, self._loop = opening, loop
+        self._requests: asyncio.Queue[tuple[Callable[[Any], Any], asyncio.Future[Any]] | None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._streamed: Any = None
+
+    def __enter__(self) -> StreamedRunResultSync[OutputT]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UserError(
+                'run_stream_sync() cannot be called from a running event loop; use `agent.run_stream(...)`.'
+            )
+        opened: asyncio.Future[Any] = self._loop.create_future()
+        self._requests = asyncio.Queue()
+        self._task = self._loop.create_task(self._serve(opened))
+        self._streamed = self._loop.run_until_complete(opened)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._requests is not None and self._task is not None
+        self._requests.put_nowait(None)
+        self._loop.run_until_complete(self._task)
+
+    async def _serve(self, opened: asyncio.Future[Any]) -> None:
+        """The task that holds the `run_stream` block: it runs each request the caller sends."""
+        assert self._requests is not None
+        try:
+            async with self._opening as streamed:
+                opened.set_result(streamed)
+                while (request := await self._requests.get()) is not None:
+                    work, answer = request
+                    try:
+                        answer.set_result(await work(streamed))
+                    except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                        answer.set_exception(exc)
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            else:
+                raise
+
+    def _ask(self, work: Callable[[Any], Any]) -> Any:
+        assert self._requests is not None, 'use run_stream_sync(...) as a `with` block'
+        answer: asyncio.Future[Any] = self._loop.create_future()
+        self._requests.put_nowait((work, answer))
+        return self._loop.run_until_complete(answer)
+
+    def _iterate(self, make: Callable[[Any], AsyncIterator[Any]]) -> Iterator[Any]:
+        holder: list[AsyncIterator[Any]] = []
+
+        async def step(streamed: Any) -> Any:
+            if not holder:
+                holder.append(make(streamed))
+            try:
+                return await anext(holder[0])
+            except StopAsyncIteration:
+                return _END
+
+        while (item := self._ask(step)) is not _END:
+            yield item
+
+    def stream_text(self, *, delta: bool = False, debounce_by: float | None = None) -> Iterator[str]:
+        return self._iterate(lambda s: s.stream_text(delta=delta, debounce_by=debounce_by))
+
+    def stream_output(self) -> Iterator[Any]:
+        return self._iterate(lambda s: s.stream_output())
+
+    def stream_response(self) -> Iterator[Any]:
+        return self._iterate(lambda s: s.stream_response())
+
+    def get_output(self) -> OutputT:
+        return self._ask(lambda s: s.get_output())  # type: ignore[no-any-return]
+
+    def cancel(self) -> None:
+        self._ask(lambda s: s.cancel())
+
+    def all_messages(self) -> list[Any]:
+        return self._streamed.all_messages()  # type: ignore[no-any-return]
+
+    def new_messages(self) -> list[Any]:
+        return self._streamed.new_messages()  # type: ignore[no-any-return]
+
+    def all_messages_json(self) -> bytes:
+        return self._streamed.all_messages_json()  # type: ignore[no-any-return]
+
+    def new_messages_json(self) -> bytes:
+        return self._streamed.new_messages_json()  # type: ignore[no-any-return]
+
+    @property
+    def usage(self) -> Any:
+        return self._streamed.usage
+
+    @property
+    def run_id(self) -> str:
+        return self._streamed.run_id  # type: ignore[no-any-return]
+
+    @property
+    def conversation_id(self) -> str:
+        return self._streamed.conversation_id  # type: ignore[no-any-return]
+
+    @property
+    def result(self) -> Any:
+        return self._streamed.result
