@@ -1,13 +1,37 @@
 """Toolsets, at the import path the documents use (`from threadline.toolsets import FunctionToolset`).
 
-A toolset is a group of tools a capability gives a run (`AbstractCapability.get_toolset`).
+A toolset is a group of tools: a capability gives one to every run (`AbstractCapability.get_toolset`),
+and `Agent(toolsets=[...])` / `run(toolsets=[...])` add them to a run, resolved at each model request
+(see `threadline.agent._toolsets` for the rules).
 """
 
 from __future__ import annotations
 
 from ._public import publish
 from .agent._toolset import FunctionToolset
+from .agent._toolsets import (
+    AbstractToolset,
+    CombinedToolset,
+    ExternalToolset,
+    FilteredToolset,
+    PrefixedToolset,
+    PreparedToolset,
+    RenamedToolset,
+    ToolsetTool,
+    WrapperToolset,
+)
 
-__all__ = ['FunctionToolset']
+__all__ = [
+    'AbstractToolset',
+    'CombinedToolset',
+    'ExternalToolset',
+    'FilteredToolset',
+    'FunctionToolset',
+    'PrefixedToolset',
+    'PreparedToolset',
+    'RenamedToolset',
+    'ToolsetTool',
+    'WrapperToolset',
+]
 
 publish(__name__, globals(), __all__)  # after every name above exists

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ from ._streamed import EventStream, StreamedRunResult, open_stream, stream_event
 from ._streamed_sync import StreamedRunResultSync
 from ._tools import Tool
 from ._toolset import merge_tools
+from ._toolsets import AbstractToolset, CombinedToolset
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs  # typing.TypeIs from Python 3.13
@@ -71,6 +73,7 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     run_id: str | None
     conversation_id: str | None
     capabilities: Sequence[AbstractCapability[Any]]
+    toolsets: Sequence[AbstractToolset[Any]]
 
 
 class RunSyncOptions(RunOptions[AgentDepsT], total=False):
@@ -116,6 +119,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         deps_type: type[AgentDepsT] | None = None,
         name: str | None = None,
         capabilities: Sequence[AbstractCapability[Any]] = (),
+        toolsets: Sequence[AbstractToolset[AgentDepsT]] = (),
         retries: int = 1,
         model_settings: ModelSettings | None = None,
         end_strategy: EndStrategy = 'graceful',
@@ -130,6 +134,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self.deps_type = deps_type
         self.name = name
         self.capabilities = list(capabilities)
+        self.toolsets: list[AbstractToolset[AgentDepsT]] = list(toolsets)
         self._overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
             f'threadline_agent_overrides_{id(self)}', default=_NO_OVERRIDES
         )
@@ -274,19 +279,21 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         model: Model | str | _Unset = _UNSET,
         deps: Any = _UNSET,
         tools: Sequence[Tool[AgentDepsT] | Callable[..., Any]] | _Unset = _UNSET,
+        toolsets: Sequence[AbstractToolset[AgentDepsT]] | _Unset = _UNSET,
         instructions: InstructionsArg | _Unset = _UNSET,
         model_settings: ModelSettings | _Unset | None = _UNSET,
         retries: int | _Unset = _UNSET,
     ) -> Iterator[None]:
         """Inside the block, runs of this agent use what is given here instead of what the agent
         or the call names (for tests: swap a real provider for `TestModel`). `tools` replaces the
-        agent's own tools (capabilities keep theirs); `instructions` the agent's instructions (a
+        agent's own tools (capabilities keep theirs), `toolsets` the agent's toolsets; `instructions` the agent's instructions (a
         run's `instructions=` still adds to them). Blocks nest; the innermost wins. Context-local:
         other tasks and threads see the agent as it is."""
         given = {
             'model': model,
             'deps': deps,
             'tools': tools,
+            'toolsets': toolsets,
             'instructions': instructions,
             'model_settings': model_settings,
             'retries': retries,
@@ -346,6 +353,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         capabilities: Sequence[AbstractCapability[Any]] = (),
+        toolsets: Sequence[AbstractToolset[Any]] = (),
     ) -> AsyncIterator[AgentRun[OutputDataT]]:
         """Start a run and hand it over to be driven node by node (see `AgentRun`)."""
         state = self._new_state(
@@ -361,6 +369,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             run_id,
             conversation_id,
             capabilities,
+            toolsets,
         )
         async with self._running(await self._for_run(state), user_prompt) as agent_run:
             yield agent_run
@@ -371,6 +380,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         if chain is not state.capabilities:
             state.capabilities = chain
             state.tools = merge_tools(self._overrides.get().get('tools', self._tools), chain.toolsets())
+        state.static_tools = state.tools
         return state
 
     @asynccontextmanager
@@ -379,8 +389,12 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         then whatever the capabilities started is settled, and `capture_run_messages` sees it."""
         captured = captured_messages()
         try:
-            await state.capabilities.before_run(state.ctx)
-            yield AgentRun(state, UserPromptNode(user_prompt))
+            async with contextlib.AsyncExitStack() as toolsets:
+                if state.toolset is not None:
+                    await toolsets.enter_async_context(state.toolset)
+                    await state.resolve_tools()
+                await state.capabilities.before_run(state.ctx)
+                yield AgentRun(state, UserPromptNode(user_prompt))
         finally:
             if captured is not None:
                 captured[:] = state.history
@@ -400,6 +414,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         run_id: str | None,
         conversation_id: str | None,
         capabilities: Sequence[AbstractCapability[Any]],
+        toolsets: Sequence[AbstractToolset[Any]] = (),
     ) -> RunState:
         overridden = self._overrides.get()
         if 'model' in overridden:
@@ -451,6 +466,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             deferred_results=deferred_tool_results,
             end_strategy=self.end_strategy,
         )
+        run_toolsets = [*overridden.get('toolsets', self.toolsets), *toolsets]
+        if run_toolsets:
+            state.toolset = CombinedToolset(run_toolsets)
         ctx.queue = state.queue
         return state
 
@@ -469,6 +487,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         capabilities: Sequence[AbstractCapability[Any]] = (),
+        toolsets: Sequence[AbstractToolset[Any]] = (),
         event_stream_handler: EventStreamHandler | None = None,
     ) -> AgentRunResult[OutputDataT]:
         """Run the agent to the end and return its result. `event_stream_handler` is awaited with
@@ -487,6 +506,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             run_id,
             conversation_id,
             capabilities,
+            toolsets,
         )
         state = await self._for_run(state)
 

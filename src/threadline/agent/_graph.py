@@ -263,6 +263,7 @@ class ModelRequestNode:
         state.limits.check_cost_before_request(ctx.usage, state.model, state.history)
         ctx.run_step += 1
         state.drain_asap()
+        await state.resolve_tools()
         params = await state.request_parameters()
         return ModelRequestContext(
             model=state.model,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import UserError
 from ..messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
 from ..models import Model, ModelRequestParameters, ModelSettings
 from ._chain import CapabilityChain
@@ -61,14 +62,36 @@ class RunState:
     streams events; None otherwise, so plain runs build no event objects."""
 
     resumed_request: ModelRequest | None = None
+    toolset: Any = None
+    """The run's toolsets joined (a `CombinedToolset`), asked for tools before each request; None
+    when the run has none."""
+    static_tools: dict[str, Tool[Any]] = field(default_factory=dict)
+    """The tools that do not change during the run (the agent's and its capabilities')."""
     end_strategy: str = 'graceful'
     """What happens to function tool calls beside an output tool call (see `Agent`)."""
     typed_tools: bool = False
     """Whether some tool records its calls with a kind (`load_capability`): only then are calls typed."""
 
     def __post_init__(self) -> None:
+        self.static_tools = self.tools
         self.typed_tools = bool(self.capabilities.deferred)
         self.refresh_loaded(self.history)
+
+    async def resolve_tools(self) -> None:
+        """Ask the run's toolsets for this step's tools (see `threadline.agent._toolsets`)."""
+        if self.toolset is None:
+            return
+        from ._toolsets import tool_of
+
+        tools = dict(self.static_tools)
+        for name, toolset_tool in (await self.toolset.get_tools(self.ctx)).items():
+            if name in tools:
+                raise UserError(
+                    f'{toolset_tool.toolset.label} defines a tool whose name conflicts with a tool of the agent or '
+                    f'of a capability: {name!r}. Rename one (toolset.prefixed() or .renamed()).'
+                )
+            tools[name] = tool_of(name, toolset_tool)
+        self.tools = tools
 
     def refresh_loaded(self, messages: Sequence[ModelMessage]) -> None:
         """Re-derive which deferred capabilities are loaded from `messages` (the history sent or

@@ -11,28 +11,37 @@ from __future__ import annotations
 import copy as _copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from ..exceptions import UserError
-from ._context import AgentDepsT
+from ._context import AgentDepsT, RunContext
 from ._tools import Tool
+from ._toolsets import AbstractToolset, ToolsetTool
 
 __all__ = ['FunctionToolset', 'merge_tools']
 
 F = TypeVar('F', bound=Callable[..., Any])
 
 
-class FunctionToolset(Generic[AgentDepsT]):
+class FunctionToolset(AbstractToolset[AgentDepsT]):
     """Tools made from plain functions, registered with `add_function` or the `tool` decorator."""
 
     def __init__(self, tools: Sequence[Tool[AgentDepsT] | Callable[..., Any]] = (), *, id: str | None = None) -> None:
-        self.id = id
+        self._id = id
         self.tools: dict[str, Tool[AgentDepsT]] = {}
         for tool in tools:
             self.add_tool(tool if isinstance(tool, Tool) else Tool(tool))
 
     def __repr__(self) -> str:
         return f'FunctionToolset(id={self.id!r}, tools={list(self.tools)})'
+
+    async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        return {name: ToolsetTool(self, t.tool_def, t.max_retries, t.validate_args) for name, t in self.tools.items()}
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
+    ) -> Any:
+        return await self.tools[name].call(ctx, tool_args)
 
     def add_tool(self, tool: Tool[AgentDepsT]) -> None:
         if tool.name in self.tools:
@@ -47,7 +56,7 @@ class FunctionToolset(Generic[AgentDepsT]):
     def owned_by(self, capability_id: str) -> FunctionToolset[AgentDepsT]:
         """A copy whose tools belong to the deferred capability `capability_id`: each is offered
         only while that capability is loaded (this toolset is left as it was)."""
-        owned: FunctionToolset[AgentDepsT] = FunctionToolset(id=self.id)
+        owned: FunctionToolset[AgentDepsT] = FunctionToolset(id=self._id)
         for name, tool in self.tools.items():
             copy = _copy.copy(tool)
             copy._tool_def = replace(tool.tool_def, defer_loading=True, capability_id=capability_id)
