@@ -7,7 +7,8 @@ what the framework itself does is compared. Model functions return responses wit
 neither side estimates tokens.
 
 (a) per model request in a 50-step tool loop, with an async tool and with a sync tool (which both
-    sides run in a worker thread);
+    sides run in a worker thread), and with the tools in a toolset of 20 and a structured output
+    through the output tool;
 (b) a one-step run whose message_history is 1k and 10k messages of the shared workload;
 Both sides are timed interleaved, run by run, with GC on; figures are medians.
 (c) `import threadline` vs `import pydantic_ai` in a fresh interpreter;
@@ -142,6 +143,51 @@ def tool_loop_run(side: Side, sync_tool: bool) -> tuple[Callable[[], Any], list[
     return run, inside
 
 
+def toolset_output_run(side: Side) -> tuple[Callable[[], Any], list[float]]:
+    """The loop with the tools in a toolset of 20 (the model calls each in turn) and a structured
+    output that ends the run through the output tool."""
+    import pydantic
+
+    m = side.m
+    inside = [0.0]
+
+    class Answer(pydantic.BaseModel):
+        total: int
+
+    if side.name == 'threadline':
+        from threadline.toolsets import FunctionToolset
+    else:
+        from pydantic_ai.toolsets import FunctionToolset  # type: ignore[assignment]
+    toolset: Any = FunctionToolset()
+    for k in range(20):
+
+        async def tool(n: int, k: int = k) -> int:
+            return n + k
+
+        toolset.add_function(tool, name=f'tool_{k}')
+
+    async def respond(messages: list[Any], info: Any) -> Any:
+        start = time.perf_counter()
+        answered = sum(1 for msg in messages if isinstance(msg, m.ModelResponse))
+        if answered < STEPS - 1:
+            call = m.ToolCallPart(f'tool_{answered % 20}', {'n': answered}, f'call_{answered}')
+        else:
+            call = m.ToolCallPart(info.output_tools[0].name, {'total': answered}, 'final')
+        response = m.ModelResponse(parts=[call], usage=side.usage())
+        inside[0] += time.perf_counter() - start
+        return response
+
+    agent = side.Agent(side.FunctionModel(respond), output_type=Answer, toolsets=[toolset])
+    limits = side.UsageLimits(request_limit=None)
+
+    async def run() -> Any:
+        result = await agent.run('go', usage_limits=limits)
+        assert result.output.total == STEPS - 1, result.output
+        return result
+
+    return run, inside
+
+
 def long_history_run(side: Side, raw: list[dict[str, Any]]) -> tuple[Callable[[], Any], list[float]]:
     inside = [0.0]
     agent = one_step_agent(side, inside)
@@ -211,6 +257,12 @@ def main() -> None:
             f'    {label:>10}: threadline {a_ours * 1e3:8.3f} ms   pydantic-ai {a_theirs * 1e3:8.3f} ms'
             f'   ratio {a_theirs / a_ours:5.1f}x'
         )
+    t = interleaved({'ours': toolset_output_run(ours), 'theirs': toolset_output_run(theirs)}, 15)
+    a_ours, a_theirs = t['ours'] / STEPS, t['theirs'] / STEPS
+    print(
+        f'    {"toolset of 20 + output tool":>10}: threadline {a_ours * 1e3:8.3f} ms   pydantic-ai {a_theirs * 1e3:8.3f} ms'
+        f'   ratio {a_theirs / a_ours:5.1f}x'
+    )
     print('(b) framework time of a one-step run over a long message_history (interleaved, GC on)')
     for size in (1000, 10_000):
         raw = wl.history(size)

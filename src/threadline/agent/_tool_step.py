@@ -144,7 +144,7 @@ class ToolStep:
     def _assemble(self, slots: list[Any]) -> list[Any]:
         """The step's parts in call order, each reveal right after its result, then any content
         tools sent beside their results (see `ToolReturn`)."""
-        shown = revealed(self.state.history)
+        shown = revealed(self.state.history) if self.reveals else set()
         parts: list[Any] = []
         kinds = {c.tool_call_id: c.tool_kind for c in self.calls if c.tool_kind} if self.state.typed_tools else {}
         for part in slots:
