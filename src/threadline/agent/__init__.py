@@ -10,6 +10,7 @@ from ._event_handler import EventStreamHandler
 from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
 from ._limits import UsageLimits
 from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from ._output_types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
 from ._result import AgentRunResult, RunResult
 from ._run import AgentRun
 from ._streamed import EventStream, RunCancelled, StreamedRunResult
@@ -24,6 +25,10 @@ __all__ = [
     'AgentRunResult',
     'CallToolsNode',
     'DeferredToolRequests',
+    'ToolOutput',
+    'TextOutput',
+    'PromptedOutput',
+    'NativeOutput',
     'DeferredToolResults',
     'End',
     'EventStream',

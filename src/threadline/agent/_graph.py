@@ -38,6 +38,7 @@ from ._output import DeferredToolResults
 from ._reveal import visible
 from ._state import RunState, now_utc
 from ._tool_step import ToolStep, validate_output
+from ._tools import ToolArgsError
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
 
@@ -283,6 +284,11 @@ class ModelRequestNode:
             request_context.messages = list(state.history)
         # Deferred tools follow the history actually sent: a processor that dropped a reveal hides them.
         params = request_context.model_request_parameters
+        if params.output_mode == 'native' and not request_context.model.profile.supports_json_schema_output:
+            raise UserError(
+                f'Native structured output is not supported by {request_context.model.model_name!r}: use '
+                'ToolOutput or PromptedOutput, or set ModelProfile(supports_json_schema_output=True) if it has it'
+            )
         params.function_tools = visible(params.function_tools, request_context.messages)
         state.refresh_loaded(request_context.messages)
         _check_request_messages(request_context.messages)
@@ -419,9 +425,11 @@ class CallToolsNode:
         if texts and state.output.allow_text:
             text = ''.join(texts)
             try:
-                output = await validate_output(state, text)
+                output = await validate_output(state, await state.output.from_text(state.ctx, text))
             except ModelRetry as retry:
                 return await _retry_feedback(state, retry.message, cause='model_retry')
+            except ToolArgsError as invalid:
+                return await _retry_feedback(state, invalid.errors, cause='validation_error')
             return End(FinalResult(output))
         message = 'Please return text.' if state.output.allow_text else 'Please include your response in a tool call.'
         return await _retry_feedback(state, message, cause='no_output')
@@ -437,10 +445,10 @@ async def _queue_request(state: RunState, parts: list[Any]) -> ModelRequestNode:
     return ModelRequestNode(request, in_history=True)
 
 
-async def _retry_feedback(state: RunState, message: str, *, cause: str) -> ModelRequestNode:
+async def _retry_feedback(state: RunState, message: str | list[dict[str, Any]], *, cause: str) -> ModelRequestNode:
     state.output_retries += 1
     if state.output_retries > state.max_retries:
-        raise UnexpectedModelBehavior(f'Exceeded maximum retries ({state.max_retries}) for output validation')
+        raise UnexpectedModelBehavior(f'Exceeded maximum output retries ({state.max_retries})')
     part = RetryFeedbackPart(
         message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_retries)
     )

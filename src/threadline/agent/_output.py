@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import types
 import typing
 from dataclasses import dataclass, field
@@ -9,7 +11,7 @@ from typing import Any
 
 from ..exceptions import UserError
 from ..messages import ToolCallPart
-from ..models import ToolDefinition
+from ..models import OutputObjectDefinition, ToolDefinition
 
 __all__ = [
     'DeferredToolRequests',
@@ -65,66 +67,239 @@ def _members(output_type: Any) -> list[Any]:
     return [output_type]
 
 
-class OutputSpec:
-    """How a run's output type is offered to the model and validated.
+def _is_function(target: Any) -> bool:
+    return callable(target) and not isinstance(target, type) and typing.get_origin(target) is None
 
-    `str` allows a text answer; `DeferredToolRequests` allows pausing on deferred calls; any other
-    type becomes the `final_result` output tool (object types as they are, others wrapped in a
-    `response` field).
-    """
 
-    def __init__(self, output_type: Any) -> None:
-        members = _members(output_type)
-        self.allow_text = str in members
-        self.allow_deferred = DeferredToolRequests in members
-        structured = [m for m in members if m is not str and m is not DeferredToolRequests]
-        if not self.allow_text and not structured:
-            raise UserError('output_type must include `str` or a structured type, not only DeferredToolRequests')
-        self.structured: Any = None
-        if structured:
-            self.structured = structured[0] if len(structured) == 1 else typing.Union[tuple(structured)]  # noqa: UP007
-        self._adapter: Any = None
-        self._wrapped = False
-        self._tool: ToolDefinition | None = None
+def _label(target: Any) -> str:
+    return getattr(target, '__name__', None) or str(target)
 
-    @property
-    def output_tools(self) -> list[ToolDefinition]:
-        if self.structured is None:
-            return []
-        if self._tool is None:
-            self._build()
-        assert self._tool is not None
-        return [self._tool]
 
-    def _build(self) -> None:
+class _Output:
+    """One structured output as the model fills it in: a type to validate into, or a function
+    whose parameters are the arguments and whose return value is the output."""
+
+    def __init__(self, target: Any, tool_name: str, description: str | None, strict: bool | None, retries: int | None):
+        from ._tools import Tool, _clean_schema
+
+        self.target, self.name, self.strict, self.max_retries = target, tool_name, strict, retries
+        self.function: Tool[Any] | None = None
+        self.wrapped = False
+        if _is_function(target):
+            self.function = Tool(target, name=tool_name, description=description)
+            self.schema = self.function.tool_def.parameters_json_schema
+            self.full_schema = self.schema
+            self.description = description if description is not None else self.function.description
+            return
         import pydantic
 
-        from ._tools import _clean_schema
-
-        adapter = pydantic.TypeAdapter(self.structured)
+        adapter = pydantic.TypeAdapter(target)
         schema = adapter.json_schema()
         if schema.get('type') != 'object' or 'properties' not in schema:  # not model-like (a dict, a list...)
-            self._wrapped = True
-            wrapper = pydantic.create_model('final_result', response=(self.structured, ...))
-            adapter = pydantic.TypeAdapter(wrapper)
+            self.wrapped = True
+            adapter = pydantic.TypeAdapter(pydantic.create_model('final_result', response=(target, ...)))
             schema = adapter.json_schema()
-        self._adapter = adapter
-        description = 'The final response which ends this conversation'
-        self._tool = ToolDefinition(OUTPUT_TOOL_NAME, _clean_schema(schema), description, kind='output')
+        self.adapter = adapter
+        self.schema = _clean_schema(schema)
+        # JSON-text modes keep the type's own title (it names the output); property titles go.
+        self.full_schema = {
+            key: self.schema.get(key, value) for key, value in schema.items() if key != 'title' or not self.wrapped
+        }
+        self.schema = self.full_schema  # as the reference offers it: the type's own title stays
+        doc = inspect.getdoc(target) if isinstance(target, type) and target.__doc__ and not self.wrapped else None
+        # The docstring describes the tool (after a given description), not its arguments.
+        self.description = '. '.join(text for text in (description, doc) if text) or None
+        self.doc = doc
+        if doc:  # the description moves to the tool (or the output object)
+            self.full_schema = {k: v for k, v in self.full_schema.items() if k != 'description'}
+            self.schema = self.full_schema
 
-    def validate(self, args: str | dict[str, Any] | None) -> Any:
-        """The structured output from the output tool's arguments; raises `ToolArgsError`."""
+    def tool_def(self, multiple: bool) -> ToolDefinition:
+        text = self.description or 'The final response which ends this conversation'
+        if multiple and self.description is None:
+            text = f'{_label(self.target)}: {text}'
+        return ToolDefinition(self.name, self.schema, text, kind='output', strict=self.strict)
+
+    async def make(self, ctx: Any, args: Any) -> Any:
+        """The output from the model's arguments (raises `ToolArgsError` or `ModelRetry`)."""
         import pydantic
 
         from ._tools import ToolArgsError
 
-        if self._adapter is None:
-            self._build()
+        if self.function is not None:
+            return await self.function.call(ctx, self.function.validate_args(args))
         try:
-            if isinstance(args, str):
-                value = self._adapter.validate_json(args or '{}')
-            else:
-                value = self._adapter.validate_python(args or {})
+            value = (
+                self.adapter.validate_json(args or '{}')
+                if isinstance(args, str)
+                else self.adapter.validate_python(args or {})
+            )
         except pydantic.ValidationError as exc:
             raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
-        return value.response if self._wrapped else value
+        return value.response if self.wrapped else value
+
+
+PROMPTED_TEMPLATE = (
+    "Always respond with a JSON object that's compatible with this schema:\n\n{schema}\n\n"
+    "Don't include any text or Markdown fencing before or after."
+)
+
+
+class OutputSpec:
+    """How a run's output type is offered to the model and turned into the output.
+
+    Rules (pydantic-ai 2.62's, checked against it):
+    - `str` allows a text answer, `TextOutput(fn)` one passed through `fn`; `DeferredToolRequests`
+      allows pausing on deferred calls; `None` is not an output.
+    - Structured outputs (types, functions, `ToolOutput`) are output tools: `final_result` when
+      there is one, `final_result_<Name>` each when there are several (a `ToolOutput` names its
+      own). A type's docstring (a function's) describes its tool.
+    - `NativeOutput` / `PromptedOutput` ask for JSON text instead: one schema, the member's own, or
+      for several members `{"result": {"kind": <Name>, "data": ...}}`. They exclude output tools.
+    """
+
+    def __init__(self, output_type: Any) -> None:
+        from ._output_types import NativeOutput, PromptedOutput, TextOutput
+
+        members = _members(output_type)
+        if all(m is None or m is type(None) for m in members):
+            raise UserError('At least one output type must be provided other than `None`.')
+        self.allow_deferred = DeferredToolRequests in members
+        self.text_function: Any = next((m.output_function for m in members if isinstance(m, TextOutput)), None)
+        self.allow_text = str in members or self.text_function is not None
+        modes = [m for m in members if isinstance(m, (NativeOutput, PromptedOutput))]
+        structured = [
+            m
+            for m in members
+            if m not in (str, DeferredToolRequests, None, type(None))
+            and not isinstance(m, (TextOutput, NativeOutput, PromptedOutput))
+        ]
+        if modes and len(members) > 1:
+            raise UserError(f'`{type(modes[0]).__name__}` must be the only output type.')
+        self.mode = 'text'
+        self.output_object: OutputObjectDefinition | None = None
+        self.template: str | None = None
+        self._tools: dict[str, _Output] = {}
+        self._json: list[_Output] = []
+        self._structured = structured
+        if modes:
+            self._build_json(modes[0])
+        elif structured:
+            self.mode = 'tool'
+        if not self.allow_text and self.mode == 'text':
+            raise UserError('output_type must include `str` or a structured type, not only DeferredToolRequests')
+        if self.mode in ('native', 'prompted'):
+            self.allow_text = True
+
+    # -- output tools ---------------------------------------------------------------------------
+    @property
+    def output_tools(self) -> list[ToolDefinition]:
+        if self.mode != 'tool':
+            return []
+        if not self._tools:
+            self._build_tools()
+        multiple = len(self._tools) > 1
+        return [o.tool_def(multiple) for o in self._tools.values()]
+
+    def _build_tools(self) -> None:
+        from ._output_types import ToolOutput
+
+        multiple = len(self._structured) > 1
+        for member in self._structured:
+            spec = member if isinstance(member, ToolOutput) else ToolOutput(member)
+            name = spec.name or (f'final_result_{_label(spec.output)}' if multiple else OUTPUT_TOOL_NAME)
+            if name in self._tools:
+                raise UserError(
+                    f'two output tools would be called {name!r}: give one a name with ToolOutput(..., name=)'
+                )
+            self._tools[name] = _Output(spec.output, name, spec.description, spec.strict, spec.max_retries)
+
+    def max_retries(self, tool_name: str) -> int | None:
+        output = self._tools.get(tool_name)
+        return output.max_retries if output is not None else None
+
+    async def from_call(self, ctx: Any, tool_name: str, args: Any) -> Any:
+        """The output an output tool call carries (raises `ToolArgsError` or `ModelRetry`)."""
+        if not self._tools:
+            self._build_tools()
+        return await self._tools[tool_name].make(ctx, args)
+
+    # -- JSON text (native / prompted) ------------------------------------------------------------
+    def _build_json(self, marker: Any) -> None:
+        from ._output_types import NativeOutput
+
+        self.mode = 'native' if isinstance(marker, NativeOutput) else 'prompted'
+        self._json = [_Output(m, _label(m), None, None, None) for m in marker.outputs]
+        if len(self._json) == 1:
+            only = self._json[0]
+            schema = only.full_schema
+            name = marker.name or schema.get('title') or _label(only.target)
+            description = marker.description or only.description
+        else:
+            schema = {
+                'type': 'object',
+                'properties': {'result': {'anyOf': [self._kind_schema(o) for o in self._json]}},
+                'required': ['result'],
+                'additionalProperties': False,
+            }
+            name, description = marker.name, marker.description
+        strict = getattr(marker, 'strict', None)
+        self.output_object = OutputObjectDefinition(schema, name=name, description=description, strict=strict)
+        template = getattr(marker, 'template', None)
+        if self.mode == 'prompted' and template is not False:
+            shown = {**schema, **({'description': description} if description else {})}
+            self.template = (template or PROMPTED_TEMPLATE).replace('{schema}', json.dumps(shown))
+
+    @staticmethod
+    def _kind_schema(output: _Output) -> dict[str, Any]:
+        data = {k: v for k, v in output.full_schema.items() if k != 'title'}
+        schema = {
+            'type': 'object',
+            'properties': {'kind': {'type': 'string', 'const': _label(output.target)}, 'data': data},
+            'required': ['kind', 'data'],
+            'additionalProperties': False,
+            'title': _label(output.target),
+        }
+        return {**schema, 'description': output.doc} if output.doc else schema
+
+    async def from_text(self, ctx: Any, text: str) -> Any:
+        """The output a text answer carries (raises `ToolArgsError` or `ModelRetry`)."""
+        if self.mode in ('native', 'prompted'):
+            return await self._from_json(ctx, text)
+        if self.text_function is not None:
+            from ._tools import takes_run_context
+
+            fn = self.text_function
+            result = fn(ctx, text) if takes_run_context(fn) else fn(text)
+            return await result if inspect.isawaitable(result) else result
+        return text
+
+    async def _from_json(self, ctx: Any, text: str) -> Any:
+        from ._tools import ToolArgsError
+
+        if len(self._json) == 1:
+            return await self._json[0].make(ctx, text)
+        import msgspec
+
+        try:
+            document = msgspec.json.decode(text)
+        except msgspec.DecodeError as exc:
+            raise ToolArgsError(
+                [{'type': 'json_invalid', 'loc': [], 'msg': f'Invalid JSON: {exc}', 'input': text}]
+            ) from None
+        result = document.get('result') if isinstance(document, dict) else None
+        kind = result.get('kind') if isinstance(result, dict) else None
+        chosen = next((o for o in self._json if _label(o.target) == kind), None)
+        if chosen is None or not isinstance(result, dict):
+            kinds = [_label(o.target) for o in self._json]
+            raise ToolArgsError(
+                [
+                    {
+                        'type': 'union_tag_invalid',
+                        'loc': ['result', 'kind'],
+                        'msg': f'kind must be one of {kinds}',
+                        'input': kind,
+                    }
+                ]
+            )
+        return await chosen.make(ctx, result.get('data'))

@@ -213,6 +213,8 @@ class RunState:
         """The running agent's instructions for this step, joined by blank lines; None if empty."""
         texts = [await self._render(source) for source in self.instruction_sources]
         texts.extend(self.capabilities.instructions())
+        if self.output.template:
+            texts.append(self.output.template)
         joined = '\n\n'.join(t for t in texts if t).strip()
         return joined or None
 
@@ -235,6 +237,8 @@ class RunState:
             function_tools=visible((tool.tool_def for tool in self.tools.values()), self.history),
             output_tools=self.output.output_tools,
             allow_text_output=self.output.allow_text,
+            output_mode=self.output.mode,
+            output_object=self.output.output_object,
             instructions=await self.instructions(),
         )
 

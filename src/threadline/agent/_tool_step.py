@@ -216,12 +216,21 @@ class ToolStep:
             return ToolReturnPart(
                 call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id
             )
+        output = self.state.output
+        limit = output.max_retries(call.tool_name)
+        ctx = self.state.ctx.for_tool(
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            retry=self.state.ctx.retries.get(call.tool_name, 0),
+            max_retries=self.state.max_retries if limit is None else limit,
+            approved=False,
+        )
         try:
-            value = await validate_output(self.state, self.state.output.validate(call.args))
+            value = await validate_output(self.state, await output.from_call(ctx, call.tool_name, call.args))
         except ToolArgsError as exc:
-            return self._retry(call, exc.errors, 'validation_error', None)
+            return self._retry(call, exc.errors, 'validation_error', limit)
         except ModelRetry as retry:
-            return self._retry(call, retry.message, 'model_retry', None)
+            return self._retry(call, retry.message, 'model_retry', limit)
         if self.final is not None:  # exhaustive: validated, but the first output stays final
             message = 'Output tool processed, but its value will not be the final result of the agent run.'
             return ToolReturnPart(call.tool_name, message, call.tool_call_id)

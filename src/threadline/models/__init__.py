@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .._public import publish
 from ..exceptions import FallbackExceptionGroup, ModelAPIError, ModelConnectionError, ModelHTTPError, UserError
-from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, OutputObjectDefinition, ToolDefinition
 from ._render import render_history
 from .fallback import FallbackModel
 
@@ -22,6 +22,7 @@ __all__ = [
     'ModelHTTPError',
     'ModelProfile',
     'ModelRequestParameters',
+    'OutputObjectDefinition',
     'ModelSettings',
     'ToolDefinition',
     'infer_model',

@@ -53,13 +53,30 @@ class ToolDefinition:
 
 
 @dataclass
+class OutputObjectDefinition:
+    """The JSON object a `NativeOutput` / `PromptedOutput` asks the model for."""
+
+    json_schema: dict[str, Any]
+    name: str | None = None
+    description: str | None = None
+    strict: bool | None = None
+
+
+@dataclass
 class ModelRequestParameters:
-    """What the running agent offers the model on this request: tools, output tools, instructions."""
+    """What the running agent offers the model on this request: tools, output tools, instructions.
+
+    `output_mode` is how a structured output is asked for: `'tool'` (output tools), `'native'`
+    (the provider's JSON-schema mode, `output_object` says the schema), `'prompted'` (the schema is
+    in the instructions; a provider with a JSON mode is asked for JSON), or `'text'`.
+    """
 
     function_tools: list[ToolDefinition] = field(default_factory=list)
     output_tools: list[ToolDefinition] = field(default_factory=list)
     allow_text_output: bool = True
     instructions: str | None = None
+    output_mode: str = 'text'
+    output_object: OutputObjectDefinition | None = None
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,24 @@ class AnthropicProvider:
         )
 
 
+STRUCTURED_OUTPUT_MODELS = (
+    'claude-fable-5',
+    'claude-mythos-5',
+    'claude-haiku-4-5',
+    'claude-sonnet-4-5',
+    'claude-sonnet-4-6',
+    'claude-opus-4-1',
+    'claude-opus-4-5',
+    'claude-opus-4-6',
+    'claude-opus-4-7',
+    'claude-opus-4-8',
+    'claude-opus-5',
+    'claude-sonnet-5',
+    'claude-haiku-5-5',
+)
+"""Models with structured outputs (`NativeOutput`), as pydantic-ai 2.62's profiles list them."""
+
+
 class AnthropicModel(ProviderModel[AnthropicProvider]):
     """A Messages API model (see the module docstring for how a history is mapped)."""
 
@@ -103,7 +121,9 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         self, model_name: str, *, provider: AnthropicProvider | None = None, profile: ModelProfile | None = None
     ) -> None:
         inline = model_name.startswith(INLINE_SYSTEM_PROMPT_MODELS)
-        super().__init__(model_name, provider, profile or ModelProfile(supports_inline_system_prompts=inline))
+        native = model_name.startswith(STRUCTURED_OUTPUT_MODELS)
+        default = ModelProfile(supports_inline_system_prompts=inline, supports_json_schema_output=native)
+        super().__init__(model_name, provider, profile or default)
 
     def _default_provider(self) -> AnthropicProvider:
         return AnthropicProvider()
@@ -132,6 +152,15 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
             body['tools'] = [_tool(t) for t in tools]
             if not params.allow_text_output:
                 body['tool_choice'] = {'type': 'any'}
+        if params.output_mode == 'native' and params.output_object is not None:
+            if params.output_object.strict is False:
+                raise UserError(
+                    'Setting `strict=False` on `output_type=NativeOutput(...)` is not allowed for Anthropic models.'
+                )
+            from anthropic import transform_schema
+
+            schema = transform_schema(walk_schema(params.output_object.json_schema, _strict_node))
+            body['output_config'] = {'format': {'type': 'json_schema', 'schema': schema}}
         for key in ('temperature', 'top_p'):
             if key in settings:
                 body[key] = settings[key]

@@ -74,7 +74,7 @@ class FunctionModel(Model):
             stream_name = _name_of(stream_function) if stream_function is not None else ''
             model_name = f'function:{fn_name}:{stream_name}'
         self._model_name = model_name
-        self._profile = profile or ModelProfile()
+        self._profile = profile or ModelProfile(supports_json_schema_output=True)
 
     @property
     def model_name(self) -> str:

@@ -127,6 +127,22 @@ class GoogleModel(ProviderModel[GoogleProvider]):
             ]
             mode = 'AUTO' if params.allow_text_output else 'ANY'
             config['tool_config'] = {'function_calling_config': {'mode': mode}}
+        if params.output_mode == 'native' and params.output_object is not None:
+            if params.function_tools:
+                raise UserError(
+                    'This model does not support `NativeOutput` and function tools at the same time. Use '
+                    '`output_type=ToolOutput(...)` instead.'
+                )
+            output = params.output_object
+            schema = walk_schema(output.json_schema, _gemini_node)  # the tool rules; the object's own name stays
+            if output.name:
+                schema['title'] = output.name
+            if output.description:
+                schema['description'] = output.description
+            config['response_mime_type'] = 'application/json'
+            config['response_json_schema'] = schema
+        elif params.output_mode == 'prompted' and not tools:
+            config['response_mime_type'] = 'application/json'
         settings = settings or {}
         for ours, theirs in (
             ('temperature', 'temperature'),

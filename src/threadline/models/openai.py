@@ -48,7 +48,7 @@ from ..messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from ._base import ModelProfile, ModelRequestParameters, ModelSettings, OutputObjectDefinition, ToolDefinition
 from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from ._render import standing_prompt_count
 from ._stream import StreamedResponse
@@ -114,6 +114,10 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             body['tools'] = [_tool(t) for t in tools]
             if not params.allow_text_output:
                 body['tool_choice'] = 'required'
+        if params.output_mode == 'native' and params.output_object is not None:
+            body['response_format'] = {'type': 'json_schema', 'json_schema': json_schema_format(params.output_object)}
+        elif params.output_mode == 'prompted':
+            body['response_format'] = {'type': 'json_object'}
         settings = settings or {}
         if 'max_tokens' in settings:
             body['max_completion_tokens'] = settings['max_tokens']
@@ -287,6 +291,18 @@ class _OpenAIStream(StreamedResponse):
                         function.arguments if function else None,
                         call.id,
                     )
+
+
+def json_schema_format(output: OutputObjectDefinition) -> dict[str, Any]:
+    """A `NativeOutput`'s JSON-schema response format (Chat Completions nests it under
+    `json_schema`, the Responses API under `text.format`): the schema in strict mode's form, and
+    `strict: true` when it fits, as for tools."""
+    schema, strict = strict_tool_schema(output.json_schema, output.strict)
+    format_: dict[str, Any] = {'name': output.name or 'final_result', 'schema': schema}
+    if output.description:
+        format_['description'] = output.description
+    format_['strict'] = bool(strict)  # stated either way here (unlike tools, where absent means not strict)
+    return format_
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:

@@ -65,7 +65,7 @@ from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefi
 from ._provider import ProviderModel, require_extra, tool_result_text
 from ._stream import StreamedResponse
 from ._strict import strict_tool_schema
-from .openai import OpenAIProvider
+from .openai import OpenAIProvider, json_schema_format
 
 __all__ = ['OpenAIResponsesModel', 'OpenAIResponsesModelSettings']
 
@@ -114,6 +114,10 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
             body['tools'] = [_tool(t) for t in tools]
             if not params.allow_text_output:
                 body['tool_choice'] = 'required'
+        if params.output_mode == 'native' and params.output_object is not None:
+            body['text'] = {'format': {'type': 'json_schema', **json_schema_format(params.output_object)}}
+        elif params.output_mode == 'prompted':
+            body['text'] = {'format': {'type': 'json_object'}}
         if _reasons(self._model_name):
             # Reasoning comes back encrypted, so it can be sent back even when nothing is stored.
             body['include'] = ['reasoning.encrypted_content']
