@@ -76,6 +76,22 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     toolsets: Sequence[AbstractToolset[Any]]
 
 
+class ToolOptions(TypedDict, total=False):
+    """The options of `Agent.tool` / `tool_plain` (see `Tool`)."""
+
+    name: str | None
+    description: str | None
+    retries: int | None
+    requires_approval: bool
+    strict: bool | None
+    defer_loading: bool
+    prepare: Callable[..., Any] | None
+    args_validator: Callable[..., Any] | None
+    timeout: float | None
+    sequential: bool
+    metadata: dict[str, Any] | None
+
+
 class RunSyncOptions(RunOptions[AgentDepsT], total=False):
     """`RunOptions` plus what only a run driven to its end takes."""
 
@@ -160,77 +176,25 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     @overload
     def tool(self, func: F, /) -> F: ...
     @overload
-    def tool(
-        self,
-        /,
-        *,
-        name: str | None = None,
-        retries: int | None = None,
-        requires_approval: bool = False,
-        strict: bool | None = None,
-        defer_loading: bool = False,
-    ) -> Callable[[F], F]: ...
+    def tool(self, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
-    def tool(
-        self,
-        func: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        retries: int | None = None,
-        requires_approval: bool = False,
-        strict: bool | None = None,
-        defer_loading: bool = False,
-    ) -> F | Callable[[F], F]:
-        """Register a tool whose first parameter is the `RunContext` (`strict`, `defer_loading`: see `Tool`)."""
-        return self._decorate(
-            func,
-            takes_ctx=True,
-            name=name,
-            max_retries=retries,
-            requires_approval=requires_approval,
-            strict=strict,
-            defer_loading=defer_loading,
-        )
+    def tool(self, func: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
+        """Register a tool whose first parameter is the `RunContext` (options: see `Tool`)."""
+        return self._decorate(func, takes_ctx=True, **options)
 
     @overload
     def tool_plain(self, func: F, /) -> F: ...
     @overload
-    def tool_plain(
-        self,
-        /,
-        *,
-        name: str | None = None,
-        retries: int | None = None,
-        requires_approval: bool = False,
-        strict: bool | None = None,
-        defer_loading: bool = False,
-    ) -> Callable[[F], F]: ...
+    def tool_plain(self, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
-    def tool_plain(
-        self,
-        func: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        retries: int | None = None,
-        requires_approval: bool = False,
-        strict: bool | None = None,
-        defer_loading: bool = False,
-    ) -> F | Callable[[F], F]:
-        """Register a tool that does not take the `RunContext` (`strict`, `defer_loading`: see `Tool`)."""
-        return self._decorate(
-            func,
-            takes_ctx=False,
-            name=name,
-            max_retries=retries,
-            requires_approval=requires_approval,
-            strict=strict,
-            defer_loading=defer_loading,
-        )
+    def tool_plain(self, func: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
+        """Register a tool that does not take the `RunContext` (options: see `Tool`)."""
+        return self._decorate(func, takes_ctx=False, **options)
 
     def _decorate(self, func: F | None, **options: Any) -> F | Callable[[F], F]:
         """`func` registered as a tool with `options` (or, without `func`, the decorator that does it)."""
+        if 'retries' in options:
+            options['max_retries'] = options.pop('retries')
 
         def register(fn: F) -> F:
             self._register(Tool(fn, **options))
@@ -381,6 +345,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             state.capabilities = chain
             state.tools = merge_tools(self._overrides.get().get('tools', self._tools), chain.toolsets())
         state.static_tools = state.tools
+        state.prepared_tools = [name for name, tool in state.tools.items() if tool.prepare is not None]
         return state
 
     @asynccontextmanager
@@ -392,7 +357,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             async with contextlib.AsyncExitStack() as toolsets:
                 if state.toolset is not None:
                     await toolsets.enter_async_context(state.toolset)
-                    await state.resolve_tools()
+                await state.resolve_tools()
                 await state.capabilities.before_run(state.ctx)
                 yield AgentRun(state, UserPromptNode(user_prompt))
         finally:

@@ -66,6 +66,8 @@ class RunState:
     """The run's toolsets joined (a `CombinedToolset`), asked for tools before each request; None
     when the run has none."""
     static_tools: dict[str, Tool[Any]] = field(default_factory=dict)
+    prepared_tools: list[str] = field(default_factory=list)
+    """The static tools with a `prepare` function (reshaped before each request)."""
     """The tools that do not change during the run (the agent's and its capabilities')."""
     end_strategy: str = 'graceful'
     """What happens to function tool calls beside an output tool call (see `Agent`)."""
@@ -74,16 +76,26 @@ class RunState:
 
     def __post_init__(self) -> None:
         self.static_tools = self.tools
+        self.prepared_tools = [name for name, tool in self.tools.items() if tool.prepare is not None]
         self.typed_tools = bool(self.capabilities.deferred)
         self.refresh_loaded(self.history)
 
     async def resolve_tools(self) -> None:
         """Ask the run's toolsets for this step's tools (see `threadline.agent._toolsets`)."""
-        if self.toolset is None:
+        if self.toolset is None and not self.prepared_tools:
             return
         from ._toolsets import tool_of
 
         tools = dict(self.static_tools)
+        for name in self.prepared_tools:
+            shaped = await tools[name].prepared(self.ctx)
+            if shaped is None:
+                del tools[name]
+            else:
+                tools[name] = shaped
+        self.tools = tools
+        if self.toolset is None:
+            return
         for name, toolset_tool in (await self.toolset.get_tools(self.ctx)).items():
             if name in tools:
                 raise UserError(

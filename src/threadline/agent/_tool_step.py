@@ -121,12 +121,13 @@ class ToolStep:
         state = self.state
         for index in functions:
             state.emit(FunctionToolCallEvent(self.calls[index]))
-        tasks = [self._function_call(self.calls[i], self.callable[self.calls[i].tool_name]) for i in functions]
-        results = await _gather_cancelling(tasks)
-        for index, result in zip(functions, results, strict=True):
-            slots[index] = result
-            if result is not None:
-                state.emit(FunctionToolResultEvent(result))
+        for batch in _batches(functions, lambda i: self.callable[self.calls[i].tool_name].tool_def.sequential):
+            tasks = [self._function_call(self.calls[i], self.callable[self.calls[i].tool_name]) for i in batch]
+            results = await _gather_cancelling(tasks)
+            for index, result in zip(batch, results, strict=True):
+                slots[index] = result
+                if result is not None:
+                    state.emit(FunctionToolResultEvent(result))
 
     def _defer_final(self, slots: list[Any]) -> None:
         """A function tool asked for a retry in the step that produced the output: the output is
@@ -318,6 +319,7 @@ class ToolStep:
         raw = await chain.before_tool_validate(ctx, call, tool_def, raw)
         try:
             args = tool.validate_args(raw)
+            await tool.check_args(ctx, args)
         except (ToolArgsError, ModelRetry) as error:
             if not chain.has('on_tool_validate_error'):
                 raise
@@ -365,6 +367,22 @@ def _callable_tools(state: RunState) -> dict[str, Tool[Any]]:
         return state.tools
     shown = {d.name for d in visible((t.tool_def for t in state.tools.values()), state.history)}
     return {name: t for name, t in state.tools.items() if name in shown}
+
+
+def _batches(indexes: list[int], sequential: Any) -> list[list[int]]:
+    """The calls in groups that run concurrently: a sequential tool's call is a group of its own,
+    so calls before it finish first and calls after it wait."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for index in indexes:
+        if sequential(index):
+            groups.extend(g for g in (current, [index]) if g)
+            current = []
+        else:
+            current.append(index)
+    if current:
+        groups.append(current)
+    return groups
 
 
 def _retried(part: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import functools
 import inspect
 import re
@@ -111,6 +112,12 @@ class Tool(Generic[AgentDepsT]):
     (the default) uses it when the schema allows it, False never, True always (rewriting the
     schema to fit, or refusing one that cannot). `defer_loading=True` hides the tool from the
     model until another tool reveals it (`ToolReturn(tools=[name])`; see `threadline.agent._reveal`).
+
+    Options, as pydantic-ai's: `prepare(ctx, tool_def)` reshapes the definition each step (None
+    hides the tool); `args_validator(ctx, **args)` checks validated arguments and may raise
+    `ModelRetry`; `timeout` seconds, past which the model is told the call timed out and may retry;
+    `sequential=True` runs the tool alone, never beside other calls; `metadata` is the
+    application's, kept on the definition and never sent.
     """
 
     def __init__(
@@ -124,9 +131,16 @@ class Tool(Generic[AgentDepsT]):
         requires_approval: bool = False,
         strict: bool | None = None,
         defer_loading: bool = False,
+        prepare: Callable[..., Any] | None = None,
+        args_validator: Callable[..., Any] | None = None,
+        timeout: float | None = None,
+        sequential: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         self.function = function
         self.defer_loading = defer_loading
+        self.prepare, self.args_validator, self.timeout = prepare, args_validator, timeout
+        self.sequential, self.metadata = sequential, metadata
         self.takes_ctx = takes_run_context(function) if takes_ctx is None else takes_ctx
         self.name = name or function.__name__
         self.max_retries = max_retries
@@ -182,6 +196,8 @@ class Tool(Generic[AgentDepsT]):
             kind='unapproved' if self.requires_approval else 'function',
             strict=self.strict,
             defer_loading=self.defer_loading,
+            metadata=self.metadata,
+            sequential=self.sequential,
         )
 
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
@@ -199,8 +215,42 @@ class Tool(Generic[AgentDepsT]):
             raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
         return {name: getattr(validated, name) for name in self._param_names}
 
+    async def check_args(self, ctx: RunContext[Any], args: dict[str, Any]) -> None:
+        """`args_validator(ctx, **args)`, when the tool has one: it may raise `ModelRetry`."""
+        if self.args_validator is None:
+            return
+        result = self.args_validator(ctx, **args)
+        if inspect.isawaitable(result):
+            await result
+
+    async def prepared(self, ctx: RunContext[Any]) -> Tool[AgentDepsT] | None:
+        """The tool as `prepare(ctx, tool_def)` shapes it for this step (None: hidden)."""
+        if self.prepare is None:
+            return self
+        shaped = self.prepare(ctx, self.tool_def)
+        if inspect.isawaitable(shaped):
+            shaped = await shaped
+        if shaped is None:
+            return None
+        if shaped is self.tool_def:
+            return self
+        view = copy.copy(self)
+        view._tool_def = shaped
+        return view
+
     async def call(self, ctx: RunContext[Any], args: dict[str, Any]) -> Any:
-        """Run the function (a sync one in a worker thread, so it cannot block the event loop)."""
+        """Run the function (a sync one in a worker thread, so it cannot block the event loop);
+        past `timeout` seconds the model is told so and may try again (`ModelRetry`)."""
+        if self.timeout is None:
+            return await self._call(ctx, args)
+        try:
+            return await asyncio.wait_for(self._call(ctx, args), self.timeout)
+        except TimeoutError:
+            from ..exceptions import ModelRetry
+
+            raise ModelRetry(f'Timed out after {self.timeout} seconds.') from None
+
+    async def _call(self, ctx: RunContext[Any], args: dict[str, Any]) -> Any:
         positional = (ctx,) if self.takes_ctx else ()
         if self._is_async:
             return await self.function(*positional, **args)

@@ -304,6 +304,8 @@ class _ToolsetBound(Tool[Any]):
         self.defer_loading = toolset_tool.tool_def.defer_loading
         self.takes_ctx = True
         self._tool_def = toolset_tool.tool_def
+        self.prepare = self.args_validator = self.timeout = None
+        self.sequential, self.metadata = toolset_tool.tool_def.sequential, toolset_tool.tool_def.metadata
 
     def __repr__(self) -> str:
         return f'Tool({self.name!r} from {self.toolset_tool.toolset.label})'

@@ -46,6 +46,10 @@ class ToolDefinition:
     `load_capability`); None for ordinary tools."""
     capability_id: str | None = None
     """The deferred capability that owns it: offered only while that capability is loaded."""
+    metadata: dict[str, Any] | None = None
+    """The application's own data about the tool (never sent to the model)."""
+    sequential: bool = False
+    """Runs alone: calls in the same response before it finish first, those after it wait."""
     provider_definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
     """A provider-defined tool to send instead of the function definition, by provider name (e.g.
     Anthropic's `memory` tool, see `threadline.models.anthropic.MemoryTool`); the run still
