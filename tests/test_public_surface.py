@@ -196,6 +196,7 @@ SURFACE: dict[str, set[str]] = {
         'ClearOldToolResults',
         'CombinedCapability',
         'CompactWhenFull',
+        'HandleDeferredToolCalls',
         'HookTimeoutError',
         'Hooks',
         'KeepLastTurns',

@@ -8,6 +8,7 @@ part index, field, conversation) and what to do about it.
 from __future__ import annotations
 
 __all__ = [
+    'ToolFailed',
     'AgentRunError',
     'ApprovalRequired',
     'BackendError',
@@ -56,6 +57,16 @@ class MessageValidationError(ThreadlineError, ValueError):
 
 class ModelRetry(Exception):
     """Raise from a tool or output validator to ask the model to try again with `message` as feedback."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+class ToolFailed(Exception):
+    """Raise from a tool (or its args validator, or a tool hook) when the call is done and failed
+    for good: the model sees `message` as a failed result, with no request to try again, and the
+    tool's retry count is not touched."""
 
     def __init__(self, message: str) -> None:
         self.message = message

@@ -215,6 +215,11 @@ class AbstractCapability(Generic[AgentDepsT]):
         (`iter()`, streaming) are not wrapped: their caller holds the loop."""
         return await handler()
 
+    async def handle_deferred_tool_calls(self, ctx: RunContext[Any], *, requests: Any) -> Any:
+        """Answer calls waiting on approval or an outside result (`DeferredToolRequests`) with
+        `DeferredToolResults` so the run goes on; None (the default) leaves them to the caller."""
+        return None
+
     def for_agent(self, agent: Agent[Any, Any]) -> AbstractCapability[AgentDepsT]:
         """The capability to attach when an agent is built with this one (default: itself)."""
         return self
@@ -235,6 +240,7 @@ HOOKS = (
     'before_model_request', 'after_model_request', 'on_model_request_error', 'wrap_model_request',
     'before_tool_validate', 'after_tool_validate', 'on_tool_validate_error', 'wrap_tool_validate',
     'before_tool_execute', 'after_tool_execute', 'on_tool_execute_error', 'wrap_tool_execute',
+    'handle_deferred_tool_calls',
 )  # fmt: skip
 """Every hook, by lifecycle."""
 

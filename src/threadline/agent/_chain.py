@@ -309,6 +309,14 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
             handler = _bind_tool(capability, 'wrap_tool_execute', ctx, call, tool_def, handler)
         return await handler(args)
 
+    async def handle_deferred_tool_calls(self, ctx: RunContext[Any], requests: Any) -> Any:
+        """The first capability's answer to the waiting calls, in order (None: none answered)."""
+        for capability in self._hooked['handle_deferred_tool_calls']:
+            results = await capability.handle_deferred_tool_calls(ctx, requests=requests)
+            if results is not None:
+                return results
+        return None
+
 
 def _kept(changed: T | None, current: T) -> T:
     """A hook's return value, or the current value when the hook returned None."""

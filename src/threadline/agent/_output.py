@@ -36,6 +36,27 @@ class DeferredToolRequests:
     approvals: list[ToolCallPart] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def build_results(
+        self,
+        *,
+        approvals: dict[str, bool | ToolApproved | ToolDenied] | None = None,
+        calls: dict[str, Any] | None = None,
+        approve_all: bool = False,
+    ) -> DeferredToolResults:
+        """The `DeferredToolResults` that answer these requests; `approve_all` approves every call
+        waiting for approval that `approvals` does not name. An id that is not pending is a
+        `ValueError` naming it."""
+        approvals, calls = dict(approvals or {}), dict(calls or {})
+        approval_ids = {c.tool_call_id for c in self.approvals}
+        call_ids = {c.tool_call_id for c in self.calls}
+        if extra := sorted(set(approvals) - approval_ids):
+            raise ValueError(f'`approvals` names tool call ids that are not waiting for approval: {extra}')
+        if extra := sorted(set(calls) - call_ids):
+            raise ValueError(f'`calls` names tool call ids that are not waiting for a result: {extra}')
+        if approve_all:
+            approvals.update({cid: ToolApproved() for cid in approval_ids - set(approvals)})
+        return DeferredToolResults(calls=calls, approvals=approvals)
+
 
 @dataclass
 class ToolApproved:

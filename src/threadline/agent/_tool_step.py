@@ -13,6 +13,7 @@ from ..exceptions import (
     ApprovalRequired,
     CallDeferred,
     ModelRetry,
+    ToolFailed,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
     UserError,
@@ -70,6 +71,20 @@ class ToolStep:
         self.outcomes: dict[str, str] = {}  # tool call id -> 'failed' once an error hook recovered it
         self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
 
+    async def _handle_deferred(self, slots: list[Any]) -> None:
+        """Let `handle_deferred_tool_calls` hooks answer the calls waiting on approval or an
+        outside result, so the run goes on; calls they leave unanswered still end the run."""
+        state = self.state
+        requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
+        results = await state.capabilities.handle_deferred_tool_calls(state.ctx, requests)
+        if results is None:
+            return
+        waiting = {c.tool_call_id for c in (*self.pending_calls, *self.pending_approvals)}
+        self.deferred, self.pending_calls, self.pending_approvals = results, [], []
+        for index, call in enumerate(self.calls):
+            if slots[index] is None and call.tool_call_id in waiting:
+                slots[index] = await self._function_call(call, self.callable[call.tool_name])
+
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
         output_names = {t.name for t in state.output.output_tools}
@@ -114,6 +129,8 @@ class ToolStep:
                 slots[index] = await self._output_call(self.calls[index])
             if self.final is not None and any(_retried(slots[i]) for i in functions):
                 self._defer_final(slots)
+        if (self.pending_approvals or self.pending_calls) and state.capabilities.has('handle_deferred_tool_calls'):
+            await self._handle_deferred(slots)
         return await self._next(self._assemble(slots))
 
     async def _run_functions(self, functions: list[int], slots: list[Any]) -> None:
@@ -277,9 +294,16 @@ class ToolStep:
             max_retries=limit,
             approved=approved,
         )
-        chain = state.capabilities
-        tool_def = tool.tool_def
         raw = override if override is not None else call.args
+        try:
+            return await self._validated_and_run(call, tool, tool_ctx, raw, limit)
+        except ToolFailed as failed:  # done, and failed for good: no retry asked, none counted
+            return ToolReturnPart(call.tool_name, failed.message, call.tool_call_id, outcome='failed')
+
+    async def _validated_and_run(
+        self, call: ToolCallPart, tool: Tool[Any], tool_ctx: RunContext[Any], raw: Any, limit: int
+    ) -> ToolReturnPart:
+        state, chain, tool_def = self.state, self.state.capabilities, tool.tool_def
         try:
             if chain.has('wrap_tool_validate'):
                 args = await chain.wrap_tool_validate(
@@ -340,6 +364,8 @@ class ToolStep:
             # still hear of it, so a ledger closes the row (nothing was done), whatever they answer.
             with contextlib.suppress(Exception):
                 await chain.on_tool_execute_error(ctx, call, tool_def, args, waiting)
+            raise
+        except ToolFailed:
             raise
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             result = await chain.on_tool_execute_error(ctx, call, tool_def, args, error)

@@ -7,7 +7,7 @@ from ..agent._capability import AbstractCapability, ModelRequestContext
 from ..agent._chain import CapabilityChain
 from ._compact_when_full import CompactWhenFull
 from ._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
-from ._hooks import CombinedCapability, Hooks, HookTimeoutError
+from ._hooks import CombinedCapability, HandleDeferredToolCalls, Hooks, HookTimeoutError
 from ._instrumentation import Instrumentation, MessageHistoryMutatedWarning
 from ._process_history import ProcessHistory
 from ._reinject import ReinjectSystemPrompt
@@ -18,6 +18,7 @@ __all__ = [
     'ClearOldToolResults',
     'CombinedCapability',
     'CompactWhenFull',
+    'HandleDeferredToolCalls',
     'HookTimeoutError',
     'Hooks',
     'Instrumentation',

@@ -30,7 +30,7 @@ from typing import Any
 from ..agent._capability import HOOKS, AbstractCapability
 from ..exceptions import AgentRunError
 
-__all__ = ['CombinedCapability', 'HookTimeoutError', 'Hooks']
+__all__ = ['CombinedCapability', 'HandleDeferredToolCalls', 'HookTimeoutError', 'Hooks']
 
 
 class HookTimeoutError(AgentRunError, TimeoutError):
@@ -137,3 +137,19 @@ class Hooks(CombinedCapability):
 
     def __repr__(self) -> str:
         return f'Hooks({", ".join(h.method for h in self.capabilities if isinstance(h, _OneHook))})'
+
+
+class HandleDeferredToolCalls(AbstractCapability[Any]):
+    """Answers calls that wait on approval or an outside result during the run, with
+    `handler(ctx, requests)` (sync or async) returning `DeferredToolResults`, or None to leave
+    them to the caller (the run then ends with `DeferredToolRequests`, as without it).
+
+        HandleDeferredToolCalls(lambda ctx, requests: requests.build_results(approve_all=True))
+    """
+
+    def __init__(self, handler: Callable[..., Any]) -> None:
+        self.handler = handler
+
+    async def handle_deferred_tool_calls(self, ctx: Any, *, requests: Any) -> Any:
+        result = self.handler(ctx, requests)
+        return await result if inspect.isawaitable(result) else result
