@@ -215,6 +215,46 @@ class AbstractCapability(Generic[AgentDepsT]):
         (`iter()`, streaming) are not wrapped: their caller holds the loop."""
         return await handler()
 
+    async def before_output_validate(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+        """Called with the raw output (a tool call's arguments, or the text) before it is validated."""
+        return output
+
+    async def after_output_validate(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+        """Called with the validated output (or what an error hook recovered with)."""
+        return output
+
+    async def on_output_validate_error(
+        self, ctx: RunContext[Any], *, output_context: Any, output: Any, error: Exception
+    ) -> Any:
+        """Called when the output did not validate; re-raise, or return a validated output."""
+        raise error
+
+    async def wrap_output_validate(
+        self, ctx: RunContext[Any], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """Encloses output validation: `handler(output)` runs the other validate hooks and validation."""
+        return await handler(output)
+
+    async def before_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+        """Called with the validated output before it is processed (an output function called)."""
+        return output
+
+    async def after_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+        """Called with the processed output: what it returns is the run's output."""
+        return output
+
+    async def on_output_process_error(
+        self, ctx: RunContext[Any], *, output_context: Any, output: Any, error: Exception
+    ) -> Any:
+        """Called when processing failed (an output function raised); re-raise or return an output."""
+        raise error
+
+    async def wrap_output_process(
+        self, ctx: RunContext[Any], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """Encloses output processing: `handler(output)` runs the other process hooks and the processing."""
+        return await handler(output)
+
     async def handle_deferred_tool_calls(self, ctx: RunContext[Any], *, requests: Any) -> Any:
         """Answer calls waiting on approval or an outside result (`DeferredToolRequests`) with
         `DeferredToolResults` so the run goes on; None (the default) leaves them to the caller."""
@@ -240,6 +280,8 @@ HOOKS = (
     'before_model_request', 'after_model_request', 'on_model_request_error', 'wrap_model_request',
     'before_tool_validate', 'after_tool_validate', 'on_tool_validate_error', 'wrap_tool_validate',
     'before_tool_execute', 'after_tool_execute', 'on_tool_execute_error', 'wrap_tool_execute',
+    'before_output_validate', 'after_output_validate', 'on_output_validate_error', 'wrap_output_validate',
+    'before_output_process', 'after_output_process', 'on_output_process_error', 'wrap_output_process',
     'handle_deferred_tool_calls',
 )  # fmt: skip
 """Every hook, by lifecycle."""

@@ -309,6 +309,45 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
             handler = _bind_tool(capability, 'wrap_tool_execute', ctx, call, tool_def, handler)
         return await handler(args)
 
+    # --- output ------------------------------------------------------------------------------------
+
+    def has_output_hooks(self) -> bool:
+        return any(self._hooked[name] for name in HOOKS if '_output_' in name)
+
+    async def output_lifecycle(
+        self, ctx: RunContext[Any], step: str, context: Any, output: Any, work: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        """One output lifecycle (`step` is 'validate' or 'process'): the wraps around `before_*`,
+        `work` (its errors to `on_*_error`), `after_*`, by the rules of the other lifecycles."""
+
+        async def lifecycle(value: Any) -> Any:
+            for capability in self._hooked[f'before_output_{step}']:
+                hook = getattr(capability, f'before_output_{step}')
+                value = await hook(ctx, output_context=context, output=value)
+            try:
+                result = await work(value)
+            except Exception as error:  # noqa: BLE001 - error hooks may recover; otherwise re-raised
+                result = await self._output_error(ctx, step, context, value, error)
+            for capability in self._reversed[f'after_output_{step}']:
+                hook = getattr(capability, f'after_output_{step}')
+                result = await hook(ctx, output_context=context, output=result)
+            return result
+
+        handler: Callable[[Any], Awaitable[Any]] = lifecycle
+        for capability in self._reversed[f'wrap_output_{step}']:
+            handler = _bind_output(capability, f'wrap_output_{step}', ctx, context, handler)
+        return await handler(output)
+
+    async def _output_error(self, ctx: Any, step: str, context: Any, output: Any, error: Exception) -> Any:
+        for capability in self._reversed[f'on_output_{step}_error']:
+            try:
+                return await getattr(capability, f'on_output_{step}_error')(
+                    ctx, output_context=context, output=output, error=error
+                )
+            except Exception as raised:  # noqa: BLE001 - the next handler sees what this one raised
+                error = raised
+        raise error
+
     async def handle_deferred_tool_calls(self, ctx: RunContext[Any], requests: Any) -> Any:
         """The first capability's answer to the waiting calls, in order (None: none answered)."""
         for capability in self._hooked['handle_deferred_tool_calls']:
@@ -340,6 +379,15 @@ def _bind_node(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[A
 def _bind_request(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
     async def handler(request_context: Any) -> Any:
         return await capability.wrap_model_request(ctx, request_context=request_context, handler=inner)
+
+    return handler
+
+
+def _bind_output(capability: AbstractCapability[Any], hook: str, ctx: Any, context: Any, inner: Any) -> Any:
+    wrap = getattr(capability, hook)
+
+    async def handler(output: Any) -> Any:
+        return await wrap(ctx, output_context=context, output=output, handler=inner)
 
     return handler
 

@@ -425,7 +425,7 @@ class CallToolsNode:
         if texts and state.output.allow_text:
             text = ''.join(texts)
             try:
-                output = await validate_output(state, await state.output.from_text(state.ctx, text))
+                output = await validate_output(state, await state.output.from_text(state.ctx, state.capabilities, text))
             except ModelRetry as retry:
                 return await _retry_feedback(state, retry.message, cause='model_retry')
             except ToolArgsError as invalid:

@@ -7,6 +7,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..exceptions import UserError
@@ -141,23 +142,45 @@ class _Output:
             text = f'{_label(self.target)}: {text}'
         return ToolDefinition(self.name, self.schema, text, kind='output', strict=self.strict)
 
-    async def make(self, ctx: Any, args: Any) -> Any:
-        """The output from the model's arguments (raises `ToolArgsError` or `ModelRetry`)."""
+    def validate(self, args: Any) -> Any:
+        """The model's arguments validated: the type's value, or the function's keyword arguments
+        (raises `ToolArgsError`)."""
         import pydantic
 
         from ._tools import ToolArgsError
 
         if self.function is not None:
-            return await self.function.call(ctx, self.function.validate_args(args))
+            return self.function.validate_args(args)
         try:
-            value = (
-                self.adapter.validate_json(args or '{}')
-                if isinstance(args, str)
-                else self.adapter.validate_python(args or {})
-            )
+            if isinstance(args, str):
+                value = self.adapter.validate_json(args or '{}')
+            else:
+                value = self.adapter.validate_python(args or {})
         except pydantic.ValidationError as exc:
             raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
         return value.response if self.wrapped else value
+
+    async def process(self, ctx: Any, value: Any) -> Any:
+        """The output from a validated value: the output function's result, or the value."""
+        if self.function is not None:
+            return await self.function.call(ctx, value)
+        return value
+
+
+@dataclass
+class OutputContext:
+    """What output hooks are told about the output in hand (pydantic-ai's fields)."""
+
+    mode: str
+    output_type: Any
+    object_def: OutputObjectDefinition | None
+    has_function: bool
+    function_name: str | None = None
+    tool_call: Any = None
+    tool_def: ToolDefinition | None = None
+    allows_text: bool = False
+    allows_image: bool = False
+    allows_deferred_tools: bool = False
 
 
 PROMPTED_TEMPLATE = (
@@ -239,11 +262,33 @@ class OutputSpec:
         output = self._tools.get(tool_name)
         return output.max_retries if output is not None else None
 
-    async def from_call(self, ctx: Any, tool_name: str, args: Any) -> Any:
-        """The output an output tool call carries (raises `ToolArgsError` or `ModelRetry`)."""
+    def context(
+        self, output: _Output | None, call: Any = None, tool_def: ToolDefinition | None = None
+    ) -> OutputContext:
+        target = output.target if output is not None else str
+        function = output is not None and output.function is not None
+        return OutputContext(
+            mode=self.mode,
+            output_type=target if isinstance(target, type) else None,
+            object_def=self.output_object,
+            has_function=function or self.text_function is not None,
+            function_name=_label(target) if function else None,
+            tool_call=call,
+            tool_def=tool_def,
+            allows_text=self.allow_text,
+            allows_deferred_tools=self.allow_deferred,
+        )
+
+    async def from_call(self, ctx: Any, chain: Any, call: Any) -> Any:
+        """The output an output tool call carries (raises `ToolArgsError` or `ModelRetry`), through
+        the capabilities' output hooks."""
         if not self._tools:
             self._build_tools()
-        return await self._tools[tool_name].make(ctx, args)
+        output = self._tools[call.tool_name]
+        if not chain.has_output_hooks():
+            return await output.process(ctx, output.validate(call.args))
+        context = self.context(output, call, output.tool_def(len(self._tools) > 1))
+        return await _lifecycles(ctx, chain, context, call.args, output.validate, output.process)
 
     # -- JSON text (native / prompted) ------------------------------------------------------------
     def _build_json(self, marker: Any) -> None:
@@ -283,23 +328,45 @@ class OutputSpec:
         }
         return {**schema, 'description': output.doc} if output.doc else schema
 
-    async def from_text(self, ctx: Any, text: str) -> Any:
-        """The output a text answer carries (raises `ToolArgsError` or `ModelRetry`)."""
-        if self.mode in ('native', 'prompted'):
-            return await self._from_json(ctx, text)
-        if self.text_function is not None:
-            from ._tools import takes_run_context
+    async def from_text(self, ctx: Any, chain: Any, text: str) -> Any:
+        """The output a text answer carries (raises `ToolArgsError` or `ModelRetry`), through the
+        capabilities' output hooks."""
+        chosen: list[_Output] = []
 
-            fn = self.text_function
-            result = fn(ctx, text) if takes_run_context(fn) else fn(text)
-            return await result if inspect.isawaitable(result) else result
-        return text
+        def validate(raw: Any) -> Any:
+            if self.mode not in ('native', 'prompted'):
+                return raw
+            output, value = self._json_member(raw)
+            chosen.append(output)
+            return value
 
-    async def _from_json(self, ctx: Any, text: str) -> Any:
+        async def process(ctx: Any, value: Any) -> Any:
+            if chosen:
+                return await chosen[-1].process(ctx, value)
+            return await self._text_function(ctx, value)
+
+        if not chain.has_output_hooks():
+            return await process(ctx, validate(text))
+        only = self._json[0] if len(self._json) == 1 else None
+        if self.mode not in ('native', 'prompted'):  # plain text is not validated, only processed
+            return await chain.output_lifecycle(ctx, 'process', self.context(only), text, partial(process, ctx))
+        return await _lifecycles(ctx, chain, self.context(only), text, validate, process)
+
+    async def _text_function(self, ctx: Any, text: str) -> Any:
+        if self.text_function is None:
+            return text
+        from ._tools import takes_run_context
+
+        fn = self.text_function
+        result = fn(ctx, text) if takes_run_context(fn) else fn(text)
+        return await result if inspect.isawaitable(result) else result
+
+    def _json_member(self, text: str) -> tuple[_Output, Any]:
+        """The member a JSON answer is for, and its validated value."""
         from ._tools import ToolArgsError
 
         if len(self._json) == 1:
-            return await self._json[0].make(ctx, text)
+            return self._json[0], self._json[0].validate(text)
         import msgspec
 
         try:
@@ -323,4 +390,17 @@ class OutputSpec:
                     }
                 ]
             )
-        return await chosen.make(ctx, result.get('data'))
+        return chosen, chosen.validate(result.get('data'))
+
+
+async def _lifecycles(ctx: Any, chain: Any, context: OutputContext, raw: Any, validate: Any, process: Any) -> Any:
+    """Validation, then processing, each as a hook lifecycle of `chain`."""
+
+    async def validating(value: Any) -> Any:
+        return validate(value)
+
+    async def processing(value: Any) -> Any:
+        return await process(ctx, value)
+
+    validated = await chain.output_lifecycle(ctx, 'validate', context, raw, validating)
+    return await chain.output_lifecycle(ctx, 'process', context, validated, processing)

@@ -244,7 +244,7 @@ class ToolStep:
             approved=False,
         )
         try:
-            value = await validate_output(self.state, await output.from_call(ctx, call.tool_name, call.args))
+            value = await validate_output(self.state, await output.from_call(ctx, self.state.capabilities, call))
         except ToolArgsError as exc:
             return self._retry(call, exc.errors, 'validation_error', limit)
         except ModelRetry as retry:
