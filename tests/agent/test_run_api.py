@@ -147,3 +147,25 @@ def _request_with(content: Any) -> Any:
     from threadline.messages import ModelRequest, UserPromptPart
 
     return ModelRequest(parts=[UserPromptPart([content])])
+
+
+def test_per_run_retries_raise_the_agent_limit_for_that_run_only() -> None:
+    from threadline.exceptions import ModelRetry, UnexpectedModelBehavior
+
+    def script() -> Any:
+        calls = iter([[ToolCallPart('flaky', {}, f'c{i}')] for i in range(3)])
+        return lambda messages, info: ModelResponse(parts=next(calls, None) or [TextPart('done')])
+
+    attempts: list[int] = []
+
+    def flaky() -> str:
+        attempts.append(1)
+        if len(attempts) % 3:
+            raise ModelRetry('not yet')
+        return 'ok'
+
+    agent = Agent(FunctionModel(script()), tools=[flaky])
+    assert agent.run_sync('go', retries=2).output == 'done'
+    attempts.clear()
+    with pytest.raises(UnexpectedModelBehavior, match='exceeded max retries count of 1'):
+        Agent(FunctionModel(script()), tools=[flaky]).run_sync('go')

@@ -74,6 +74,7 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     conversation_id: str | None
     capabilities: Sequence[AbstractCapability[Any]]
     toolsets: Sequence[AbstractToolset[Any]]
+    retries: int | None
 
 
 class ToolOptions(TypedDict, total=False):
@@ -318,6 +319,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         conversation_id: str | None = None,
         capabilities: Sequence[AbstractCapability[Any]] = (),
         toolsets: Sequence[AbstractToolset[Any]] = (),
+        retries: int | None = None,
     ) -> AsyncIterator[AgentRun[OutputDataT]]:
         """Start a run and hand it over to be driven node by node (see `AgentRun`)."""
         state = self._new_state(
@@ -334,6 +336,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             conversation_id,
             capabilities,
             toolsets,
+            retries,
         )
         async with self._running(await self._for_run(state), user_prompt) as agent_run:
             yield agent_run
@@ -380,6 +383,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         conversation_id: str | None,
         capabilities: Sequence[AbstractCapability[Any]],
         toolsets: Sequence[AbstractToolset[Any]] = (),
+        retries: int | None = None,
     ) -> RunState:
         overridden = self._overrides.get()
         if 'model' in overridden:
@@ -426,7 +430,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             system_prompt_sources=self._system_prompts,
             dynamic_system_prompts=self._dynamic_system_prompts,
             output_validators=self._output_validators,
-            max_retries=overridden.get('retries', self.retries),
+            max_retries=overridden.get('retries', self.retries if retries is None else retries),
             user_prompt=user_prompt,
             deferred_results=deferred_tool_results,
             end_strategy=self.end_strategy,
@@ -453,6 +457,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         conversation_id: str | None = None,
         capabilities: Sequence[AbstractCapability[Any]] = (),
         toolsets: Sequence[AbstractToolset[Any]] = (),
+        retries: int | None = None,
         event_stream_handler: EventStreamHandler | None = None,
     ) -> AgentRunResult[OutputDataT]:
         """Run the agent to the end and return its result. `event_stream_handler` is awaited with
@@ -472,6 +477,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             conversation_id,
             capabilities,
             toolsets,
+            retries,
         )
         state = await self._for_run(state)
 
