@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pydantic
 import pydantic_ai
+import pytest
 from pydantic_ai import messages as ref_messages
 from pydantic_ai.models.function import FunctionModel as RefFunctionModel
 
@@ -116,3 +118,48 @@ def test_a_sync_tool_past_its_timeout_is_reported_to_the_model() -> None:
         return 'late'
 
     assert agent.run_sync('go').output == 'Timed out after 0.05 seconds.'
+
+
+class Totals(pydantic.BaseModel):
+    """Result."""
+
+    total: int
+    note: str | None = None
+
+
+def return_schema_tools(lib: str) -> list[Any]:
+    mod, msgs, model_cls = LIBS[lib]
+    seen: list[Any] = []
+
+    def model(messages: list[Any], info: Any) -> Any:
+        seen.extend((t.name, t.description, t.return_schema) for t in info.function_tools)
+        return msgs.ModelResponse(parts=[msgs.TextPart('x')])
+
+    agent = mod.Agent(model_cls(model))
+
+    @agent.tool_plain(include_return_schema=True)
+    def count(a: int) -> int:
+        """Count things."""
+        return a
+
+    @agent.tool_plain(include_return_schema=True)
+    def summary(a: int) -> Totals:
+        return Totals(total=a)
+
+    @agent.tool_plain
+    def plain(a: int) -> int:
+        return a
+
+    @agent.tool_plain(include_return_schema=True)
+    def nothing(a: int):  # type: ignore[no-untyped-def]
+        return a
+
+    with pytest.warns(UserWarning, match="'nothing' has `include_return_schema` enabled but no meaningful"):
+        agent.run_sync('go')
+    return seen
+
+
+def test_return_schemas_go_into_descriptions_as_in_pydantic_ai() -> None:
+    ours = return_schema_tools('threadline')
+    assert ours == return_schema_tools('reference')
+    assert ours[0][1] == 'Count things.\n\nReturn schema:\n\n{\n  "type": "integer"\n}'

@@ -91,3 +91,31 @@ async def test_output_modes_send_what_pydantic_ai_sends(server: ProviderServer, 
     ours = await first_body('threadline', provider, mode, server)
     reference = await first_body('reference', provider, mode, server)
     assert ours == reference
+
+
+@pytest.mark.parametrize('provider', ['openai', 'google'])
+async def test_a_tool_return_schema_is_sent_as_pydantic_ai_sends_it(server: ProviderServer, provider: str) -> None:
+    """Gemini takes it as `response_json_schema`; other providers read it in the description."""
+    import pydantic_ai
+
+    import threadline
+
+    bodies = []
+    for lib, module in (('threadline', threadline), ('reference', pydantic_ai)):
+        agent = module.Agent(model_for(lib, provider, server))
+
+        @agent.tool_plain(include_return_schema=True)
+        def lookup(city: str) -> City:
+            """Look a city up."""
+            return City(name=city)
+
+        before = len(server.bodies())
+        with contextlib.suppress(Exception):
+            await agent.run('Oslo?')
+        bodies.append(FOLD[provider](server.bodies()[before]))
+    assert bodies[0] == bodies[1]
+    assert (
+        'response_json_schema' in str(bodies[0])
+        or 'responseJsonSchema' in str(bodies[0])
+        or 'Return schema' in str(bodies[0])
+    )

@@ -91,6 +91,7 @@ class ToolOptions(TypedDict, total=False):
     timeout: float | None
     sequential: bool
     metadata: dict[str, Any] | None
+    include_return_schema: bool | None
 
 
 class RunSyncOptions(RunOptions[AgentDepsT], total=False):

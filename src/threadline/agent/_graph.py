@@ -12,6 +12,8 @@ Each node's `run(state)` does one step and returns the next node. History rules 
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -31,7 +33,7 @@ from ..messages import (
     repair_messages,
     repair_report,
 )
-from ..models import render_history
+from ..models import ToolDefinition, render_history
 from ._capability import ModelRequestContext
 from ._end import End, FinalResult
 from ._output import DeferredToolResults
@@ -290,6 +292,8 @@ class ModelRequestNode:
                 'ToolOutput or PromptedOutput, or set ModelProfile(supports_json_schema_output=True) if it has it'
             )
         params.function_tools = visible(params.function_tools, request_context.messages)
+        if any(t.include_return_schema is not None for t in params.function_tools):
+            params.function_tools = with_return_schemas(params.function_tools, request_context.model.profile)
         state.refresh_loaded(request_context.messages)
         _check_request_messages(request_context.messages)
         if _history_shape(state) != before:
@@ -329,6 +333,30 @@ class ModelRequestNode:
                 response.state = 'interrupted'
                 raise
         return CallToolsNode(response)
+
+
+def with_return_schemas(tools: list[ToolDefinition], profile: Any) -> list[ToolDefinition]:
+    """Tools as they go out with their return schemas (pydantic-ai 2.62's rules): a tool that did
+    not opt in sends none; one that did, but whose return says nothing (no annotation, None), sends
+    none and warns; otherwise the schema stays a field where the provider has one (Gemini), else
+    it is appended to the description as JSON."""
+    out = []
+    for tool in tools:
+        if not tool.include_return_schema:
+            tool = replace(tool, return_schema=None) if tool.return_schema is not None else tool
+        elif not tool.return_schema:
+            warnings.warn(
+                f'Tool {tool.name!r} has `include_return_schema` enabled but no meaningful return schema was '
+                'generated. Set `include_return_schema=False` on this tool to suppress this warning.',
+                UserWarning,
+                stacklevel=2,
+            )
+        elif not profile.supports_tool_return_schema:
+            text = json.dumps(tool.return_schema, indent=2)
+            parts = [p for p in (tool.description, 'Return schema:', text) if p]
+            tool = replace(tool, description='\n\n'.join(parts), return_schema=None)
+        out.append(tool)
+    return out
 
 
 def _stamp_response(state: RunState, response: ModelResponse, model: Any) -> None:

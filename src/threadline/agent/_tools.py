@@ -136,11 +136,13 @@ class Tool(Generic[AgentDepsT]):
         timeout: float | None = None,
         sequential: bool = False,
         metadata: dict[str, Any] | None = None,
+        include_return_schema: bool | None = None,
     ) -> None:
         self.function = function
         self.defer_loading = defer_loading
         self.prepare, self.args_validator, self.timeout = prepare, args_validator, timeout
         self.sequential, self.metadata = sequential, metadata
+        self.include_return_schema = include_return_schema
         self.takes_ctx = takes_run_context(function) if takes_ctx is None else takes_ctx
         self.name = name or function.__name__
         self.max_retries = max_retries
@@ -198,7 +200,21 @@ class Tool(Generic[AgentDepsT]):
             defer_loading=self.defer_loading,
             metadata=self.metadata,
             sequential=self.sequential,
+            return_schema=self._return_schema(hints) if self.include_return_schema else None,
+            include_return_schema=self.include_return_schema,
         )
+
+    def _return_schema(self, hints: dict[str, Any]) -> dict[str, Any] | None:
+        """The JSON schema of the return annotation (property titles dropped, the type's own kept);
+        None when there is nothing meaningful to say (no annotation, `None`, `Any`)."""
+        import pydantic
+
+        annotation = hints.get('return')
+        if annotation is None or annotation is type(None) or annotation is Any:
+            return None
+        schema = pydantic.TypeAdapter(annotation).json_schema()
+        cleaned = _clean_schema(schema)
+        return {key: cleaned.get(key, value) for key, value in schema.items()}
 
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
         """The arguments as keyword arguments for the function; raises `ToolArgsError`."""

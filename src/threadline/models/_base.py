@@ -50,6 +50,10 @@ class ToolDefinition:
     """The application's own data about the tool (never sent to the model)."""
     sequential: bool = False
     """Runs alone: calls in the same response before it finish first, those after it wait."""
+    return_schema: dict[str, Any] | None = None
+    """The JSON schema of what the tool returns, sent only with `include_return_schema`."""
+    include_return_schema: bool | None = None
+    """Send `return_schema`: as a field where the provider has one (Gemini), else in the description."""
     provider_definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
     """A provider-defined tool to send instead of the function definition, by provider name (e.g.
     Anthropic's `memory` tool, see `threadline.models.anthropic.MemoryTool`); the run still
@@ -96,6 +100,8 @@ class ModelProfile:
     supports_inline_system_prompts: bool = False
     supports_tools: bool = True
     supports_json_schema_output: bool = False
+    supports_tool_return_schema: bool = False
+    """The provider takes a tool's return schema as a field of its own (Gemini)."""
     context_window: int | None = None
 
 

@@ -51,7 +51,7 @@ from ..messages import (
     UploadedFile,
     UserPromptPart,
 )
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings
+from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from ._provider import ProviderModel, require_extra
 from ._schema_walk import json_type_of, walk_schema
 from ._stream import StreamedResponse
@@ -101,7 +101,11 @@ class GoogleModel(ProviderModel[GoogleProvider]):
     def __init__(
         self, model_name: str, *, provider: GoogleProvider | None = None, profile: ModelProfile | None = None
     ) -> None:
-        super().__init__(model_name, provider, profile or ModelProfile(supports_json_schema_output=True))
+        super().__init__(
+            model_name,
+            provider,
+            profile or ModelProfile(supports_json_schema_output=True, supports_tool_return_schema=True),
+        )
 
     def _default_provider(self) -> GoogleProvider:
         return GoogleProvider()
@@ -117,15 +121,10 @@ class GoogleModel(ProviderModel[GoogleProvider]):
             config['system_instruction'] = {'role': 'user', 'parts': system}
         tools = [*params.function_tools, *params.output_tools]
         if tools:
-            config['tools'] = [
-                {
-                    'function_declarations': [
-                        {'name': t.name, 'description': t.description or '', 'parameters_json_schema': _schema(t)}
-                        for t in tools
-                    ]
-                }
-            ]
+            config['tools'] = [{'function_declarations': [_declaration(t) for t in tools]}]
             mode = 'AUTO' if params.allow_text_output else 'ANY'
+            if mode == 'AUTO' and _validates_tools(self._model_name) and all(t.strict is not False for t in tools):
+                mode = 'VALIDATED'  # AUTO with the API holding calls to their schemas, as the reference asks
             config['tool_config'] = {'function_calling_config': {'mode': mode}}
         if params.output_mode == 'native' and params.output_object is not None:
             if params.function_tools:
@@ -182,6 +181,21 @@ class GoogleModel(ProviderModel[GoogleProvider]):
             close = getattr(stream, 'aclose', None)
             if close is not None:
                 await close()
+
+
+def _validates_tools(model_name: str) -> bool:
+    """Whether the model has the `VALIDATED` function-calling mode: the thinking models, Gemini 2.5
+    and newer, except image models and Gemma (pydantic-ai 2.62's profile rule)."""
+    older = 'gemini-1' in model_name or 'gemini-2.0' in model_name or model_name == 'gemini-pro'
+    no_thinking = 'gemma' in model_name or older or 'gemini-2.5-flash-image' in model_name
+    return not no_thinking and 'image' not in model_name
+
+
+def _declaration(tool: ToolDefinition) -> dict[str, Any]:
+    declaration = {'name': tool.name, 'description': tool.description or '', 'parameters_json_schema': _schema(tool)}
+    if tool.return_schema:
+        declaration['response_json_schema'] = tool.return_schema
+    return declaration
 
 
 def _schema(tool: Any) -> dict[str, Any]:
