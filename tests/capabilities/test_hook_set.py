@@ -293,3 +293,77 @@ def test_a_model_retry_from_a_validate_hook_goes_back_to_the_model() -> None:
     )
     returns = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
     assert [(r.outcome, r.content) for r in returns] == [('retried', 'a must not be negative'), ('success', 3)]
+
+
+def iter_run(lib: str, capabilities: list[Any]) -> Any:
+    """The scripted run driven node by node with `iter()`."""
+    import asyncio
+
+    mod, msgs, _, model_cls = LIBS[lib]
+    steps = iter([[('add', {'a': 1, 'b': 2}, 'c1')], None])
+
+    def model(messages: list[Any], info: Any) -> Any:
+        step = next(steps, None)
+        if step is None:
+            return msgs.ModelResponse(parts=[msgs.TextPart('done')])
+        return msgs.ModelResponse(parts=[msgs.ToolCallPart(*call) for call in step])
+
+    agent = mod.Agent(model_cls(model), capabilities=capabilities)
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    async def drive() -> Any:
+        async with agent.iter('go') as run:
+            async for _ in run:
+                pass
+        return run.result
+
+    return asyncio.run(drive())
+
+
+def test_a_run_driven_by_iter_calls_the_hooks_as_pydantic_ai_does() -> None:
+    logs = {}
+    for lib in LIBS:
+        log: list[str] = []
+        assert iter_run(lib, [recorder(lib, 'A', log)]).output == 'done'
+        logs[lib] = log
+    assert logs['threadline'] == logs['reference']
+    assert logs['threadline'][0] == 'A.wrap_run' and logs['threadline'][-1] == 'A.wrap_run done'
+
+
+def test_wrap_run_cleanup_runs_when_the_caller_leaves_early_or_fails() -> None:
+    import asyncio
+
+    events: list[str] = []
+
+    class Guard(AbstractCapability[Any]):
+        async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
+            events.append('open')
+            try:
+                return await handler()
+            except BaseException as error:
+                events.append(f'saw {type(error).__name__}')
+                raise
+            finally:
+                events.append('closed')
+
+    agent = threadline.Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart('ok')])), capabilities=[Guard()])
+
+    async def leave_early() -> None:
+        async with agent.iter('go') as run:
+            async for _ in run:
+                events.append('node')
+                break
+
+    async def fail() -> None:
+        async with agent.iter('go'):
+            raise KeyError('mine')
+
+    asyncio.run(leave_early())
+    assert events == ['open', 'node', 'closed']
+    events.clear()
+    with pytest.raises(KeyError, match='mine'):
+        asyncio.run(fail())
+    assert events == ['open', 'saw KeyError', 'closed']

@@ -8,6 +8,7 @@ import contextvars
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, overload
 
@@ -39,6 +40,7 @@ from ._streamed_sync import StreamedRunResultSync
 from ._tools import Tool
 from ._toolset import merge_tools
 from ._toolsets import AbstractToolset, CombinedToolset
+from ._wrap_run import wrapped_run
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs  # typing.TypeIs from Python 3.13
@@ -353,21 +355,27 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         return state
 
     @asynccontextmanager
-    async def _running(self, state: RunState, user_prompt: Any) -> AsyncIterator[AgentRun[OutputDataT]]:
-        """The run's lifecycle around its nodes: `before_run`, then the caller drives the nodes,
-        then whatever the capabilities started is settled, and `capture_run_messages` sees it."""
+    async def _running(
+        self, state: RunState, user_prompt: Any, *, wrapped: bool = False
+    ) -> AsyncIterator[AgentRun[OutputDataT]]:
+        """The run's lifecycle around its nodes: toolsets entered, `before_run`, then the caller
+        drives the nodes; `capture_run_messages` sees the history however the block ends. Unless
+        `wrapped` (`run()` calls the hooks itself), `wrap_run` hooks enclose it all."""
         captured = captured_messages()
         try:
-            async with contextlib.AsyncExitStack() as toolsets:
+            async with contextlib.AsyncExitStack() as stack:
                 if state.toolset is not None:
-                    await toolsets.enter_async_context(state.toolset)
+                    await stack.enter_async_context(state.toolset)
                 await state.resolve_tools()
-                await state.capabilities.before_run(state.ctx)
-                yield AgentRun(state, UserPromptNode(user_prompt))
+                if state.capabilities.has('wrap_run') and not wrapped:
+                    start = partial(AgentRun, state, UserPromptNode(user_prompt))
+                    yield await stack.enter_async_context(wrapped_run(state, start))
+                else:
+                    await state.capabilities.before_run(state.ctx)
+                    yield AgentRun(state, UserPromptNode(user_prompt))
         finally:
             if captured is not None:
                 captured[:] = state.history
-            await state.capabilities.settle(state.ctx)
 
     def _new_state(
         self,
@@ -483,7 +491,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         state = await self._for_run(state)
 
         async def lifecycle() -> AgentRunResult[Any]:
-            async with self._running(state, user_prompt) as agent_run:
+            async with self._running(state, user_prompt, wrapped=True) as agent_run:
                 if event_stream_handler is not None:
                     await drive_with_handler(agent_run, event_stream_handler)
                 else:

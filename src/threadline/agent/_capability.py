@@ -78,11 +78,6 @@ class AbstractCapability(Generic[AgentDepsT]):
         """Called when the run failed; re-raise (the default) or return a result to recover."""
         raise error
 
-    async def _settle(self, ctx: RunContext[Any]) -> None:
-        """Internal: awaited when the run is left by any path (cancellation and `BaseException`
-        included), for work a capability started and has not awaited yet. Errors are ignored here:
-        the hooks that await the same work report them."""
-
     async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
         """Called after each node ran with the node that comes next (or `End`)."""
         return result

@@ -18,7 +18,6 @@ The run, the graph, the tool step and the stream never loop over capabilities th
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -134,11 +133,6 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     async def before_run(self, ctx: RunContext[Any]) -> None:
         for capability in self._hooked['before_run']:
             await capability.before_run(ctx)
-
-    async def settle(self, ctx: RunContext[Any]) -> None:
-        for capability in self._all[::-1]:
-            with contextlib.suppress(Exception):
-                await capability._settle(ctx)
 
     async def after_run(self, ctx: RunContext[Any], result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         for capability in self._reversed['after_run']:

@@ -97,8 +97,11 @@ class Memory(AbstractCapability[Any]):
         self._runs.pop(ctx.run_id, None)
         raise error
 
-    async def _settle(self, ctx: RunContext[Any]) -> None:
-        self._runs.pop(ctx.run_id, None)
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
+        try:
+            return await handler()
+        finally:  # however the run ends, its per-run state goes
+            self._runs.pop(ctx.run_id, None)
 
     def _state(self, ctx: RunContext[Any]) -> _RunMemory:
         state = self._runs.get(ctx.run_id)

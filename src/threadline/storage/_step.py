@@ -318,12 +318,15 @@ class StepPersistence(AbstractCapability[Any]):
         await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'completed', output, result.run_usage))
         return result
 
-    async def _settle(self, ctx: RunContext[Any]) -> None:
-        """A run left by `BaseException` (cancelled, interrupted) still finishes the write that
-        went behind its model request before control returns to the caller."""
-        state = self._runs.pop(ctx.run_id, None)
-        if state is not None and state.behind is not None:
-            await asyncio.shield(state.behind)
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
+        """A run left any way at all (cancelled, interrupted, abandoned by its caller) still
+        finishes the write that went behind its model request before control returns."""
+        try:
+            return await handler()
+        finally:
+            state = self._runs.pop(ctx.run_id, None)
+            if state is not None and state.behind is not None:
+                await asyncio.shield(state.behind)
 
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
         state = self._runs.pop(ctx.run_id, None)
