@@ -309,38 +309,11 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     async def iter(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
-        *,
-        message_history: Sequence[ModelMessage] | None = None,
-        deferred_tool_results: DeferredToolResults | None = None,
-        model: Model | str | None = None,
-        deps: AgentDepsT = None,  # type: ignore[assignment]
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        usage: RunUsage | None = None,
-        instructions: InstructionsArg = None,
-        run_id: str | None = None,
-        conversation_id: str | None = None,
-        capabilities: Sequence[AbstractCapability[Any]] = (),
-        toolsets: Sequence[AbstractToolset[Any]] = (),
-        retries: int | None = None,
+        **options: Unpack[RunOptions[AgentDepsT]],
     ) -> AsyncIterator[AgentRun[OutputDataT]]:
-        """Start a run and hand it over to be driven node by node (see `AgentRun`)."""
-        state = self._new_state(
-            user_prompt,
-            message_history,
-            deferred_tool_results,
-            model,
-            deps,
-            model_settings,
-            usage_limits,
-            usage,
-            instructions,
-            run_id,
-            conversation_id,
-            capabilities,
-            toolsets,
-            retries,
-        )
+        """Start a run and hand it over to be driven node by node (see `AgentRun`; the options
+        are `run`'s)."""
+        state = self._new_state(user_prompt, **options)
         async with self._running(await self._for_run(state), user_prompt) as agent_run:
             yield agent_run
 
@@ -380,17 +353,18 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def _new_state(
         self,
         user_prompt: Any,
-        message_history: Sequence[ModelMessage] | None,
-        deferred_tool_results: DeferredToolResults | None,
-        model: Model | str | None,
-        deps: Any,
-        model_settings: ModelSettings | None,
-        usage_limits: UsageLimits | None,
-        usage: RunUsage | None,
-        instructions: InstructionsArg,
-        run_id: str | None,
-        conversation_id: str | None,
-        capabilities: Sequence[AbstractCapability[Any]],
+        *,
+        message_history: Sequence[ModelMessage] | None = None,
+        deferred_tool_results: DeferredToolResults | None = None,
+        model: Model | str | None = None,
+        deps: Any = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+        usage: RunUsage | None = None,
+        instructions: InstructionsArg = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        capabilities: Sequence[AbstractCapability[Any]] = (),
         toolsets: Sequence[AbstractToolset[Any]] = (),
         retries: int | None = None,
     ) -> RunState:
@@ -454,40 +428,17 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
         *,
-        message_history: Sequence[ModelMessage] | None = None,
-        deferred_tool_results: DeferredToolResults | None = None,
-        model: Model | str | None = None,
-        deps: AgentDepsT = None,  # type: ignore[assignment]
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        usage: RunUsage | None = None,
-        instructions: InstructionsArg = None,
-        run_id: str | None = None,
-        conversation_id: str | None = None,
-        capabilities: Sequence[AbstractCapability[Any]] = (),
-        toolsets: Sequence[AbstractToolset[Any]] = (),
-        retries: int | None = None,
         event_stream_handler: EventStreamHandler | None = None,
+        **options: Unpack[RunOptions[AgentDepsT]],
     ) -> AgentRunResult[OutputDataT]:
         """Run the agent to the end and return its result. `event_stream_handler` is awaited with
         each step's events as they happen (see `threadline.agent._event_handler` for the rules).
-        Capabilities' `wrap_run` hooks enclose the whole run."""
-        state = self._new_state(
-            user_prompt,
-            message_history,
-            deferred_tool_results,
-            model,
-            deps,
-            model_settings,
-            usage_limits,
-            usage,
-            instructions,
-            run_id,
-            conversation_id,
-            capabilities,
-            toolsets,
-            retries,
-        )
+        Capabilities' `wrap_run` hooks enclose the whole run.
+
+        Options (`RunOptions`): `message_history`, `deferred_tool_results`, `model`, `deps`,
+        `model_settings`, `usage_limits`, `usage`, `instructions`, `run_id`, `conversation_id`,
+        `capabilities`, `toolsets`, `retries`."""
+        state = self._new_state(user_prompt, **options)
         state = await self._for_run(state)
 
         async def lifecycle() -> AgentRunResult[Any]:
