@@ -99,7 +99,9 @@ def recorder(lib: str, name: str, log: list[str]) -> Any:
     return Recorder()
 
 
-def scripted_run(lib: str, capabilities: list[Any], script: list[Any] | None = None) -> Any:
+def scripted_agent(lib: str, capabilities: list[Any], script: list[Any] | None = None) -> Any:
+    """An agent of `lib` whose model answers with `script` (a list of responses' calls, None for
+    the text 'done'), with one tool, `add`."""
     mod, msgs, _, model_cls = LIBS[lib]
     steps = iter(script if script is not None else [[('add', {'a': 1, 'b': 2}, 'c1')], None])
 
@@ -115,7 +117,11 @@ def scripted_run(lib: str, capabilities: list[Any], script: list[Any] | None = N
     def add(a: int, b: int) -> int:
         return a + b
 
-    return agent.run_sync('go')
+    return agent
+
+
+def scripted_run(lib: str, capabilities: list[Any], script: list[Any] | None = None) -> Any:
+    return scripted_agent(lib, capabilities, script).run_sync('go')
 
 
 def test_the_hooks_are_called_in_the_same_order_as_pydantic_ai() -> None:
@@ -299,20 +305,7 @@ def iter_run(lib: str, capabilities: list[Any]) -> Any:
     """The scripted run driven node by node with `iter()`."""
     import asyncio
 
-    mod, msgs, _, model_cls = LIBS[lib]
-    steps = iter([[('add', {'a': 1, 'b': 2}, 'c1')], None])
-
-    def model(messages: list[Any], info: Any) -> Any:
-        step = next(steps, None)
-        if step is None:
-            return msgs.ModelResponse(parts=[msgs.TextPart('done')])
-        return msgs.ModelResponse(parts=[msgs.ToolCallPart(*call) for call in step])
-
-    agent = mod.Agent(model_cls(model), capabilities=capabilities)
-
-    @agent.tool_plain
-    def add(a: int, b: int) -> int:
-        return a + b
+    agent = scripted_agent(lib, capabilities)
 
     async def drive() -> Any:
         async with agent.iter('go') as run:
