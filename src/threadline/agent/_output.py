@@ -107,6 +107,7 @@ class _Output:
         self.target, self.name, self.strict, self.max_retries = target, tool_name, strict, retries
         self.function: Tool[Any] | None = None
         self.wrapped = False
+        self.doc: str | None = None
         if _is_function(target):
             self.function = Tool(target, name=tool_name, description=description)
             self.schema = self.function.tool_def.parameters_json_schema
@@ -122,19 +123,18 @@ class _Output:
             adapter = pydantic.TypeAdapter(pydantic.create_model('final_result', response=(target, ...)))
             schema = adapter.json_schema()
         self.adapter = adapter
-        self.schema = _clean_schema(schema)
-        # JSON-text modes keep the type's own title (it names the output); property titles go.
-        self.full_schema = {
-            key: self.schema.get(key, value) for key, value in schema.items() if key != 'title' or not self.wrapped
-        }
-        self.schema = self.full_schema  # as the reference offers it: the type's own title stays
         doc = inspect.getdoc(target) if isinstance(target, type) and target.__doc__ and not self.wrapped else None
-        # The docstring describes the tool (after a given description), not its arguments.
+        cleaned = _clean_schema(schema)
+        # As the reference offers it: the type's own title stays (it names the output) and property
+        # titles go; a docstring describes the tool (after a given description), not its arguments.
+        self.schema = {
+            key: cleaned.get(key, value)
+            for key, value in schema.items()
+            if not (key == 'title' and self.wrapped) and not (key == 'description' and doc)
+        }
+        self.full_schema = self.schema
         self.description = '. '.join(text for text in (description, doc) if text) or None
         self.doc = doc
-        if doc:  # the description moves to the tool (or the output object)
-            self.full_schema = {k: v for k, v in self.full_schema.items() if k != 'description'}
-            self.schema = self.full_schema
 
     def tool_def(self, multiple: bool) -> ToolDefinition:
         text = self.description or 'The final response which ends this conversation'
