@@ -135,3 +135,12 @@ def test_output_type_mistakes_are_clear_errors() -> None:
     )
     with pytest.raises(UserError, match='Native structured output is not supported'):
         agent.run_sync('go')
+
+
+def test_a_native_union_may_hold_an_output_function() -> None:
+    def answer(messages: list[Any], info: Any) -> Any:
+        text = '{"result": {"kind": "make_city", "data": {"name": "Oslo", "population": 7}}}'
+        return our_messages.ModelResponse(parts=[our_messages.TextPart(text)])
+
+    agent = threadline.Agent(FunctionModel(answer), output_type=threadline.NativeOutput([Country, make_city]))
+    assert agent.run_sync('go').output == City(name='Oslo (7)')
