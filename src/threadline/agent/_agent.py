@@ -10,36 +10,40 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, M
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
 from ..exceptions import UserError
 from ..messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
-    ModelMessage,
-    RunUsage,
     SystemPromptPart,
     UserContent,
 )
 from ..models import Model, ModelSettings, infer_model
 from ._capability import AbstractCapability
 from ._capture import captured_messages
-from ._chain import CapabilityChain
 from ._context import AgentDepsT, RunContext
 from ._end import End
 from ._event_handler import EventStreamHandler, drive_with_handler
 from ._graph import CallToolsNode, ModelRequestNode, UserPromptNode
-from ._limits import UsageLimits
-from ._output import DeferredToolResults, OutputSpec
+from ._output import OutputSpec
 from ._result import AgentRunResult, OutputDataT
 from ._run import AgentRun
-from ._run_inputs import check_history, resolve_ids, resumed_prompt
+from ._run_setup import (
+    EndStrategy,
+    InstructionsArg,
+    RunOptions,
+    RunSyncOptions,
+    ToolOptions,
+    as_list,
+    for_run,
+    new_state,
+)
 from ._state import RunState
 from ._streamed import EventStream, StreamedRunResult, open_stream, stream_events
 from ._streamed_sync import StreamedRunResultSync
 from ._tools import Tool
-from ._toolset import merge_tools
-from ._toolsets import AbstractToolset, CombinedToolset
+from ._toolsets import AbstractToolset
 from ._wrap_run import wrapped_run
 
 if TYPE_CHECKING:
@@ -47,8 +51,6 @@ if TYPE_CHECKING:
 
 __all__ = ['Agent', 'EndStrategy', 'RunOptions']
 
-EndStrategy = Literal['early', 'graceful', 'exhaustive']
-InstructionsArg = str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None
 F = TypeVar('F', bound=Callable[..., Any])
 
 
@@ -58,56 +60,6 @@ class _Unset:
 
 _UNSET = _Unset()
 _NO_OVERRIDES: Mapping[str, Any] = MappingProxyType({})
-
-
-class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
-    """The keyword arguments of `Agent.run`, which `run_sync`, `run_stream` and
-    `run_stream_events` take as well."""
-
-    message_history: Sequence[ModelMessage] | None
-    deferred_tool_results: DeferredToolResults | None
-    model: Model | str | None
-    deps: AgentDepsT
-    model_settings: ModelSettings | None
-    usage_limits: UsageLimits | None
-    usage: RunUsage | None
-    instructions: InstructionsArg
-    run_id: str | None
-    conversation_id: str | None
-    capabilities: Sequence[AbstractCapability[Any]]
-    toolsets: Sequence[AbstractToolset[Any]]
-    retries: int | None
-
-
-class ToolOptions(TypedDict, total=False):
-    """The options of `Agent.tool` / `tool_plain` (see `Tool`)."""
-
-    name: str | None
-    description: str | None
-    retries: int | None
-    requires_approval: bool
-    strict: bool | None
-    defer_loading: bool
-    prepare: Callable[..., Any] | None
-    args_validator: Callable[..., Any] | None
-    timeout: float | None
-    sequential: bool
-    metadata: dict[str, Any] | None
-    include_return_schema: bool | None
-
-
-class RunSyncOptions(RunOptions[AgentDepsT], total=False):
-    """`RunOptions` plus what only a run driven to its end takes."""
-
-    event_stream_handler: EventStreamHandler | None
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, str) or callable(value):
-        return [value]
-    return list(value)
 
 
 class Agent(Generic[AgentDepsT, OutputDataT]):
@@ -147,8 +99,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self.model = infer_model(model) if model is not None else None
         self.output_type = output_type
         self._output = OutputSpec(output_type)
-        self._instructions: list[Any] = _as_list(instructions)
-        self._system_prompts: list[Any] = _as_list(system_prompt)
+        self._instructions: list[Any] = as_list(instructions)
+        self._system_prompts: list[Any] = as_list(system_prompt)
         self._dynamic_system_prompts: dict[str, Callable[..., Any]] = {}
         self._tools: dict[str, Tool[AgentDepsT]] = {}
         self.deps_type = deps_type
@@ -313,19 +265,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     ) -> AsyncIterator[AgentRun[OutputDataT]]:
         """Start a run and hand it over to be driven node by node (see `AgentRun`; the options
         are `run`'s)."""
-        state = self._new_state(user_prompt, **options)
-        async with self._running(await self._for_run(state), user_prompt) as agent_run:
+        state = await for_run(self, new_state(self, user_prompt, **options))
+        async with self._running(state, user_prompt) as agent_run:
             yield agent_run
-
-    async def _for_run(self, state: RunState) -> RunState:
-        """`state` with each capability's `for_run` instance (and those instances' tools)."""
-        chain = await state.capabilities.for_run(state.ctx)
-        if chain is not state.capabilities:
-            state.capabilities = chain
-            state.tools = merge_tools(self._overrides.get().get('tools', self._tools), chain.toolsets())
-        state.static_tools = state.tools
-        state.prepared_tools = [name for name, tool in state.tools.items() if tool.prepare is not None]
-        return state
 
     @asynccontextmanager
     async def _running(
@@ -350,80 +292,6 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             if captured is not None:
                 captured[:] = state.history
 
-    def _new_state(
-        self,
-        user_prompt: Any,
-        *,
-        message_history: Sequence[ModelMessage] | None = None,
-        deferred_tool_results: DeferredToolResults | None = None,
-        model: Model | str | None = None,
-        deps: Any = None,
-        model_settings: ModelSettings | None = None,
-        usage_limits: UsageLimits | None = None,
-        usage: RunUsage | None = None,
-        instructions: InstructionsArg = None,
-        run_id: str | None = None,
-        conversation_id: str | None = None,
-        capabilities: Sequence[AbstractCapability[Any]] = (),
-        toolsets: Sequence[AbstractToolset[Any]] = (),
-        retries: int | None = None,
-    ) -> RunState:
-        overridden = self._overrides.get()
-        if 'model' in overridden:
-            model = overridden['model']
-        if 'deps' in overridden:
-            deps = overridden['deps']
-        chosen = model if model is not None else self.model
-        if chosen is None:
-            raise UserError('`model` must either be set on the agent or included when calling it.')
-        resolved_model = infer_model(chosen)
-        limits = usage_limits or UsageLimits()
-        limits.check_cost_known(resolved_model)
-        history = check_history(message_history)
-        run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
-        agent_settings = overridden.get('model_settings', self.model_settings)
-        settings = {**(agent_settings or {}), **(model_settings or {})} or None
-        own_tools = overridden.get('tools', self._tools)
-        chain = CapabilityChain([*self.capabilities, *capabilities])
-        tools = merge_tools(own_tools, chain.toolsets()) if len(chain) else own_tools
-        ctx: RunContext[Any] = RunContext(
-            deps=deps,
-            model=resolved_model,
-            usage=usage if usage is not None else RunUsage(),
-            prompt=user_prompt if user_prompt is not None else resumed_prompt(history),
-            messages=history,
-            run_id=run_id,
-            conversation_id=conversation_id,
-            agent=self,
-        )
-        state = RunState(
-            agent=self,
-            model=resolved_model,
-            ctx=ctx,
-            run_usage=RunUsage(),
-            limits=limits,
-            settings=settings,  # type: ignore[arg-type]
-            output=self._output,
-            tools=tools,
-            capabilities=chain,
-            instruction_sources=[
-                *_as_list(overridden.get('instructions', self._instructions)),
-                *_as_list(instructions),
-            ],
-            system_prompt_sources=self._system_prompts,
-            dynamic_system_prompts=self._dynamic_system_prompts,
-            output_validators=self._output_validators,
-            max_retries=overridden.get('retries', self.retries if retries is None else retries),
-            user_prompt=user_prompt,
-            deferred_results=deferred_tool_results,
-            end_strategy=self.end_strategy,
-        )
-        run_toolsets = [*overridden.get('toolsets', self.toolsets), *toolsets]
-        if run_toolsets:
-            state.toolset = CombinedToolset(run_toolsets)
-        ctx.queue = state.queue
-        return state
-
     async def run(
         self,
         user_prompt: str | Sequence[UserContent] | None = None,
@@ -438,8 +306,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         Options (`RunOptions`): `message_history`, `deferred_tool_results`, `model`, `deps`,
         `model_settings`, `usage_limits`, `usage`, `instructions`, `run_id`, `conversation_id`,
         `capabilities`, `toolsets`, `retries`."""
-        state = self._new_state(user_prompt, **options)
-        state = await self._for_run(state)
+        state = await for_run(self, new_state(self, user_prompt, **options))
 
         async def lifecycle() -> AgentRunResult[Any]:
             async with self._running(state, user_prompt, wrapped=True) as agent_run:

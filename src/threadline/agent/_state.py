@@ -75,10 +75,14 @@ class RunState:
     """Whether some tool records its calls with a kind (`load_capability`): only then are calls typed."""
 
     def __post_init__(self) -> None:
-        self.static_tools = self.tools
-        self.prepared_tools = [name for name, tool in self.tools.items() if tool.prepare is not None]
+        self.use_tools(self.tools)
         self.typed_tools = bool(self.capabilities.deferred)
         self.refresh_loaded(self.history)
+
+    def use_tools(self, tools: dict[str, Tool[Any]]) -> None:
+        """The run's static tools (the agent's and its capabilities'), before any step shapes them."""
+        self.tools = self.static_tools = tools
+        self.prepared_tools = [name for name, tool in tools.items() if tool.prepare is not None]
 
     async def resolve_tools(self) -> None:
         """Ask the run's toolsets for this step's tools (see `threadline.agent._toolsets`)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._uuid import uuid7
+from ..agent._run_setup import new_state
 from ..exceptions import ModelRetry, UserError
 from ..messages import (
     ModelMessage,
@@ -64,19 +65,14 @@ class AgentRealtime:
         run_id: str | None = None,
     ) -> AsyncIterator[RealtimeSession]:
         """A session over `message_history` (ids as for runs: the conversation id is inherited)."""
-        state = self.agent._new_state(
-            user_prompt=None,
+        state = new_state(
+            self.agent,
+            None,
             message_history=message_history,
-            deferred_tool_results=None,
             model=self.model,
             deps=deps,
-            model_settings=None,
-            usage_limits=None,
-            usage=None,
-            instructions=None,
             run_id=run_id,
             conversation_id=conversation_id,
-            capabilities=[],
         )
         _refuse_deferred_tools(state)
         tools = (await state.request_parameters()).function_tools

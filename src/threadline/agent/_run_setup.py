@@ -1,0 +1,182 @@
+"""What a run starts from: the options a run takes, and the `RunState` built from them and the agent.
+
+Rules:
+- `Agent.override(...)` wins over the agent and over the call, for what it names (model, deps,
+  tools, toolsets, instructions, model settings, retries).
+- A run's `instructions=` add to the agent's; its `model_settings=` are laid over the agent's; its
+  `capabilities=` and `toolsets=` come after the agent's.
+- Each capability's `for_run` instance replaces it before the run starts (and brings its tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
+
+from ..exceptions import UserError
+from ..messages import ModelMessage, RunUsage
+from ..models import Model, ModelSettings, infer_model
+from ._capability import AbstractCapability
+from ._chain import CapabilityChain
+from ._context import AgentDepsT, RunContext
+from ._event_handler import EventStreamHandler
+from ._limits import UsageLimits
+from ._output import DeferredToolResults
+from ._run_inputs import check_history, resolve_ids, resumed_prompt
+from ._state import RunState
+from ._toolset import merge_tools
+from ._toolsets import AbstractToolset, CombinedToolset
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = [
+    'EndStrategy',
+    'InstructionsArg',
+    'RunOptions',
+    'RunSyncOptions',
+    'ToolOptions',
+    'as_list',
+    'for_run',
+    'new_state',
+]
+
+EndStrategy = Literal['early', 'graceful', 'exhaustive']
+InstructionsArg = str | Callable[..., Any] | Sequence[str | Callable[..., Any]] | None
+
+
+class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
+    """The keyword arguments of `Agent.run`, which `iter`, `run_sync`, `run_stream` and
+    `run_stream_events` take as well."""
+
+    message_history: Sequence[ModelMessage] | None
+    deferred_tool_results: DeferredToolResults | None
+    model: Model | str | None
+    deps: AgentDepsT
+    model_settings: ModelSettings | None
+    usage_limits: UsageLimits | None
+    usage: RunUsage | None
+    instructions: InstructionsArg
+    run_id: str | None
+    conversation_id: str | None
+    capabilities: Sequence[AbstractCapability[Any]]
+    toolsets: Sequence[AbstractToolset[Any]]
+    retries: int | None
+
+
+class RunSyncOptions(RunOptions[AgentDepsT], total=False):
+    """`RunOptions` plus what only a run driven to its end takes."""
+
+    event_stream_handler: EventStreamHandler | None
+
+
+class ToolOptions(TypedDict, total=False):
+    """The options of `Agent.tool` / `tool_plain` (see `Tool`)."""
+
+    name: str | None
+    description: str | None
+    retries: int | None
+    requires_approval: bool
+    strict: bool | None
+    defer_loading: bool
+    prepare: Callable[..., Any] | None
+    args_validator: Callable[..., Any] | None
+    timeout: float | None
+    sequential: bool
+    metadata: dict[str, Any] | None
+    include_return_schema: bool | None
+
+
+def as_list(value: Any) -> list[Any]:
+    """An instructions-like argument (None, one item, or several) as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str) or callable(value):
+        return [value]
+    return list(value)
+
+
+def new_state(
+    agent: Agent[Any, Any],
+    user_prompt: Any,
+    *,
+    message_history: Sequence[ModelMessage] | None = None,
+    deferred_tool_results: DeferredToolResults | None = None,
+    model: Model | str | None = None,
+    deps: Any = None,
+    model_settings: ModelSettings | None = None,
+    usage_limits: UsageLimits | None = None,
+    usage: RunUsage | None = None,
+    instructions: InstructionsArg = None,
+    run_id: str | None = None,
+    conversation_id: str | None = None,
+    capabilities: Sequence[AbstractCapability[Any]] = (),
+    toolsets: Sequence[AbstractToolset[Any]] = (),
+    retries: int | None = None,
+) -> RunState:
+    """The state of a run of `agent` with these options (see the module docstring)."""
+    overridden = agent._overrides.get()
+    model = overridden.get('model', model)
+    deps = overridden.get('deps', deps)
+    chosen = model if model is not None else agent.model
+    if chosen is None:
+        raise UserError('`model` must either be set on the agent or included when calling it.')
+    resolved_model = infer_model(chosen)
+    limits = usage_limits or UsageLimits()
+    limits.check_cost_known(resolved_model)
+    history = check_history(message_history)
+    run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
+    agent_settings = overridden.get('model_settings', agent.model_settings)
+    settings = {**(agent_settings or {}), **(model_settings or {})} or None
+    chain = CapabilityChain([*agent.capabilities, *capabilities])
+    ctx: RunContext[Any] = RunContext(
+        deps=deps,
+        model=resolved_model,
+        usage=usage if usage is not None else RunUsage(),
+        prompt=user_prompt if user_prompt is not None else resumed_prompt(history),
+        messages=history,
+        run_id=run_id,
+        conversation_id=conversation_id,
+        agent=agent,
+    )
+    state = RunState(
+        agent=agent,
+        model=resolved_model,
+        ctx=ctx,
+        run_usage=RunUsage(),
+        limits=limits,
+        settings=settings,  # type: ignore[arg-type]
+        output=agent._output,
+        tools=_tools_of(agent, chain),
+        capabilities=chain,
+        instruction_sources=[*as_list(overridden.get('instructions', agent._instructions)), *as_list(instructions)],
+        system_prompt_sources=agent._system_prompts,
+        dynamic_system_prompts=agent._dynamic_system_prompts,
+        output_validators=agent._output_validators,
+        max_retries=overridden.get('retries', agent.retries if retries is None else retries),
+        user_prompt=user_prompt,
+        deferred_results=deferred_tool_results,
+        end_strategy=agent.end_strategy,
+    )
+    run_toolsets = [*overridden.get('toolsets', agent.toolsets), *toolsets]
+    if run_toolsets:
+        state.toolset = CombinedToolset(run_toolsets)
+    ctx.queue = state.queue
+    return state
+
+
+async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:
+    """`state` with each capability's `for_run` instance (and those instances' tools)."""
+    chain = await state.capabilities.for_run(state.ctx)
+    if chain is not state.capabilities:
+        state.capabilities = chain
+        state.use_tools(_tools_of(agent, chain))
+        state.typed_tools = bool(chain.deferred)
+        state.refresh_loaded(state.history)
+    return state
+
+
+def _tools_of(agent: Agent[Any, Any], chain: CapabilityChain) -> dict[str, Any]:
+    """The agent's own tools (or the overriding ones) and the capabilities'."""
+    own = agent._overrides.get().get('tools', agent._tools)
+    return merge_tools(own, chain.toolsets()) if len(chain) else own
