@@ -145,19 +145,11 @@ class _Output:
     def validate(self, args: Any) -> Any:
         """The model's arguments validated: the type's value, or the function's keyword arguments
         (raises `ToolArgsError`)."""
-        import pydantic
-
-        from ._tools import ToolArgsError
+        from ._tools import validate_with
 
         if self.function is not None:
             return self.function.validate_args(args)
-        try:
-            if isinstance(args, str):
-                value = self.adapter.validate_json(args or '{}')
-            else:
-                value = self.adapter.validate_python(args or {})
-        except pydantic.ValidationError as exc:
-            raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
+        value = validate_with(self.adapter, args)
         return value.response if self.wrapped else value
 
     async def process(self, ctx: Any, value: Any) -> Any:

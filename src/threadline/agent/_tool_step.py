@@ -305,24 +305,17 @@ class ToolStep:
     ) -> ToolReturnPart:
         state, chain, tool_def = self.state, self.state.capabilities, tool.tool_def
         try:
-            if chain.has('wrap_tool_validate'):
-                args = await chain.wrap_tool_validate(
-                    tool_ctx, call, tool_def, raw, partial(self._validate, tool_ctx, call, tool)
-                )
-            else:
-                args = await self._validate(tool_ctx, call, tool, raw)
+            # With no wrap hooks the chain calls the handler straight away.
+            validate = partial(self._validate, tool_ctx, call, tool)
+            args = await chain.wrap_tool_validate(tool_ctx, call, tool_def, raw, validate)
         except ToolArgsError as exc:
             return self._retry(call, exc.errors, 'validation_error', limit)
         except ModelRetry as retry:
             return self._retry(call, retry.message, 'model_retry', limit)
         self.outcomes[call.tool_call_id] = 'success'
         try:
-            if chain.has('wrap_tool_execute'):
-                result = await chain.wrap_tool_execute(
-                    tool_ctx, call, tool_def, args, partial(self._run_tool, tool_ctx, call, tool)
-                )
-            else:
-                result = await self._run_tool(tool_ctx, call, tool, args)
+            execute = partial(self._run_tool, tool_ctx, call, tool)
+            result = await chain.wrap_tool_execute(tool_ctx, call, tool_def, args, execute)
         except ModelRetry as retry:
             return self._retry(call, retry.message, 'model_retry', limit)
         outcome = self.outcomes.pop(call.tool_call_id)

@@ -17,7 +17,7 @@ from ..exceptions import UserError
 from ..models import ToolDefinition
 from ._context import AgentDepsT, RunContext
 
-__all__ = ['Tool', 'ToolArgsError', 'takes_run_context']
+__all__ = ['Tool', 'ToolArgsError', 'takes_run_context', 'validate_with']
 
 
 class ToolArgsError(Exception):
@@ -27,6 +27,20 @@ class ToolArgsError(Exception):
         # `loc` as a list, as the reference keeps it (it is a JSON array on the wire either way).
         self.errors = [{**e, 'loc': list(e['loc'])} if isinstance(e.get('loc'), tuple) else e for e in errors]
         super().__init__(str(errors))
+
+
+def validate_with(validator: Any, args: str | dict[str, Any] | None) -> Any:
+    """`args` (JSON text or a dict; empty means `{}`) through a pydantic validator (anything with
+    `validate_json` / `validate_python`: a `TypeAdapter`, a model's schema validator); its errors
+    become a `ToolArgsError`, the list sent back to the model."""
+    import pydantic
+
+    try:
+        if isinstance(args, str):
+            return validator.validate_json(args or '{}')
+        return validator.validate_python(args or {})
+    except pydantic.ValidationError as exc:
+        raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
 
 
 def takes_run_context(function: Callable[..., Any]) -> bool:
@@ -218,17 +232,9 @@ class Tool(Generic[AgentDepsT]):
 
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
         """The arguments as keyword arguments for the function; raises `ToolArgsError`."""
-        import pydantic
-
         if self._validator is None:
             self._build()
-        try:
-            if isinstance(args, str):
-                validated = self._validator.model_validate_json(args or '{}')
-            else:
-                validated = self._validator.model_validate(args or {})
-        except pydantic.ValidationError as exc:
-            raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
+        validated = validate_with(self._validator.__pydantic_validator__, args)
         return {name: getattr(validated, name) for name in self._param_names}
 
     async def check_args(self, ctx: RunContext[Any], args: dict[str, Any]) -> None:
