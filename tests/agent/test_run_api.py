@@ -52,6 +52,13 @@ def test_leaving_the_block_early_records_an_interrupted_response() -> None:
     assert result.all_messages()[-1].state == 'interrupted'
 
 
+def test_an_error_in_the_block_interrupts_the_stream_and_is_raised() -> None:
+    agent = Agent(FunctionModel(stream_function=stream_words))
+    with pytest.raises(KeyError, match='mine'), agent.run_stream_sync('tell me') as result:
+        raise KeyError('mine')  # as run_stream does: a failed block keeps what arrived, as interrupted
+    assert result.all_messages()[-1].state == 'interrupted'
+
+
 def test_node_predicates_name_each_node_of_a_run() -> None:
     agent = Agent(TestModel())
 

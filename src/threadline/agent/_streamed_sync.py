@@ -7,7 +7,8 @@ the loop for each answer.
 
 Rules:
 - Use it as a `with` block on the thread that made it; leaving the block ends the run as leaving
-  `run_stream`'s block does (an unfinished stream is recorded as interrupted).
+  `run_stream`'s block does (an unfinished stream is recorded as interrupted), and an error in
+  the block is raised inside `run_stream`'s block too.
 - It cannot run inside a running event loop (use `run_stream` there): a clear `UserError`.
 - An error inside the run is raised from the call that was waiting for it.
 """
@@ -15,8 +16,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..exceptions import UserError
@@ -27,12 +30,19 @@ OutputT = TypeVar('OutputT')
 _END = object()
 
 
+@dataclass
+class _Raise:
+    """A request to raise `error` inside the `run_stream` block (the caller's block failed)."""
+
+    error: BaseException
+
+
 class StreamedRunResultSync(Generic[OutputT]):
     """A streamed run driven from synchronous code; the same methods as `StreamedRunResult`."""
 
     def __init__(self, opening: AbstractAsyncContextManager[Any], loop: asyncio.AbstractEventLoop) -> None:
         self._opening, self._loop = opening, loop
-        self._requests: asyncio.Queue[tuple[Callable[[Any], Any], asyncio.Future[Any]] | None] | None = None
+        self._requests: asyncio.Queue[tuple[Callable[[Any], Any], asyncio.Future[Any]] | _Raise | None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._streamed: Any = None
 
@@ -51,10 +61,15 @@ class StreamedRunResultSync(Generic[OutputT]):
         self._streamed = self._loop.run_until_complete(opened)
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         assert self._requests is not None and self._task is not None
-        self._requests.put_nowait(None)
-        self._loop.run_until_complete(self._task)
+        if exc is None:
+            self._requests.put_nowait(None)
+            self._loop.run_until_complete(self._task)
+            return
+        self._requests.put_nowait(_Raise(exc))  # into `run_stream`'s block: the stream is interrupted
+        with contextlib.suppress(BaseException):  # the block's own error is the one to raise
+            self._loop.run_until_complete(self._task)
 
     async def _serve(self, opened: asyncio.Future[Any]) -> None:
         """The task that holds the `run_stream` block: it runs each request the caller sends."""
@@ -63,6 +78,8 @@ class StreamedRunResultSync(Generic[OutputT]):
             async with self._opening as streamed:
                 opened.set_result(streamed)
                 while (request := await self._requests.get()) is not None:
+                    if isinstance(request, _Raise):
+                        raise request.error
                     work, answer = request
                     try:
                         answer.set_result(await work(streamed))
