@@ -25,6 +25,8 @@ Rules (each tested, and checked against pydantic-ai 2.62 on the same runs):
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -125,17 +127,10 @@ def catalog(deferred: dict[str, AbstractCapability[Any]]) -> str:
 
 def load_tool(deferred: dict[str, AbstractCapability[Any]], tools_of: dict[str, list[str]]) -> Tool[Any]:
     """The `load_capability` tool for a run whose deferred capabilities are `deferred`;
-    `tools_of[id]` names each one's tools (revealed by the load)."""
-    from dataclasses import replace
-
-    from ._tools import Tool
+    `tools_of[id]` names each one's tools (revealed by the load). Its schema and validator are
+    built once (`_load_template`); each run's tool only brings its own function."""
 
     async def load_capability(ctx: RunContext[Any], id: str) -> Any:
-        """Load a listed capability whenever it is plausibly relevant to the task.
-
-        Args:
-            id: The id of the capability to load.
-        """
         if id not in deferred:
             raise ModelRetry(f'No capability found with id {id!r}.')
         if id in loaded_capabilities(ctx.messages):
@@ -151,6 +146,25 @@ def load_tool(deferred: dict[str, AbstractCapability[Any]], tools_of: dict[str, 
         message = f'Capability {id!r} loaded. Its instructions, if any, follow.'
         return ToolReturn({'message': message}, tools=sorted(tools_of.get(id, ())) or None)
 
+    tool = copy.copy(_load_template())
+    tool.function = load_capability
+    return tool
+
+
+@functools.cache
+def _load_template() -> Tool[Any]:
+    """The `load_capability` tool's definition (name, description, schema, kind) and validator."""
+    from dataclasses import replace
+
+    from ._tools import Tool
+
+    async def load_capability(ctx: RunContext[Any], id: str) -> Any:
+        """Load a listed capability whenever it is plausibly relevant to the task.
+
+        Args:
+            id: The id of the capability to load.
+        """
+
     tool: Tool[Any] = Tool(
         load_capability,
         takes_ctx=True,
@@ -160,6 +174,7 @@ def load_tool(deferred: dict[str, AbstractCapability[Any]], tools_of: dict[str, 
         ),
     )
     tool._tool_def = replace(tool.tool_def, tool_kind=LOAD_KIND)
+    tool.validate_args({'id': ''})  # builds the validator once, here
     return tool
 
 

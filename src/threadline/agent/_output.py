@@ -216,6 +216,7 @@ class OutputSpec:
         self.output_object: OutputObjectDefinition | None = None
         self.template: str | None = None
         self._tools: dict[str, _Output] = {}
+        self._tool_defs: dict[str, ToolDefinition] = {}
         self._json: list[_Output] = []
         self._structured = structured
         if modes:
@@ -234,8 +235,7 @@ class OutputSpec:
             return []
         if not self._tools:
             self._build_tools()
-        multiple = len(self._tools) > 1
-        return [o.tool_def(multiple) for o in self._tools.values()]
+        return list(self._tool_defs.values())
 
     def _build_tools(self) -> None:
         from ._output_types import ToolOutput
@@ -249,6 +249,8 @@ class OutputSpec:
                     f'two output tools would be called {name!r}: give one a name with ToolOutput(..., name=)'
                 )
             self._tools[name] = _Output(spec.output, name, spec.description, spec.strict, spec.max_retries)
+        # Built once: every request offers the same definitions.
+        self._tool_defs = {name: o.tool_def(len(self._tools) > 1) for name, o in self._tools.items()}
 
     def max_retries(self, tool_name: str) -> int | None:
         output = self._tools.get(tool_name)
@@ -279,7 +281,7 @@ class OutputSpec:
         output = self._tools[call.tool_name]
         if not chain.has_output_hooks():
             return await output.process(ctx, output.validate(call.args))
-        context = self.context(output, call, output.tool_def(len(self._tools) > 1))
+        context = self.context(output, call, self._tool_defs[call.tool_name])
         return await _lifecycles(ctx, chain, context, call.args, output.validate, output.process)
 
     # -- JSON text (native / prompted) ------------------------------------------------------------
