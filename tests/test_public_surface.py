@@ -187,6 +187,7 @@ SURFACE: dict[str, set[str]] = {
         'ModelSettings',
         'OutputObjectDefinition',
         'ToolDefinition',
+        'UnknownModel',
         'infer_model',
         'render_history',
     },

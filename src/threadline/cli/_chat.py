@@ -70,15 +70,23 @@ def _agent_for(state: Any, model: str, system: str | None, key: str | None = Non
         resolved = _with_key(infer_model(model), key) if key else infer_model(model)
         getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
     except UserError as exc:
-        raise click.ClickException(_in_cli_terms(str(exc), model)) from None
+        raise click.ClickException(_in_cli_terms(exc, model)) from None
     return Agent(resolved, system_prompt=system or 'You are a helpful assistant.')
 
 
-def _in_cli_terms(message: str, model: str) -> str:
+def _in_cli_terms(error: Exception, model: str) -> str:
     """A model error told the way the command line is used (flags, not Python arguments)."""
-    if message.startswith('Unknown model'):
-        return f'-m {model!r}: not a model; use -m demo, -m test, or a provider model like openai:gpt-5.2, anthropic:claude-sonnet-4-6 or google:gemini-2.5-flash'
-    return message.replace('pass api_key= to the provider', 'pass --key')
+    from ..models import UnknownModel
+    from ..models._provider import MissingAPIKey
+
+    if isinstance(error, UnknownModel):
+        return (
+            f'-m {model!r}: not a model; use -m demo, -m test, or a provider model like openai:gpt-5.2, '
+            'anthropic:claude-sonnet-4-6 or google:gemini-2.5-flash'
+        )
+    if isinstance(error, MissingAPIKey):
+        return f'the {error.provider} provider needs an API key: set {error.variable}, or pass --key'
+    return str(error)
 
 
 def _with_key(model: Any, key: str) -> Any:

@@ -25,9 +25,21 @@ __all__ = [
     'OutputObjectDefinition',
     'ModelSettings',
     'ToolDefinition',
+    'UnknownModel',
     'infer_model',
     'render_history',
 ]
+
+
+class UnknownModel(UserError):
+    """`infer_model` was given a name it does not know (`name` says which)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f'Unknown model {name!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
+            '"google:<model>".'
+        )
 
 
 def infer_model(model: Model | str) -> Model:
@@ -61,10 +73,7 @@ def infer_model(model: Model | str) -> Model:
         from .google import GoogleModel
 
         return GoogleModel(name)
-    raise UserError(
-        f'Unknown model {model!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
-        '"google:<model>".'
-    )
+    raise UnknownModel(model)
 
 
 publish(__name__, globals(), __all__)  # after every name above exists

@@ -21,6 +21,7 @@ class _Provider(Protocol):
 ProviderT = TypeVar('ProviderT', bound=_Provider)
 
 __all__ = [
+    'MissingAPIKey',
     'ModelHTTPError',
     'ProviderModel',
     'binary_base64',
@@ -140,10 +141,19 @@ def require_extra(module: str, extra: str) -> Any:
         ) from None
 
 
+class MissingAPIKey(UserError):
+    """A provider was made without a key and its environment variable is unset; `provider` and
+    `variable` let a front end (the CLI) say how to give one in its own terms."""
+
+    def __init__(self, provider: str, variable: str) -> None:
+        self.provider, self.variable = provider, variable
+        super().__init__(f'the {provider} provider needs an API key: set {variable}, or pass api_key= to the provider')
+
+
 def env_key(value: str | None, variable: str, provider: str) -> str:
     key = value or os.environ.get(variable)
     if not key:
-        raise UserError(f'the {provider} provider needs an API key: set {variable}, or pass api_key= to the provider')
+        raise MissingAPIKey(provider, variable)
     return key
 
 
