@@ -54,6 +54,9 @@ _ERASED_WITH_CONVERSATION = (
     'seals',
 )
 
+_LOOK_BACK = 8
+"""How many messages before a `last` window its first read takes, to find a safe cut in one read."""
+
 
 class LogOps(SQLBase):
     """The conversation-log half of the contract."""
@@ -168,7 +171,10 @@ class LogOps(SQLBase):
             conversation = self._conversation(conn, conversation_id, scope)
             segments = self._lineage(conn, conversation.head_branch)
             length = conversation.length
-            start = 0 if last is None else max(0, length - last)
+            # A window of the last messages rarely starts at a safe cut (it often starts at a
+            # response or a tool result), so the first read looks a few messages further back
+            # instead of decoding a second, larger window.
+            start = 0 if last is None else max(0, length - last - _LOOK_BACK)
             while True:
                 messages = self._load_messages(conn, segments, start, length, conversation_id)
                 safe = 0 if last is None else safe_start(messages, len(messages) - min(last, len(messages)))
