@@ -51,7 +51,7 @@ def calling(*names: str) -> FunctionModel:
 
 
 @pytest.mark.parametrize('calls', [1, 3])
-def test_a_tool_calling_turn_syncs_twice_whatever_the_number_of_calls(tmp_path: Path, calls: int) -> None:
+def test_a_tool_calling_turn_syncs_three_times_whatever_the_number_of_calls(tmp_path: Path, calls: int) -> None:
     store = SQLiteStore(tmp_path / 'steps.db')
     agent = Agent(calling(*['refund'] * calls), capabilities=[StepPersistence(store, scope='acme')])
 
@@ -61,11 +61,26 @@ def test_a_tool_calling_turn_syncs_twice_whatever_the_number_of_calls(tmp_path: 
 
     commits = Commits(store)
     result = agent.run_sync('refund my orders')
-    # started rows (one group commit for all calls), the step's results, the end of the run; the
-    # prompt went before the model request without waiting for the disk
-    assert commits.syncs == 2 and commits.log == [False, True, False, True]
+    # the prompt (synced behind the model request), the started rows (one group commit for all
+    # calls), the step's results (not synced), the end of the run
+    assert commits.syncs == 3 and commits.log == [True, True, False, True]
     effects = store.sync.tool_effects(result.run_id, scope='acme')
     assert [e.status for e in effects] == ['completed'] * calls
+    assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
+
+
+def test_a_turn_without_tools_syncs_its_prompt_and_its_answer(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / 'steps.db')
+    commits = Commits(store)
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart('hello')])
+
+    agent = Agent(FunctionModel(model), capabilities=[StepPersistence(store, scope='acme')])
+    result = agent.run_sync('hi')
+    assert commits.log == [True, True]
     assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
 
 

@@ -8,22 +8,25 @@ by `(run_id, tool_call_id)`. Events and snapshots carry idempotency keys, so a r
 dropped rather than doubled. A tool records its idempotency key with `annotate_tool_effect`
 before its external effect.
 
-Which writes wait for the disk (a sync), and why. A tool-calling turn costs two syncs:
+Which writes are synced to disk, and why. A tool-calling turn costs three syncs, and the run
+waits for two of them:
 1. Before a tool body runs: the response that called it and the ledger row `started`. After a
    crash, even a power loss, a call with an effect in the world must never be missing from the
    ledger. The calls of one response share this commit (a group commit).
 2. When the run ends, finished or failed: the last response and the run record, so a run the
    caller saw finish stays finished.
+3. The run's registration and its new prompt, before the first model request. Nothing requires
+   this one to be durable, but it goes behind that request (below), so its sync costs the run
+   nothing, and the next sync, which the run does wait for, then carries only its own pages.
 Everything else is committed, atomically and so that killing the process loses none of it,
 without waiting for the disk (`StepWrite.durable=False`); the next sync makes it durable, since
-the database's log is synced in order. That covers the run's registration and its new prompt
-before the first model request, a final response before its output is processed, events, and
-the answers to a response's tool calls: the tool results, the rows `completed`/`failed` and a
-settled snapshot, in one commit that goes behind the next model request (below). A power loss
-before the next sync loses that commit whole, results and rows together, so the rows read
-`started` (effect unknown), exactly what a crash inside the tool leaves: no row ever claims an
-effect whose result was lost. That is the step in flight, which is what the log may lose anyway.
-Writes with nothing but events wait for the next write.
+the database's log is synced in order. That covers a final response before its output is
+processed, events, and the answers to a response's tool calls: the tool results, the rows
+`completed`/`failed` and a settled snapshot, in one commit that goes behind the next model
+request. A power loss before the next sync loses that commit whole, results and rows together,
+so the rows read `started` (effect unknown), exactly what a crash inside the tool leaves: no row
+ever claims an effect whose result was lost. That is the step in flight, which is what the log
+may lose anyway. Writes with nothing but events wait for the next write.
 
 The write before a model request goes *behind* it: it commits in a worker thread while the
 request is made, and the next write waits for it (and raises its error, such as a conflict). A
@@ -197,8 +200,8 @@ class StepPersistence(AbstractCapability[Any]):
                 # The first write registers the run and stores what the store has not seen, with
                 # a snapshot: a crash during this first request is resumable too.
                 state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
-            # Not durable, and committed while the request goes on (see the module docstring).
-            state.write_behind(ctx)
+            # Committed while the request goes on; only the first is synced (module docstring).
+            state.write_behind(ctx, durable=not state.registered)
             if ctx.repair_events and not state.repairs_recorded:
                 # The run-start repair changed the stored history: keep content-free audit events.
                 state.repairs_recorded = True
