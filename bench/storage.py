@@ -36,6 +36,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from _common import workload
+from _languages import EMOJI, LANGUAGES, localize
 
 from threadline import ModelMessagesTypeAdapter as OurTA
 from threadline.storage import SQLiteStore
@@ -395,9 +396,8 @@ def part_d(wl: Any, directory: Path, conversations: int, postgres: str | None = 
     stages = sorted({min(s, conversations) for s in (50, 200, conversations)})
     for stage in stages:
         for k in range(built, stage):
-            store.sync.append(
-                f'c{k}', OurTA.validate_python(wl.history(1000, seed=k, conversation_id=f'c{k}')), scope='bench'
-            )
+            history = localize(wl.history(1000, seed=k, conversation_id=f'c{k}'), k)
+            store.sync.append(f'c{k}', OurTA.validate_python(history), scope='bench')
         built = stage
         # The store's side of issue 15 §5: the ten most frequent words, scoped to one 1k-message
         # conversation, as the store grows around it (GC on, median of 5 rounds, p50 per round).
@@ -422,7 +422,19 @@ def part_d(wl: Any, directory: Path, conversations: int, postgres: str | None = 
     singles = [vocab[rng.randrange(100, 10_000)] for _ in range(100)]
     doubles = [f'{vocab[rng.randrange(100, 10_000)]} {vocab[rng.randrange(100, 10_000)]}' for _ in range(50)]
     frequent = vocab[:10]
-    kinds = {'single': singles, 'two-term': doubles, 'top-10': frequent}
+    ko, ja, zh = (LANGUAGES[lang]['words'] for lang in ('ko', 'ja', 'zh'))
+    # (queries, the conversation a scoped query searches: one written in that language)
+    kinds = {
+        'single': (singles, 'c1'),
+        'two-term': (doubles, 'c1'),
+        'top-10': (frequent, 'c1'),
+        'ko top': (ko[:5], 'c0'),  # 환불 (two syllables) is in about 70% of Korean messages
+        'ko rare': ([ko[r] for r in (100, 400, 1000, 2000)], 'c0'),
+        'ko phrase': (['환불을', '"환불 요청"', '주문 환불'], 'c0'),
+        'ja': ([*ja[:4], ja[300]], 'c7'),
+        'zh': ([*zh[:4], zh[300]], 'c14'),
+        'emoji': (EMOJI, 'c0'),
+    }
     passes = ['right after the build (each query once)']
     if postgres:  # the first read of a freshly loaded page sets its hint bits; autovacuum would too
         passes.append('at rest (after VACUUM ANALYZE, as autovacuum leaves a loaded table)')
@@ -433,8 +445,8 @@ def part_d(wl: Any, directory: Path, conversations: int, postgres: str | None = 
             with psycopg.connect(postgres, autocommit=True) as conn:
                 conn.execute('VACUUM (ANALYZE) messages')
         print(f'    {state}:')
-        for kind, queries in kinds.items():
-            for label, conv in (('store-wide', None), ('scoped', 'c1')):
+        for kind, (queries, scoped) in kinds.items():
+            for label, conv in (('store-wide', None), ('scoped', scoped)):
                 times = []
                 for q in queries:
                     t0 = time.perf_counter()

@@ -50,3 +50,41 @@ def test_any_query_is_answered_never_an_engine_error(tmp_path: Path) -> None:
         store.sync.search(query, scope='s', conversation_id='c', include_dropped=True)
 
     search()
+
+
+def _is_gram(char: str) -> bool:
+    """The gram characters, restated: CJK scripts and Hangul (their blocks), and symbols."""
+    import unicodedata
+
+    blocks = [(0x1100, 0x11FF), (0x3040, 0x30FF), (0x3130, 0x318F), (0x3400, 0x4DBF), (0x4E00, 0x9FFF)]
+    blocks += [(0xAC00, 0xD7A3), (0xF900, 0xFAFF), (0x20000, 0x2FA1F)]
+    code = ord(char)
+    return code >= 0x1100 and (any(lo <= code <= hi for lo, hi in blocks) or unicodedata.category(char) == 'So')
+
+
+def _fold_slowly(text: str) -> str:
+    import unicodedata
+
+    out = []
+    for char in text.casefold():
+        if _is_gram(char):
+            out.append(char)
+        else:
+            out.extend(c for c in unicodedata.normalize('NFKD', char) if not unicodedata.combining(c))
+    return ''.join(out)
+
+
+@settings(max_examples=examples(1000))
+@given(st.text(alphabet=st.characters(exclude_categories=['Cs']), max_size=40) | syntaxy)
+def test_folding_and_gram_runs_follow_their_rules_character_by_character(text: str) -> None:
+    """`fold` and the gram helpers work through cached per-character tables; whatever the text,
+    they give what the rules give applied one character at a time: lowercase without accents,
+    gram characters (never decomposed, so Hangul stays syllables) kept as written."""
+    from threadline.storage._grams import gram_runs, has_grams, is_gram_char
+    from threadline.storage._query import fold
+
+    assert fold(text) == _fold_slowly(text)
+    assert [is_gram_char(c) for c in text] == [_is_gram(c) for c in text]
+    assert has_grams(text) == any(_is_gram(c) for c in text)
+    assert ''.join(gram_runs(text)) == ''.join(c for c in text if _is_gram(c))
+    assert all(run and all(_is_gram(c) for c in run) for run in gram_runs(text))

@@ -94,3 +94,36 @@ def test_a_frequent_word_ranks_the_newest_matches_of_the_scope(tmp_path: Path, m
     assert (hits[0].conversation_id, hits[0].position) == ('new', 0)  # the densest match, within the window
     assert all(h.score > 0 and '[refund]' in h.snippet for h in hits)
     assert store.sync.search('"refund number"', scope='acme', limit=20)  # phrases keep the usual path
+
+
+def test_a_frequent_cjk_term_ranks_the_newest_matches_of_the_scope(tmp_path: Path, monkeypatch: object) -> None:
+    import pytest
+
+    from threadline.storage import sqlite
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setattr(sqlite, 'FREQUENT', 5)  # so a test store has frequent gram terms
+    monkeypatch.setattr(sqlite, 'WINDOW', 8)
+    store = SQLiteStore(tmp_path / 's.db')
+    store.sync.append('old', chat(*[f'환불 문의 {k}번' for k in range(10)]), scope='acme')
+    store.sync.append('new', chat('환불을 환불로 환불해 주세요', '환불 요청', '주문 환불'), scope='acme')
+    store.sync.append('theirs', chat(*['환불'] * 20), scope='globex')
+    hits = store.sync.search('환불', scope='acme', limit=5)
+    # ranked among the newest 8 matches of the scope: the new conversation's 3, old's last 5
+    window = {('new', p) for p in range(3)} | {('old', p) for p in range(5, 10)}
+    assert len(hits) == 5 and {(h.conversation_id, h.position) for h in hits} <= window
+    assert (hits[0].conversation_id, hits[0].position) == ('new', 0)  # the densest match
+    assert all(h.score > 0 and '[환불]' in h.snippet for h in hits)
+    newest = store.sync.search('환불 주문', scope='acme', limit=5)  # every term must match
+    assert [(h.conversation_id, h.position) for h in newest] == [('new', 2)]
+    assert not store.sync.search('환불', scope='nobody', limit=5)
+
+
+def test_a_snippet_of_text_without_spaces_is_a_window_of_characters(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 's.db')
+    text = 'お客様の注文について' * 30 + '返金をお願いします' + 'ご確認ください' * 30  # ~540 characters, no space
+    store.sync.append('c', chat(text, '了解しました'), scope='acme')
+    for conversation in ('c', None):
+        [hit] = store.sync.search('返金', scope='acme', conversation_id=conversation)
+        assert '[返金]' in hit.snippet
+        assert hit.snippet.startswith('...') and hit.snippet.endswith('...') and len(hit.snippet) <= 130

@@ -34,15 +34,37 @@ _RANGES = (
 )
 
 
-def is_gram_char(char: str) -> bool:
-    code = ord(char)
+def _is_gram_code(code: int) -> bool:
     if code < 0x1100:
         return False
-    return any(lo <= code <= hi for lo, hi in _RANGES) or unicodedata.category(char) == 'So'
+    return any(lo <= code <= hi for lo, hi in _RANGES) or unicodedata.category(chr(code)) == 'So'
+
+
+class _GramTable(dict[int, int | None]):
+    """A `str.translate` table that keeps gram characters and turns every other one into
+    `other`, filled as characters are first met: the test runs once per distinct character,
+    not per character of every text (CJK text repeats a few thousand characters)."""
+
+    def __init__(self, other: int | None) -> None:
+        super().__init__()
+        self._other = other
+
+    def __missing__(self, code: int) -> int | None:
+        kept = code if _is_gram_code(code) else self._other
+        self[code] = kept
+        return kept
+
+
+_GRAM_TABLE = _GramTable(None)
+_RUNS_TABLE = _GramTable(ord(' '))  # no gram character is a space
+
+
+def is_gram_char(char: str) -> bool:
+    return bool(char.translate(_GRAM_TABLE))
 
 
 def has_grams(text: str) -> bool:
-    return not text.isascii() and any(is_gram_char(c) for c in text)
+    return not text.isascii() and bool(text.translate(_GRAM_TABLE))
 
 
 def _token(char: str) -> str:
@@ -51,17 +73,7 @@ def _token(char: str) -> str:
 
 def gram_runs(text: str) -> list[str]:
     """The maximal runs of gram characters in `text`, in order."""
-    runs: list[str] = []
-    current: list[str] = []
-    for char in text:
-        if is_gram_char(char):
-            current.append(char)
-        elif current:
-            runs.append(''.join(current))
-            current = []
-    if current:
-        runs.append(''.join(current))
-    return runs
+    return text.translate(_RUNS_TABLE).split()
 
 
 def grams_of(text: str) -> str:

@@ -54,13 +54,23 @@ def fold(text: str) -> str:
     index never saw."""
     if text.isascii():
         return text.lower()
-    out = []
-    for char in text.casefold():
+    return text.casefold().translate(_FOLD_TABLE)
+
+
+class _FoldTable(dict[int, str]):
+    """`fold`'s work per character, as a `str.translate` table filled as characters are first met."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
         if is_gram_char(char):
-            out.append(char)
+            folded = char
         else:
-            out.extend(c for c in unicodedata.normalize('NFKD', char) if not unicodedata.combining(c))
-    return ''.join(out)
+            folded = ''.join(c for c in unicodedata.normalize('NFKD', char) if not unicodedata.combining(c))
+        self[code] = folded
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
 
 
 def _words(text: str) -> list[str]:

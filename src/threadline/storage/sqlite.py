@@ -247,8 +247,11 @@ class SQLiteDialect:
             if not ids:
                 return []
             marks = ','.join('?' * len(ids))
-            hits = conn.execute(f'{highlighted} AND rowid IN ({marks})', (MARK_START, MARK_END, match, *ids)).fetchall()
-            hits = [h for h in hits if _holds(h[1], grams)]
+            if words:
+                sql, params = f'{highlighted} AND rowid IN ({marks})', (MARK_START, MARK_END, match, *ids)
+            else:  # nothing for highlight() to mark (rank_locally marks the grams): the text will do
+                sql, params = f'SELECT rowid, body FROM message_fts WHERE rowid IN ({marks})', tuple(ids)
+            hits = [h for h in conn.execute(sql, params).fetchall() if _holds(h[1], grams)]
         else:
             hits = conn.execute(highlighted, (MARK_START, MARK_END, match)).fetchall()
         if not hits:
@@ -299,12 +302,22 @@ class SQLiteDialect:
         self, conn: Any, words: list[Term], grams: list[Term], scope: str | None, limit: int
     ) -> list[SearchRow]:
         """Store-wide with CJK or symbol terms: ranked by the (small) gram index within the scope's
-        token, then kept where the word terms match too."""
+        token, then kept where the word terms match too. A gram term held by more than
+        `FREQUENT` messages (`환불` in a Korean support desk) is answered as a frequent word is:
+        the scope's newest `WINDOW` matches, ranked here (BM25 needs every match's statistics)."""
         match = ' AND '.join([*(_gram_fts(t) for t in grams), f'stok : "{token("s", scope or "")}"'])
-        ranked = conn.execute(
-            'SELECT rowid, -rank FROM message_grams WHERE message_grams MATCH ? ORDER BY rank LIMIT ?',
-            (match, limit * 5),
-        ).fetchall()
+        counts = [_bounded_count(conn, _gram_fts(t), table='message_grams') for t in grams]
+        frequent = max(counts) > FREQUENT
+        if frequent:
+            ranked = conn.execute(
+                'SELECT rowid, 0.0 FROM message_grams WHERE message_grams MATCH ? ORDER BY rowid DESC LIMIT ?',
+                (match, WINDOW),
+            ).fetchall()
+        else:
+            ranked = conn.execute(
+                'SELECT rowid, -rank FROM message_grams WHERE message_grams MATCH ? ORDER BY rank LIMIT ?',
+                (match, limit * 5),
+            ).fetchall()
         if words and ranked:
             marks = ','.join('?' * len(ranked))
             keep = {
@@ -321,8 +334,12 @@ class SQLiteDialect:
         texts = dict(
             conn.execute(f'SELECT rowid, body FROM message_fts WHERE rowid IN ({marks})', [r[0] for r in ranked])
         )
-        ranked = [r for r in ranked if _holds(texts[r[0]], grams)][:limit]
-        hits = [(rowid, score, snippet_of(texts[rowid], grams)) for rowid, score in ranked]
+        ranked = [r for r in ranked if _holds(texts[r[0]], grams)]
+        if frequent:
+            total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
+            hits = rank_locally([(rowid, texts[rowid]) for rowid, _ in ranked], grams, total, counts, limit)
+        else:
+            hits = [(rowid, score, snippet_of(texts[rowid], grams)) for rowid, score in ranked[:limit]]
         return self._attach(conn, hits, scope)
 
     def _ranked_with_count(self, conn: Any, match: str, fetch: int, scope: str | None) -> tuple[list[SearchRow], bool]:
@@ -365,9 +382,9 @@ INTERSECTION = 500
 """Up to this many common matches of several terms are ranked here (`_intersection_ranked`)."""
 
 
-def _bounded_count(conn: Any, expression: str) -> int:
+def _bounded_count(conn: Any, expression: str, table: str = 'message_fts') -> int:
     """How many messages match, counted no further than `FREQUENT + 1` (the cost is bounded)."""
-    sql = 'SELECT count(*) FROM (SELECT rowid FROM message_fts WHERE message_fts MATCH ? LIMIT ?)'
+    sql = f'SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)'
     return int(conn.execute(sql, (expression, FREQUENT + 1)).fetchone()[0])
 
 
