@@ -1,8 +1,8 @@
 """What differs between SQL databases, behind one small interface the SQL store holds.
 
 The store's statements use `?` placeholders and portable SQL; a dialect owns the connection
-(transactions for reads and writes), adapts placeholders, locks a conversation for a write, keeps
-the full-text index and runs its own numbered migrations.
+(transactions for reads and writes), adapts placeholders, locks a conversation for a write, writes
+message rows with their full-text index entries and runs its own numbered migrations.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from typing import Any, Protocol
 
 from ._query import Term
 
-__all__ = ['Dialect', 'SearchRow']
+__all__ = ['Dialect', 'MessageRow', 'SearchRow']
+
+MessageRow = tuple[int, int, str, str | None, str, str, str]
+"""(branch id, position, conversation id, run id, JSON body, searchable text, scope) of a message."""
 
 SearchRow = tuple[int, int, int, str | None, float, str]
 """(message row id, branch id, position, run id, score, snippet) of one full-text hit."""
@@ -43,8 +46,8 @@ class Dialect(Protocol):
         """Serialize writers to one conversation (a no-op where the write lock is database-wide)."""
         ...
 
-    def index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
-        """Add (message row id, text, conversation id, scope) rows to the full-text index."""
+    def insert_messages(self, conn: Any, rows: list[MessageRow]) -> None:
+        """Insert message rows and index their text for search, in the write's transaction."""
         ...
 
     def unindex(self, conn: Any, conversation_id: str) -> None:

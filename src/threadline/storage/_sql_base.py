@@ -332,16 +332,13 @@ class SQLBase:
     ) -> str:
         bodies = [encoder.encode(m) for m in messages]
         link = extend_chain(prev_link, bodies)
-        rows = []
-        for offset, (message, body) in enumerate(zip(messages, bodies, strict=True)):
-            text = body.decode()
-            message_id = self._insert_id(
-                conn,
-                'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?)',
-                (branch, start + offset, conversation.id, message.run_id, text),
-            )
-            rows.append((message_id, message_text(message), conversation.id, scope))
-        self._dialect.index(conn, rows)
+        self._dialect.insert_messages(
+            conn,
+            [
+                (branch, start + offset, conversation.id, message.run_id, body.decode(), message_text(message), scope)
+                for offset, (message, body) in enumerate(zip(messages, bodies, strict=True))
+            ],
+        )
         self._exec(
             conn,
             'INSERT INTO batches (conversation_id, branch_id, start, end_, provenance, run_id, prev_link, link, '

@@ -305,17 +305,11 @@ class LogOps(SQLBase):
                     'position < ?',
                     (seg.branch, seg.start, min(seg.end, fork_position)),
                 )
-                index_rows = []
+                copies = []
                 for position, body, run_id in rows:
-                    message_id = self._insert_id(
-                        conn,
-                        'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES '
-                        '(?, ?, ?, ?, ?)',
-                        (child, position, child_conversation, run_id, body),
-                    )
                     message = ModelMessagesTypeAdapter.validate_json(f'[{body}]'.encode())[0]
-                    index_rows.append((message_id, message_text(message), child_conversation, scope))
-                self._dialect.index(conn, index_rows)
+                    copies.append((child, position, child_conversation, run_id, body, message_text(message), scope))
+                self._dialect.insert_messages(conn, copies)
                 for start, end, provenance, run_id, prev_link, link, created in batches:
                     self._exec(
                         conn,

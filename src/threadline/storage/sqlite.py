@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import BackendError, CorruptRecordError, StoreError
-from ._dialect import SearchRow
+from ._dialect import MessageRow, SearchRow
 from ._face import AsyncStore
 from ._grams import gram_phrases, grams_of, has_grams
 from ._local_rank import MARK_END, MARK_START, rank_locally, snippet_of
@@ -183,9 +183,13 @@ class SQLiteDialect:
             finally:
                 self.connection.execute('COMMIT')
 
-    def index(self, conn: Any, rows: list[tuple[int, str, str, str]]) -> None:
+    def insert_messages(self, conn: Any, rows: list[MessageRow]) -> None:
+        """Each row, then its text into the FTS5 tables under the row's id (their rowid)."""
+        insert = 'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?) RETURNING id'
         tokens = [
-            (rowid, text, token('c', conversation), token('s', scope)) for rowid, text, conversation, scope in rows
+            (conn.execute(insert, row[:5]).fetchone()[0], text, token('c', conversation), token('s', scope))
+            for row in rows
+            for conversation, text, scope in ((row[2], row[5], row[6]),)
         ]
         conn.executemany('INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)', tokens)
         grams = [(rowid, grams_of(text), c, s) for rowid, text, c, s in tokens if has_grams(text)]
