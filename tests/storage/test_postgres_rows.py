@@ -58,3 +58,34 @@ def test_the_gin_indexes_keep_small_pending_lists(index: str) -> None:
     with psycopg.connect(url) as conn:
         row = conn.execute('SELECT reloptions FROM pg_class WHERE relname = %s', (index,)).fetchone()
     assert row is not None and 'gin_pending_list_limit=512' in (row[0] or [])
+
+
+def test_a_store_wide_search_ranks_exactly_the_newest_matches_of_its_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However the matches lie (rare, clustered, spread, or mostly in another scope), the ranked
+    set is the scope's newest `RANK_CAP` matches, each once."""
+    import itertools
+    import random
+
+    from threadline.storage import PostgresStore, postgres
+
+    store = PostgresStore(fresh_postgres_url())
+    rng = random.Random(3)
+    try:
+        for case in range(12):
+            cap = rng.choice([1, 3, 7, 20])
+            monkeypatch.setattr(postgres, 'RANK_CAP', cap)
+            share = rng.choice([0.02, 0.2, 0.9])
+            mine: list[tuple[str, int]] = []
+            for k in range(rng.randrange(1, 5)):
+                scope = rng.choice([f'mine{case}', f'theirs{case}'])
+                texts = ['refund now' if rng.random() < share else 'nothing here' for _ in range(rng.randrange(1, 40))]
+                history = [ModelRequest(parts=[UserPromptPart(t)]) for t in texts]
+                store.sync.append(f'c{case}-{k}', history, scope=scope)
+                if scope == f'mine{case}':
+                    mine += [(f'c{case}-{k}', p) for p, t in enumerate(texts) if t == 'refund now']
+            hits = store.sync.search('refund', scope=f'mine{case}', limit=100)
+            expected = set(itertools.islice(reversed(mine), cap))  # appended in order: newest last
+            assert {(h.conversation_id, h.position) for h in hits} == expected, (case, cap, share)
+            assert len(hits) == len(expected)
+    finally:
+        store.close()
