@@ -534,6 +534,7 @@ def main() -> None:
     parser.add_argument(
         '--search-postgres', action='store_true', help='(d) on PostgreSQL too (drops and recreates its schema)'
     )
+    parser.add_argument('--search-only-postgres', action='store_true', help='(d) on PostgreSQL alone')
     parser.add_argument('--postgres', default=os.environ.get('THREADLINE_TEST_POSTGRES_URL'))
     parser.add_argument('--search-conversations', type=int, default=1000)
     parser.add_argument('--turns', type=int, default=1000)
@@ -550,8 +551,9 @@ def main() -> None:
         if 'c' in parts:
             part_c(wl, directory)
         if 'd' in parts:
-            part_d(wl, directory, args.search_conversations)
-            if args.postgres and args.search_postgres:
+            if not args.search_only_postgres:
+                part_d(wl, directory, args.search_conversations)
+            if args.postgres and (args.search_postgres or args.search_only_postgres):
                 part_d(wl, directory, args.search_conversations, postgres=_fresh_schema(args.postgres))
         if 'e' in parts:
             part_e(wl, directory)

@@ -85,8 +85,8 @@ def test_an_older_postgres_database_gets_its_grams_on_open() -> None:
     store.sync.append('c', chat(*TEXTS), scope='s')
     store.close()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute('ALTER TABLE messages DROP COLUMN grams')
-        conn.execute('DELETE FROM threadline_migrations WHERE version = 6')
+        conn.execute('DROP TABLE message_grams')
+        conn.execute('DELETE FROM threadline_migrations WHERE version IN (6, 11)')
     reopened = PostgresStore(url)
     try:
         assert sorted(h.position for h in reopened.sync.search('환불', scope='s', conversation_id='c')) == [0, 1]

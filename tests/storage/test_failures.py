@@ -111,7 +111,7 @@ def test_postgres_schema_is_idempotent_and_migrations_recorded() -> None:
     url = fresh_postgres_url()
     first, second = PostgresStore(url), PostgresStore(url)
     try:
-        assert first.migrations() == second.migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        assert first.migrations() == second.migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     finally:
         first.close()
         second.close()

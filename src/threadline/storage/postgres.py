@@ -186,13 +186,24 @@ class PostgresDialect:
         if not rows:
             return
         columns = [list(c) for c in zip(*rows, strict=True)]
+        grams = [grams_of(text) for text in columns[5]]
+        if not any(grams):
+            conn.execute(
+                'INSERT INTO messages (branch_id, position, conversation_id, run_id, body, search_text, scope, tsv) '
+                "SELECT b, p, c, r, j, t, s, to_tsvector('simple', t) FROM unnest(%s::bigint[], %s::int[], "
+                '%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) AS u(b, p, c, r, j, t, s)',
+                columns,
+            )
+            return
+        # The gram rows need the ids the message rows get: (branch, position) names each row.
         conn.execute(
-            'INSERT INTO messages (branch_id, position, conversation_id, run_id, body, search_text, scope, tsv, grams) '
-            "SELECT b, p, c, r, j, t, s, to_tsvector('simple', t), "
-            "CASE WHEN g = '' THEN NULL ELSE to_tsvector('simple', g) END "
-            'FROM unnest(%s::bigint[], %s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], '
-            '%s::text[]) AS u(b, p, c, r, j, t, s, g)',
-            [*columns, [grams_of(text) for text in columns[5]]],
+            'WITH u AS (SELECT * FROM unnest(%s::bigint[], %s::int[], %s::text[], %s::text[], %s::text[], '
+            '%s::text[], %s::text[], %s::text[]) AS u(b, p, c, r, j, t, s, g)), '
+            'added AS (INSERT INTO messages (branch_id, position, conversation_id, run_id, body, search_text, scope, '
+            "tsv) SELECT b, p, c, r, j, t, s, to_tsvector('simple', t) FROM u RETURNING id, branch_id, position) "
+            "INSERT INTO message_grams (id, scope, grams) SELECT added.id, u.s, to_tsvector('simple', u.g) "
+            "FROM added JOIN u ON (u.b, u.p) = (added.branch_id, added.position) WHERE u.g <> ''",
+            [*columns, grams],
         )
 
     def _index_grams_of_older_messages(self, conn: Any) -> None:
@@ -224,22 +235,24 @@ class PostgresDialect:
             if len(newest) >= limit:
                 return newest
             conn.execute('SET LOCAL enable_bitmapscan = on')
+        # Word terms match `messages.tsv`, gram terms `message_grams.grams` (aliases m and g).
         queries = [
             (column, text)
-            for column, text in (('tsv', words and _tsquery(words)), ('grams', grams and _gram_tsquery(grams)))
+            for column, text in (('m.tsv', words and _tsquery(words)), ('g.grams', grams and _gram_tsquery(grams)))
             if text
         ]
         query = "to_tsquery('simple', %s)"
-        score = ' + '.join(f'ts_rank_cd(m.{column}, {query})' for column, _ in queries)
-        where = ' AND '.join(f'm.{column} @@ {query}' for column, _ in queries)
         texts = [text for _, text in queries]
-        columns = 'm.id, m.branch_id, m.position, m.run_id'
         indexed = ', '.join(column for column, _ in queries)  # only what ranking reads: no text
+        where = ' AND '.join(f'{column} @@ {query}' for column, _ in queries)
+        # The same tests and scores on the rows a CTE `found` took (its columns: tsv, grams).
+        found_where = ' AND '.join(f'found.{column[2:]} @@ {query}' for column, _ in queries)
+        score = ' + '.join(f'ts_rank_cd(found.{column[2:]}, {query})' for column, _ in queries)
+        with_grams = ' JOIN message_grams g USING (id)' if grams else ''
         if conversations:
             source = (
-                f'WITH m AS MATERIALIZED (SELECT id, branch_id, position, run_id, {indexed} '
-                f'FROM messages WHERE conversation_id = ANY(%s)) SELECT {columns}, {score} AS score '
-                f'FROM m WHERE {where}'
+                f'WITH found AS MATERIALIZED (SELECT m.id, {indexed} FROM messages m{with_grams} '
+                f'WHERE m.conversation_id = ANY(%s)) SELECT found.id, {score} AS score FROM found WHERE {found_where}'
             )
             params: list[Any] = [conversations, *texts, *texts]
         else:
@@ -253,27 +266,27 @@ class PostgresDialect:
             # Ranking reads each match's (often toasted) tsvector, so at most the newest RANK_CAP
             # matches of the scope are ranked: beyond that the cost grows with the store.
             in_scope = 'WHERE scope = %s ' if scope is not None else ''
+            # A gram-only query reads the narrow gram rows alone until the best few are known.
+            key, tables = ('m', f'messages m{with_grams}') if words else ('g', 'message_grams g')
             source = (
-                f'WITH found AS MATERIALIZED (SELECT id, branch_id, position, run_id, {indexed}, scope '
-                f'FROM messages m WHERE {where}), m AS (SELECT * FROM found {in_scope}ORDER BY id DESC LIMIT %s) '
-                f'SELECT {columns}, {score} AS score FROM m'
+                f'WITH matched AS MATERIALIZED (SELECT {key}.id, {key}.scope, {indexed} FROM {tables} WHERE {where}), '
+                f'found AS (SELECT * FROM matched {in_scope}ORDER BY id DESC LIMIT %s) '
+                f'SELECT found.id, {score} AS score FROM found'
             )
             params = [*texts, *([scope] if scope is not None else []), RANK_CAP, *texts]
         # Rank first; the message text (often toasted) is read for the best rows only, and the
         # snippet (ts_headline costs far more than ts_rank) made for them alone.
-        best = f'{source} ORDER BY score DESC, m.id LIMIT %s'
+        best = f'{source} ORDER BY score DESC, found.id LIMIT %s'
         params.append(limit * 5 if grams else limit)
         joined = f'FROM ({best}) best JOIN messages t ON t.id = best.id'
+        columns = 'best.id, t.branch_id, t.position, t.run_id, best.score'
         if grams:  # ts_headline cannot see a gram inside a word: the snippet is made below
-            sql, tail = f'SELECT best.*, t.search_text {joined}', []
+            sql, tail = f'SELECT {columns}, t.search_text {joined}', []
         else:
             headline = (
                 f"ts_headline('simple', t.search_text, {query}, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4')"
             )
-            sql, tail = (
-                f'SELECT best.id, best.branch_id, best.position, best.run_id, best.score, {headline} {joined}',
-                [texts[0]],
-            )
+            sql, tail = f'SELECT {columns}, {headline} {joined}', [texts[0]]
         rows = [tuple(r) for r in conn.execute(sql + ' ORDER BY best.score DESC, best.id', [*tail, *params]).fetchall()]
         if not grams:
             return rows
