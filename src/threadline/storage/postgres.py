@@ -235,24 +235,37 @@ class PostgresDialect:
             if len(newest) >= limit:
                 return newest
             conn.execute('SET LOCAL enable_bitmapscan = on')
-        # Word terms match `messages.tsv`, gram terms `message_grams.grams` (aliases m and g).
+        # Word terms match `messages.tsv`, gram terms `message_grams.grams`.
         queries = [
-            (column, text)
-            for column, text in (('m.tsv', words and _tsquery(words)), ('g.grams', grams and _gram_tsquery(grams)))
+            (table, column, text)
+            for table, column, text in (
+                ('messages', 'tsv', words and _tsquery(words)),
+                ('message_grams', 'grams', grams and _gram_tsquery(grams)),
+            )
             if text
         ]
         query = "to_tsquery('simple', %s)"
-        texts = [text for _, text in queries]
-        indexed = ', '.join(column for column, _ in queries)  # only what ranking reads: no text
-        where = ' AND '.join(f'{column} @@ {query}' for column, _ in queries)
-        # The same tests and scores on the rows a CTE `found` took (its columns: tsv, grams).
-        found_where = ' AND '.join(f'found.{column[2:]} @@ {query}' for column, _ in queries)
-        score = ' + '.join(f'ts_rank_cd(found.{column[2:]}, {query})' for column, _ in queries)
-        with_grams = ' JOIN message_grams g USING (id)' if grams else ''
+        texts = [text for _, _, text in queries]
+        owner = {column: table for table, column, _ in queries}
+
+        def vector(column: str, row: str) -> str:
+            """The vector of the message `row`.id, read by primary key one row at a time (a
+            correlated subquery): no plan, with or without statistics, joins a whole table."""
+            return f'(SELECT x.{column} FROM {owner[column]} x WHERE x.id = {row}.id)'
+
+        score = ' + '.join(f'ts_rank_cd({vector(column, "found")}, {query})' for _, column, _ in queries)
         if conversations:
+            # The conversation's rows first (a materialized CTE, so the planner cannot start from
+            # a GIN index whose posting list for a frequent word grows with the store), each
+            # with its vectors.
+            carried = ', '.join(
+                'm.tsv' if column == 'tsv' else f'{vector(column, "m")} AS {column}' for _, column, _ in queries
+            )
+            where = ' AND '.join(f'found.{column} @@ {query}' for _, column, _ in queries)
+            ranked = ' + '.join(f'ts_rank_cd(found.{column}, {query})' for _, column, _ in queries)
             source = (
-                f'WITH found AS MATERIALIZED (SELECT m.id, {indexed} FROM messages m{with_grams} '
-                f'WHERE m.conversation_id = ANY(%s)) SELECT found.id, {score} AS score FROM found WHERE {found_where}'
+                f'WITH found AS MATERIALIZED (SELECT m.id, {carried} FROM messages m '
+                f'WHERE m.conversation_id = ANY(%s)) SELECT found.id, {ranked} AS score FROM found WHERE {where}'
             )
             params: list[Any] = [conversations, *texts, *texts]
         else:
@@ -263,14 +276,18 @@ class PostgresDialect:
             conn.execute("SET LOCAL work_mem = '32MB'; SET LOCAL jit = off")
             # The index matches first (a materialized CTE), the scope filters them after: left
             # to itself the planner may AND the GIN bitmap with the whole scope's index entries.
-            # Ranking reads each match's (often toasted) tsvector, so at most the newest RANK_CAP
-            # matches of the scope are ranked: beyond that the cost grows with the store.
-            in_scope = 'WHERE scope = %s ' if scope is not None else ''
+            # Only ids and scopes are carried: ranking reads each match's (often large) vector,
+            # so only the newest RANK_CAP matches of the scope are ranked, and read for it.
             # A gram-only query reads the narrow gram rows alone until the best few are known.
-            key, tables = ('m', f'messages m{with_grams}') if words else ('g', 'message_grams g')
+            key, tables = ('m', 'messages m') if words else ('g', 'message_grams g')
+            if words and grams:
+                tables += ' JOIN message_grams g ON g.id = m.id'
+            alias = {'tsv': 'm', 'grams': 'g'}
+            where = ' AND '.join(f'{alias[column]}.{column} @@ {query}' for _, column, _ in queries)
+            in_scope = 'WHERE scope = %s ' if scope is not None else ''
             source = (
-                f'WITH matched AS MATERIALIZED (SELECT {key}.id, {key}.scope, {indexed} FROM {tables} WHERE {where}), '
-                f'found AS (SELECT * FROM matched {in_scope}ORDER BY id DESC LIMIT %s) '
+                f'WITH matched AS MATERIALIZED (SELECT {key}.id, {key}.scope FROM {tables} WHERE {where}), '
+                f'found AS (SELECT id FROM matched {in_scope}ORDER BY id DESC LIMIT %s) '
                 f'SELECT found.id, {score} AS score FROM found'
             )
             params = [*texts, *([scope] if scope is not None else []), RANK_CAP, *texts]
