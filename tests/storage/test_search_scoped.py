@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,15 +78,19 @@ def test_scoped_hits_are_exactly_the_messages_holding_every_term(words: list[lis
         store.close()
 
 
-def test_a_frequent_word_ranks_the_newest_matches_of_the_scope(tmp_path: Path, monkeypatch: object) -> None:
-    import pytest
-
+@pytest.fixture
+def small_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SQLiteStore:
+    """A store where a term in more than 5 messages is frequent, and frequent terms are ranked
+    among the newest 8 matches, so a test store has frequent terms."""
     from threadline.storage import sqlite
 
-    assert isinstance(monkeypatch, pytest.MonkeyPatch)
-    monkeypatch.setattr(sqlite, 'FREQUENT', 5)  # so a test store has frequent words
+    monkeypatch.setattr(sqlite, 'FREQUENT', 5)
     monkeypatch.setattr(sqlite, 'WINDOW', 8)
-    store = SQLiteStore(tmp_path / 's.db')
+    return SQLiteStore(tmp_path / 's.db')
+
+
+def test_a_frequent_word_ranks_the_newest_matches_of_the_scope(small_store: SQLiteStore) -> None:
+    store = small_store
     store.sync.append('old', chat(*[f'refund number {k}' for k in range(10)]), scope='acme')
     store.sync.append('new', chat('refund refund refund', 'a refund', 'refund'), scope='acme')
     store.sync.append('theirs', chat(*['refund'] * 20), scope='globex')
@@ -96,15 +101,8 @@ def test_a_frequent_word_ranks_the_newest_matches_of_the_scope(tmp_path: Path, m
     assert store.sync.search('"refund number"', scope='acme', limit=20)  # phrases keep the usual path
 
 
-def test_a_frequent_cjk_term_ranks_the_newest_matches_of_the_scope(tmp_path: Path, monkeypatch: object) -> None:
-    import pytest
-
-    from threadline.storage import sqlite
-
-    assert isinstance(monkeypatch, pytest.MonkeyPatch)
-    monkeypatch.setattr(sqlite, 'FREQUENT', 5)  # so a test store has frequent gram terms
-    monkeypatch.setattr(sqlite, 'WINDOW', 8)
-    store = SQLiteStore(tmp_path / 's.db')
+def test_a_frequent_cjk_term_ranks_the_newest_matches_of_the_scope(small_store: SQLiteStore) -> None:
+    store = small_store
     store.sync.append('old', chat(*[f'환불 문의 {k}번' for k in range(10)]), scope='acme')
     store.sync.append('new', chat('환불을 환불로 환불해 주세요', '환불 요청', '주문 환불'), scope='acme')
     store.sync.append('theirs', chat(*['환불'] * 20), scope='globex')
