@@ -69,14 +69,14 @@ def test_a_store_wide_search_ranks_exactly_the_newest_matches_of_its_scope(monke
     import itertools
     import random
 
-    from threadline.storage import PostgresStore, postgres
+    from threadline.storage import PostgresStore, _pg_search
 
     store = PostgresStore(fresh_postgres_url())
     rng = random.Random(3)
     try:
         for case in range(12):
             cap = rng.choice([1, 3, 7, 20])
-            monkeypatch.setattr(postgres, 'RANK_CAP', cap)
+            monkeypatch.setattr(_pg_search, 'RANK_CAP', cap)
             share = rng.choice([0.02, 0.2, 0.9])
             mine: list[tuple[str, int]] = []
             for k in range(rng.randrange(1, 5)):

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 from ..exceptions import BackendError, UserError
 from ._dialect import MessageRow, SearchRow
 from ._face import AsyncStore
-from ._grams import gram_phrases, grams_of
+from ._grams import grams_of
 from ._local_rank import snippet_of
 from ._neutral import now_text
+from ._pg_search import best_rows, ranked_source, tsquery
 from ._query import Term, fold
 from ._schema import migrations
 from ._seal import StoreSeal
@@ -220,14 +221,8 @@ class PostgresDialect:
     def search(
         self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
-        """Word terms through `tsv`, gram terms (CJK, symbols; see `_grams`) through `grams`.
-        Scoped to conversations, their rows are taken first (a materialized CTE, so the planner
-        cannot start from a GIN index whose posting list for a frequent word grows with the
-        store): the query costs what the conversation holds. `ts_rank_cd` reads only the row
-        it ranks, so no other conversation's words shape a score. Store-wide, the newest
-        `RANK_CAP` matches of the scope are ranked (ranking reads every tsvector it scores), and a
-        query matching a large share of the scope is answered from its newest messages
-        (`_newest_first`)."""
+        """The best `limit` hits (see `_pg_search` for what is ranked and how). A query matching
+        a large share of the scope is answered from its newest messages (`_newest_first`)."""
         words = [t for t in terms if not t.grams]
         grams = [t for t in terms if t.grams]
         if words and not grams and not conversations and scope is not None and self._frequent(conn, words, scope):
@@ -235,76 +230,14 @@ class PostgresDialect:
             if len(newest) >= limit:
                 return newest
             conn.execute('SET LOCAL enable_bitmapscan = on')
-        # Word terms match `messages.tsv`, gram terms `message_grams.grams`.
-        queries = [
-            (table, column, text)
-            for table, column, text in (
-                ('messages', 'tsv', words and _tsquery(words)),
-                ('message_grams', 'grams', grams and _gram_tsquery(grams)),
-            )
-            if text
-        ]
-        query = "to_tsquery('simple', %s)"
-        texts = [text for _, _, text in queries]
-        owner = {column: table for table, column, _ in queries}
-
-        def vector(column: str, row: str) -> str:
-            """The vector of the message `row`.id, read by primary key one row at a time (a
-            correlated subquery): no plan, with or without statistics, joins a whole table."""
-            return f'(SELECT x.{column} FROM {owner[column]} x WHERE x.id = {row}.id)'
-
-        score = ' + '.join(f'ts_rank_cd({vector(column, "found")}, {query})' for _, column, _ in queries)
-        if conversations:
-            # The conversation's rows first (a materialized CTE, so the planner cannot start from
-            # a GIN index whose posting list for a frequent word grows with the store), each
-            # with its vectors.
-            carried = ', '.join(
-                'm.tsv' if column == 'tsv' else f'{vector(column, "m")} AS {column}' for _, column, _ in queries
-            )
-            where = ' AND '.join(f'found.{column} @@ {query}' for _, column, _ in queries)
-            ranked = ' + '.join(f'ts_rank_cd(found.{column}, {query})' for _, column, _ in queries)
-            source = (
-                f'WITH found AS MATERIALIZED (SELECT m.id, {carried} FROM messages m '
-                f'WHERE m.conversation_id = ANY(%s)) SELECT found.id, {ranked} AS score FROM found WHERE {where}'
-            )
-            params: list[Any] = [conversations, *texts, *texts]
-        else:
+        if not conversations:
             # Enough memory for an exact bitmap of the matches: a lossy one rechecks (and
             # detoasts) every row of each page it covers. No JIT: compiling the query (which the
             # GIN match's row estimate triggers on a table not yet analyzed) took longer than
             # running it. One round trip for both.
             conn.execute("SET LOCAL work_mem = '32MB'; SET LOCAL jit = off")
-            # The index matches first (a materialized CTE), the scope filters them after: left
-            # to itself the planner may AND the GIN bitmap with the whole scope's index entries.
-            # Only ids and scopes are carried: ranking reads each match's (often large) vector,
-            # so only the newest RANK_CAP matches of the scope are ranked, and read for it.
-            # A gram-only query reads the narrow gram rows alone until the best few are known.
-            key, tables = ('m', 'messages m') if words else ('g', 'message_grams g')
-            if words and grams:
-                tables += ' JOIN message_grams g ON g.id = m.id'
-            alias = {'tsv': 'm', 'grams': 'g'}
-            where = ' AND '.join(f'{alias[column]}.{column} @@ {query}' for _, column, _ in queries)
-            in_scope = 'WHERE scope = %s ' if scope is not None else ''
-            source = (
-                f'WITH matched AS MATERIALIZED (SELECT {key}.id, {key}.scope FROM {tables} WHERE {where}), '
-                f'found AS (SELECT id FROM matched {in_scope}ORDER BY id DESC LIMIT %s) '
-                f'SELECT found.id, {score} AS score FROM found'
-            )
-            params = [*texts, *([scope] if scope is not None else []), RANK_CAP, *texts]
-        # Rank first; the message text (often toasted) is read for the best rows only, and the
-        # snippet (ts_headline costs far more than ts_rank) made for them alone.
-        best = f'{source} ORDER BY score DESC, found.id LIMIT %s'
-        params.append(limit * 5 if grams else limit)
-        joined = f'FROM ({best}) best JOIN messages t ON t.id = best.id'
-        columns = 'best.id, t.branch_id, t.position, t.run_id, best.score'
-        if grams:  # ts_headline cannot see a gram inside a word: the snippet is made below
-            sql, tail = f'SELECT {columns}, t.search_text {joined}', []
-        else:
-            headline = (
-                f"ts_headline('simple', t.search_text, {query}, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4')"
-            )
-            sql, tail = f'SELECT {columns}, {headline} {joined}', [texts[0]]
-        rows = [tuple(r) for r in conn.execute(sql + ' ORDER BY best.score DESC, best.id', [*tail, *params]).fetchall()]
+        sql, params = best_rows(*ranked_source(words, grams, scope, conversations), words, grams, limit)
+        rows = [tuple(r) for r in conn.execute(sql, params).fetchall()]
         if not grams:
             return rows
         kept = [r for r in rows if all(t.text in fold(r[5] or '') for t in grams)][:limit]
@@ -321,7 +254,7 @@ class PostgresDialect:
         # the whole scope first. Bitmap scans stay off for the newest-first query (it walks the
         # same index) and come back for the usual path, which needs them (GIN has no other scan).
         conn.execute('SET LOCAL enable_bitmapscan = off')
-        hits = conn.execute(sql, (_tsquery(words), scope, SAMPLE)).fetchone()[0]
+        hits = conn.execute(sql, (tsquery(words), scope, SAMPLE)).fetchone()[0]
         frequent = bool(hits * FREQUENT_SHARE >= SAMPLE)
         if not frequent:
             conn.execute('SET LOCAL enable_bitmapscan = on')
@@ -341,38 +274,14 @@ class PostgresDialect:
             f"t.search_text, {query}, 'StartSel=[, StopSel=], MaxWords=14, MinWords=4') FROM best "
             'JOIN messages t ON t.id = best.id ORDER BY best.score DESC, best.id'
         )
-        text = _tsquery(words)
+        text = tsquery(words)
         return [tuple(r) for r in conn.execute(sql, (scope, WINDOW, text, text, limit, text)).fetchall()]
 
 
-RANK_CAP = 1_000
-"""A store-wide query is ranked among at most the newest 1,000 matches of its scope."""
 SAMPLE, FREQUENT_SHARE, WINDOW = 1_000, 100, 5_000
 """Frequent: the query matches 1 in 100 (or more) of the scope's newest 1,000 messages. Such a
 query is answered from the scope's newest 5,000 messages (about 50 matches or more; when they
 hold fewer than asked for, every match is ranked instead)."""
-
-
-def _tsquery(terms: list[Term]) -> str:
-    """The terms as a `to_tsquery` expression: words and prefixes (`'refun':*`) joined by `&`, a
-    phrase's words by `<->`. Each word is quoted (a term holds only word characters; see `_query`)."""
-
-    def quoted(word: str) -> str:
-        return "'" + word.replace("'", "''") + "'"
-
-    parts = []
-    for term in terms:
-        if term.kind == 'phrase':
-            parts.append('(' + ' <-> '.join(quoted(w) for w in term.words) + ')')
-        else:
-            parts.append(quoted(term.text) + (':*' if term.kind == 'prefix' else ''))
-    return ' & '.join(parts)
-
-
-def _gram_tsquery(terms: list[Term]) -> str:
-    """Gram terms as a `to_tsquery` expression on the gram text: each run's tokens in a row."""
-    phrases = [tokens for term in terms for word in term.words for tokens in gram_phrases(word)]
-    return ' & '.join('(' + ' <-> '.join("'" + t + "'" for t in tokens) + ')' for tokens in phrases)
 
 
 def _probe(psycopg: Any, url: str, timeout: float) -> None:
