@@ -58,6 +58,15 @@ def test_cjk_words_short_terms_and_emoji_are_found(
         assert '[' in hit.snippet and ']' in hit.snippet
 
 
+def test_a_cjk_word_is_found_only_where_its_characters_are_next_to_each_other(any_store: AsyncStore[Any]) -> None:
+    # 支払 and 払い are both in the first text, but not as 支払い
+    texts = ['この支払は払いません', 'お支払いをお願いします', '支払', '払い']
+    any_store.sync.append('c', chat(*texts), scope='s')
+    for conversation in ('c', None):
+        hits = any_store.sync.search('支払い', scope='s', conversation_id=conversation)
+        assert [h.position for h in hits] == [1] and '[支払い]' in hits[0].snippet
+
+
 def test_an_older_database_gets_its_gram_index_on_open(tmp_path: Path) -> None:
     path = tmp_path / 'old.db'
     store = SQLiteStore(path)
