@@ -186,11 +186,10 @@ class SQLiteDialect:
     def insert_messages(self, conn: Any, rows: list[MessageRow]) -> None:
         """Each row, then its text into the FTS5 tables under the row's id (their rowid)."""
         insert = 'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?) RETURNING id'
-        tokens = [
-            (conn.execute(insert, row[:5]).fetchone()[0], text, token('c', conversation), token('s', scope))
-            for row in rows
-            for conversation, text, scope in ((row[2], row[5], row[6]),)
-        ]
+        tokens = []
+        for branch, position, conversation, run_id, body, text, scope in rows:
+            rowid = conn.execute(insert, (branch, position, conversation, run_id, body)).fetchone()[0]
+            tokens.append((rowid, text, token('c', conversation), token('s', scope)))
         conn.executemany('INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)', tokens)
         grams = [(rowid, grams_of(text), c, s) for rowid, text, c, s in tokens if has_grams(text)]
         if grams:
