@@ -16,9 +16,9 @@ from threadline.storage.testing import turn
 
 def test_migrations_are_numbered_and_recorded(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / 'a.db')
-    assert store.migrations() == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert store.migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     store.close()
-    assert SQLiteStore(tmp_path / 'a.db').migrations() == [1, 2, 3, 4, 5, 6, 7, 8]  # reopening runs nothing twice
+    assert SQLiteStore(tmp_path / 'a.db').migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9]  # reopening runs nothing twice
 
 
 def test_a_corrupt_row_names_conversation_and_position(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_postgres_schema_is_idempotent_and_migrations_recorded() -> None:
     url = fresh_postgres_url()
     first, second = PostgresStore(url), PostgresStore(url)
     try:
-        assert first.migrations() == second.migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+        assert first.migrations() == second.migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
     finally:
         first.close()
         second.close()

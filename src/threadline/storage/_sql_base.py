@@ -222,11 +222,16 @@ class SQLBase:
         for seg in segments:
             if seg.end <= first:
                 continue
+            low = max(seg.start, first)
+            # A branch's batches lie end to end, so the ones holding `low` onwards start at the last
+            # start at or before `low`: an index range from there, not a walk over every batch
+            # before it (`start < end AND end_ > low` alone scanned the whole branch).
             for start, end, provenance, run_id, link, created in self._all(
                 conn,
                 'SELECT start, end_, provenance, run_id, link, created_at FROM batches WHERE branch_id = ? '
+                'AND start >= COALESCE((SELECT MAX(start) FROM batches WHERE branch_id = ? AND start <= ?), 0) '
                 'AND start < ? AND end_ > ? ORDER BY start',
-                (seg.branch, seg.end, max(seg.start, first)),
+                (seg.branch, seg.branch, low, seg.end, low),
             ):
                 out.append(
                     BatchInfo(

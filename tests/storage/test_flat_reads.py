@@ -1,0 +1,70 @@
+"""What a run start reads must not grow with the conversation.
+
+A StepPersistence run starts by reading the stored tip and the ledger rows still `started`. A
+long conversation written step by step holds one batch per step and one ledger row per tool call,
+so a read that walks either grows by a few rows with every turn. Measured here as SQLite virtual
+machine instructions (a count, not a time): the same read over a conversation 40 times longer
+must do about the same work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from threadline import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from threadline.storage import MemoryStore, ToolEffect
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def conversation(turns: int) -> MemoryStore:
+    """`turns` turns, each appended on its own (one batch each) with one settled ledger row."""
+    store = MemoryStore()
+    for t in range(turns):
+        store.sync.append(
+            'c',
+            [ModelRequest(parts=[UserPromptPart(f'q{t}')]), ModelResponse(parts=[TextPart(f'a{t}')])],
+            scope='s',
+        )
+        effect = ToolEffect(f'run-{t}', f'call-{t}', 'look', 'completed', NOW, NOW)
+        store.sync.record_tool_effect(effect, conversation_id='c', scope='s')
+    return store
+
+
+def instructions(store: MemoryStore, read: Callable[[Any], object]) -> int:
+    """Virtual machine instructions SQLite runs for `read(store.sync)`, counted in steps of 10."""
+    count = [0]
+
+    def tick() -> int:
+        count[0] += 1
+        return 0
+
+    connection = store.sync.dialect.connection
+    connection.set_progress_handler(tick, 10)
+    try:
+        read(store.sync)
+    finally:
+        connection.set_progress_handler(None, 10)
+    return count[0] * 10
+
+
+READS: dict[str, Callable[[Any], object]] = {
+    'load(last=1)': lambda s: s.load('c', scope='s', last=1),
+    'load(last=20)': lambda s: s.load('c', scope='s', last=20),
+    'ledger rows still started': lambda s: s.tool_effects_for_conversation('c', scope='s', status='started'),
+}
+
+
+@pytest.mark.parametrize('name', list(READS))
+def test_run_start_reads_do_not_grow_with_the_conversation(name: str) -> None:
+    read = READS[name]
+    short, long = conversation(25), conversation(1000)
+    small, large = instructions(short, read), instructions(long, read)
+    # b-tree descents deepen with the table (a log factor); a walk would be 40 times the work
+    assert large < small * 1.5 + 200, (name, small, large)
+    short.close()
+    long.close()
