@@ -260,6 +260,7 @@ SURFACE: dict[str, set[str]] = {
         'RunFinish',
         'RunNotFound',
         'RunRecord',
+        'RunStart',
         'SQLStore',
         'SQLiteStore',
         'SearchHit',

@@ -56,6 +56,7 @@ READS: dict[str, Callable[[Any], object]] = {
     'load(last=1)': lambda s: s.load('c', scope='s', last=1),
     'load(last=20)': lambda s: s.load('c', scope='s', last=20),
     'ledger rows still started': lambda s: s.tool_effects_for_conversation('c', scope='s', status='started'),
+    'run_start': lambda s: s.run_start('c', scope='s'),
 }
 
 

@@ -106,6 +106,29 @@ class RecordConformance:
         [row] = store.sync.tool_effects('r3', scope='s')
         assert (row.status, row.idempotency_key) == ('completed', 'key-1')
 
+    def test_run_start_reads_what_a_run_checks(self, store: AsyncStore[SyncStore]) -> None:
+        assert store.sync.run_start('w8', scope='s') is None
+        history = turn(0, conversation_id='w8', run_id='r8') + turn(1, conversation_id='w8', run_id='r8')
+        store.sync.append('w8', history[:4], scope='s')
+        revision = store.sync.append('w8', history[4:], scope='s')
+        for effect in (
+            ToolEffect('r8', 'call-a', 'lookup', 'completed', T0, T0),
+            ToolEffect('r8', 'call-b', 'refund', 'started', T0 + timedelta(seconds=1), idempotency_key='k-b'),
+            ToolEffect('r8', 'call-c', 'lookup', 'failed', T0, T0),
+        ):
+            store.sync.record_tool_effect(effect, conversation_id='w8', scope='s')
+        start = store.sync.run_start('w8', scope='s')
+        assert start is not None
+        assert (start.revision, start.length, start.tip, start.quarantined) == (revision, 8, history[-1], None)
+        assert [(e.tool_call_id, e.idempotency_key) for e in start.unresolved] == [('call-b', 'k-b')]
+        assert store.sync.run_start('w8', scope='other') is None  # another scope's conversation: not found
+        fork = store.sync.fork('w8', scope='s', at=3)  # the tip of a fork that has written nothing of its own
+        forked = store.sync.run_start(fork, scope='s')
+        assert forked is not None and (forked.length, forked.tip, forked.unresolved) == (3, history[2], [])
+        store.sync.quarantine('w8', scope='s', report={'verdict': 'UNTRUSTED_HISTORY'})
+        quarantined = store.sync.run_start('w8', scope='s')
+        assert quarantined is not None and quarantined.quarantined == {'verdict': 'UNTRUSTED_HISTORY'}
+
     def test_audit_records_round_trip_and_respect_scope(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('w4', turn(0, conversation_id='w4'), scope='s')
         key = store.sync.audit_key()

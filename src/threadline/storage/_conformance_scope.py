@@ -78,6 +78,7 @@ def _tenant_a(store: SyncStore) -> dict[str, Any]:
             repr(store.waits(cid, scope='tenant-a')),
             repr(store.audit_events(cid, scope='tenant-a')),
             repr(store.tool_effects_for_conversation(cid, scope='tenant-a')),
+            repr(store.run_start(cid, scope='tenant-a')),
         )
     for run in A_RUNS:
         out[run] = repr(
@@ -142,6 +143,7 @@ def _random_call(store: SyncStore, rng: random.Random, branches: list[int]) -> C
             ),
             lambda: store.tool_effects(run, scope=scope),
             lambda: store.tool_effects_for_conversation(cid, scope=scope),
+            lambda: store.run_start(cid, scope=scope),
             lambda: store.record_outcome(cid, scope=scope, run_id=label, expected_effect='x'),
             lambda: store.outcomes(cid, scope=scope),
             lambda: store.record_wait(

@@ -38,6 +38,7 @@ from ._records import (
     ReceiptStrength,
     RunFinish,
     RunRecord,
+    RunStart,
     SearchHit,
     Snapshot,
     SnapshotRequest,
@@ -225,8 +226,13 @@ class StepStore(Protocol):
     def tool_effects_for_conversation(
         self, conversation_id: str, *, scope: str, status: str | None = None
     ) -> builtins.list[ToolEffect]:
-        """The conversation's ledger rows (only those with `status`, when given: a run start asks
-        for the `started` ones, so its cost does not grow with every call the conversation made)."""
+        """The conversation's ledger rows (only those with `status`, when given)."""
+        ...
+
+    def run_start(self, conversation_id: str, *, scope: str) -> RunStart | None:
+        """What a run start checks, in one read (see `RunStart`); None when the conversation does
+        not exist in this scope. Its cost must not grow with the conversation: StepPersistence
+        makes this read before every run."""
         ...
 
 

@@ -118,6 +118,7 @@ class AsyncStore(Generic[B]):
     record_tool_effect = _AsyncOp(SyncStore.record_tool_effect)
     tool_effects = _AsyncOp(SyncStore.tool_effects)
     tool_effects_for_conversation = _AsyncOp(SyncStore.tool_effects_for_conversation)
+    run_start = _AsyncOp(SyncStore.run_start)
     # audit records
     audit_key = _AsyncOp(SyncStore.audit_key)
     record_outcome = _AsyncOp(SyncStore.record_outcome)

@@ -13,6 +13,7 @@ from typing import Any
 from .._uuid import uuid7
 from ..exceptions import (
     BackendError,
+    ConversationNotFound,
     UserError,
 )
 from ..messages import ModelMessage
@@ -43,6 +44,7 @@ from ._records import (
     ConversationSummary,
     EveryScope,
     Provenance,
+    RunStart,
     SearchHit,
     StoredConversation,
     ToolEffect,
@@ -373,6 +375,22 @@ class FileLogOps(FileBase):
     ) -> builtins.list[ToolEffect]:
         effects = self._get(conversation_id, scope).effects.values()
         return [to_effect(e) for e in effects if status is None or e.status == status]
+
+    def run_start(self, conversation_id: str, *, scope: str) -> RunStart | None:
+        with self._lock:
+            try:
+                state = self._get(conversation_id, scope)
+            except ConversationNotFound:
+                return None
+            tip = self._bodies(state)[-1:]
+            unresolved = [to_effect(e) for e in state.effects.values() if e.status == 'started']
+        return RunStart(
+            state.revision,
+            self._length(state),
+            self._decode(tip, conversation_id)[0] if tip else None,
+            sorted(unresolved, key=lambda e: e.started_at),
+            state.quarantine,
+        )
 
     def branches(self, conversation_id: str, *, scope: str) -> builtins.list[tuple[int, int]]:
         state = self._get(conversation_id, scope)

@@ -27,6 +27,7 @@ __all__ = [
     'RecoveryInspection',
     'RunFinish',
     'RunRecord',
+    'RunStart',
     'SearchHit',
     'Snapshot',
     'SnapshotMark',
@@ -305,6 +306,20 @@ class RunFinish:
     status: RunStatus
     output_json: str | None = None
     usage: RunUsage | None = None
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a run over a stored conversation checks before its first model request, read at once
+    (`run_start`): where the stored history stands (`revision`, `length`), its last message (the
+    run's history must hold it at `length - 1`, or another writer got there first), whether the
+    audit quarantined it, and the ledger rows still `started` (calls whose effect is unknown)."""
+
+    revision: int
+    length: int
+    tip: ModelMessage | None
+    unresolved: list[ToolEffect]
+    quarantined: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

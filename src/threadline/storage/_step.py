@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import error_summary
 from ..capabilities import AbstractCapability, ModelRequestContext
-from ..exceptions import ConflictError, ConversationNotFound, UnresolvedToolEffect, UserError
+from ..exceptions import ConflictError, UnresolvedToolEffect, UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ..messages._codec import encoder
 from ._audit_events import record_repair_events
@@ -59,6 +59,7 @@ from ._neutral import quarantined
 from ._records import (
     RecoveryInspection,
     RunFinish,
+    RunStart,
     StoredConversation,
     ToolEffect,
 )
@@ -135,37 +136,26 @@ class StepPersistence(AbstractCapability[Any]):
     # -- hooks ------------------------------------------------------------------------------
     async def before_run(self, ctx: RunContext[Any]) -> None:
         scope = self._scope_for(ctx)
-        existing, effects, tip = await asyncio.to_thread(self._read_start, ctx.conversation_id, scope)
-        refuse_unknown_effects(ctx.conversation_id, effects)
-        state = RunLog(self.store, ctx.conversation_id, scope, existing[0] if existing else None)
+        start = await asyncio.to_thread(self._read_start, ctx.conversation_id, scope)
+        if start is not None and not self.allow_unknown_effects:
+            refuse_unknown_effects(ctx.conversation_id, start.unresolved)
+        state = RunLog(self.store, ctx.conversation_id, scope, start.revision if start else None)
         self._runs[ctx.run_id] = state
-        if existing is not None and tip is not None:
-            self._check_not_stale(ctx, state, existing, tip)
+        if start is not None and start.tip is not None:
+            self._check_not_stale(ctx, state, (start.revision, start.length), start.tip)
         state.event(ctx, 'run_started')
 
-    def _read_start(
-        self, conversation_id: str, scope: str
-    ) -> tuple[tuple[int, int] | None, list[ToolEffect], ModelMessage | None]:
-        """What a run start needs from the store, read in one trip to a worker thread: the
-        conversation's (revision, length), its unresolved ledger rows (unless allowed), its tip."""
+    def _read_start(self, conversation_id: str, scope: str) -> RunStart | None:
+        """What a run start needs from the store, in one trip to a worker thread (and one read)."""
         store = self.store.sync
         if self._key is None and not self.include_content:
             self._key = store.audit_key()
-        try:
-            stored = store.load(conversation_id, scope=scope, last=1)
-        except ConversationNotFound:
-            return None, [], None
-        existing = (stored.revision, stored.length)
-        effects = (
-            []
-            if self.allow_unknown_effects
-            else store.tool_effects_for_conversation(conversation_id, scope=scope, status='started')
-        )
-        if stored.quarantined:
+        start: RunStart | None = store.run_start(conversation_id, scope=scope)
+        if start is not None and start.quarantined:
             # Refused here, before the first model request: the first write, which the store
             # would refuse too, goes behind that request (see the module docstring).
             raise quarantined(conversation_id)
-        return existing, effects, stored.messages[-1] if stored.messages else None
+        return start
 
     def _check_not_stale(
         self, ctx: RunContext[Any], state: RunLog, existing: tuple[int, int], tip: ModelMessage

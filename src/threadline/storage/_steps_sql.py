@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
@@ -9,7 +10,17 @@ import msgspec
 from ..exceptions import ConversationNotFound
 from ..messages import ModelMessage, RunUsage
 from ._neutral import check_scope, check_step_write, not_found, now_text, parse_time, run_not_found
-from ._records import RunFinish, RunRecord, Snapshot, SnapshotMark, SnapshotRequest, StepEvent, StepWrite, ToolEffect
+from ._records import (
+    RunFinish,
+    RunRecord,
+    RunStart,
+    Snapshot,
+    SnapshotMark,
+    SnapshotRequest,
+    StepEvent,
+    StepWrite,
+    ToolEffect,
+)
 from ._sql_base import SQLBase
 
 __all__ = ['StepOps']
@@ -203,6 +214,28 @@ class StepOps(SQLBase):
                 where, params = where + ' AND t.status = ?', [*params, status]
             rows = self._all(conn, _EFFECTS + where + ' ORDER BY t.started_at', params)
         return [_effect(r) for r in rows]
+
+    def run_start(self, conversation_id: str, *, scope: str) -> RunStart | None:
+        """The conversation row, its last message and its unresolved ledger rows, in one read
+        transaction: each an index descent, whatever the conversation's length."""
+        with self._read() as conn:
+            check_scope(scope)
+            try:
+                conversation = self._conversation(conn, conversation_id, scope)
+            except ConversationNotFound:
+                return None
+            tip = None
+            if conversation.length:
+                segments = self._lineage(conn, conversation.head_branch)
+                rows = self._raw_messages(conn, segments, conversation.length - 1, conversation.length)
+                tip = self._decode(rows, conversation_id)[0]
+            unresolved = self._all(
+                conn,
+                _EFFECTS + "WHERE t.conversation_id = ? AND t.status = 'started' ORDER BY t.started_at",
+                (conversation_id,),
+            )
+        quarantined = json.loads(conversation.quarantine) if conversation.quarantine else None
+        return RunStart(conversation.revision, conversation.length, tip, [_effect(r) for r in unresolved], quarantined)
 
     def step_write(self, write: StepWrite) -> int:
         """Apply one boundary (see `StepWrite`); returns the revision after the write. A completed
