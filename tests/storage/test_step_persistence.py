@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from threadline import Agent, ModelMessage, ModelRequest, ModelResponse, RunContext
+from threadline import Agent, ModelMessage, ModelRequest, ModelResponse, RunContext, TextPart
 from threadline.capabilities import ProcessHistory
 from threadline.models.test import TestModel
 from threadline.storage import (
@@ -14,6 +15,7 @@ from threadline.storage import (
     MemoryStore,
     SQLiteStore,
     StepPersistence,
+    ToolEffect,
     annotate_tool_effect,
     continue_run,
     fork_run,
@@ -233,3 +235,62 @@ async def test_a_run_over_a_stale_history_is_refused_not_stored_on_top(store: An
         await agent.run('second session, stale', **loaded.run_kwargs())
     after = await store.load(first.conversation_id, scope='acme')
     assert after.messages == before.messages and after.revision == before.revision
+
+
+async def test_a_refused_start_never_reaches_the_model(store: Any) -> None:
+    """The run start's read goes behind the run's setup, but every refusal still comes before the
+    first model request: a stale history, a quarantined conversation, an unresolved tool call."""
+    from threadline.exceptions import ConflictError, ConversationQuarantined, UnresolvedToolEffect
+    from threadline.models.function import FunctionModel
+
+    calls: list[int] = []
+
+    def model(messages: list[ModelMessage], info: Any) -> ModelResponse:
+        calls.append(len(messages))
+        return ModelResponse(parts=[TextPart('hello')])
+
+    agent = Agent(FunctionModel(model), capabilities=[StepPersistence(store, scope='acme')])
+    first = await agent.run('hi')
+    loaded = await store.load(first.conversation_id, scope='acme')
+    await agent.run('again', **loaded.run_kwargs())
+    calls.clear()
+    with pytest.raises(ConflictError):
+        await agent.run('stale', **loaded.run_kwargs())
+    effect = ToolEffect('r-x', 'call-x', 'charge', 'started', datetime.now(tz=UTC))
+    store.sync.record_tool_effect(effect, conversation_id=first.conversation_id, scope='acme')
+    current = await store.load(first.conversation_id, scope='acme')
+    with pytest.raises(UnresolvedToolEffect, match='call-x'):
+        await agent.run('unresolved', **current.run_kwargs())
+    store.sync.quarantine(first.conversation_id, scope='acme', report={'verdict': 'UNTRUSTED_HISTORY'})
+    with pytest.raises(ConversationQuarantined):
+        await agent.run('quarantined', **current.run_kwargs())
+    assert calls == []
+    assert (await store.load(first.conversation_id, scope='acme')).revision == current.revision
+
+
+async def test_a_tool_approved_before_any_model_request_is_in_the_ledger_first(store: Any) -> None:
+    """A run resumed with approvals runs the tool before its first model request: the ledger row
+    `started` is written before the tool body all the same."""
+    from threadline import DeferredToolRequests, DeferredToolResults
+
+    seen: list[list[str]] = []
+    agent = Agent(
+        TestModel(), output_type=[str, DeferredToolRequests], capabilities=[StepPersistence(store, scope='acme')]
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file(path: str) -> str:
+        [summary] = store.sync.list('acme')
+        seen.append([e.status for e in store.sync.tool_effects_for_conversation(summary.conversation_id, scope='acme')])
+        return f'deleted {path}'
+
+    paused = await agent.run('delete it')
+    assert isinstance(paused.output, DeferredToolRequests)
+    [call] = paused.output.approvals
+    stored = await store.load(paused.conversation_id, scope='acme')
+    resumed = await agent.run(
+        deferred_tool_results=DeferredToolResults(approvals={call.tool_call_id: True}), **stored.run_kwargs()
+    )
+    assert seen == [['started']]
+    [effect] = await store.tool_effects(resumed.run_id, scope='acme')
+    assert (effect.tool_call_id, effect.status) == (call.tool_call_id, 'completed')

@@ -34,8 +34,14 @@ crash at any instant leaves the store either before or after that commit, as it 
 had waited, so going behind changes what the run waits for, never what a crash may lose. So that
 no first model request is made for a conversation the store would refuse, the run start checks
 what the first write would: the stored tip (`ConflictError`) and quarantine
-(`ConversationQuarantined`). A writer that changes the conversation during the run is caught by
-the next write, after at most one more model request.
+(`ConversationQuarantined`), and the ledger (`UnresolvedToolEffect`). A writer that changes the
+conversation during the run is caught by the next write, after at most one more model request.
+
+The run start's read goes behind the run's setup in the same way: `before_run` starts it in a
+worker thread, and the first hook that needs the run's records waits for it, which is at the
+latest before the first model request or tool call. Its checks are made against the history the
+run started with. A run that fails before any hook waited reports the refusal, if the read refused
+the run, as it would have had `before_run` waited.
 """
 
 from __future__ import annotations
@@ -118,6 +124,7 @@ class StepPersistence(AbstractCapability[Any]):
         self.include_content = include_content
         self.allow_unknown_effects = allow_unknown_effects
         self._runs: dict[str, RunLog] = {}
+        self._opening: dict[str, asyncio.Future[None]] = {}
         self._key: bytes | None = None
 
     def _error(self, error: BaseException) -> str:
@@ -135,55 +142,102 @@ class StepPersistence(AbstractCapability[Any]):
 
     # -- hooks ------------------------------------------------------------------------------
     async def before_run(self, ctx: RunContext[Any]) -> None:
+        # The run start's read goes behind the run's setup (module docstring): the first hook that
+        # needs the run's records waits for it, and no model request or tool runs before that.
         scope = self._scope_for(ctx)
-        start = await asyncio.to_thread(self._read_start, ctx.conversation_id, scope)
-        if start is not None and not self.allow_unknown_effects:
-            refuse_unknown_effects(ctx.conversation_id, start.unresolved)
-        state = RunLog(self.store, ctx.conversation_id, scope, start.revision if start else None)
-        self._runs[ctx.run_id] = state
-        if start is not None and start.tip is not None:
-            self._check_not_stale(ctx, state, (start.revision, start.length), start.tip)
-        state.event(ctx, 'run_started')
+        read = self._start_read(ctx.conversation_id, scope)
+        started = (ctx.run_step, _now())
+        history, repaired = list(ctx.messages), bool(ctx.repair_events)
+        self._opening[ctx.run_id] = asyncio.ensure_future(self._open(ctx, scope, read, history, repaired, started))
+
+    def _start_read(self, conversation_id: str, scope: str) -> asyncio.Future[RunStart | None]:
+        """The run start's read, under way in a worker thread (in the event loop for a store
+        that never waits on a disk)."""
+        loop = asyncio.get_running_loop()
+        if not self.store.in_process:
+            return loop.run_in_executor(None, self._read_start, conversation_id, scope)
+        future: asyncio.Future[RunStart | None] = loop.create_future()
+        try:
+            future.set_result(self._read_start(conversation_id, scope))
+        except Exception as error:  # noqa: BLE001 - raised where the run waits for the read
+            future.set_exception(error)
+        return future
 
     def _read_start(self, conversation_id: str, scope: str) -> RunStart | None:
-        """What a run start needs from the store, in one trip to a worker thread (and one read)."""
+        """What a run start needs from the store, in one read."""
         store = self.store.sync
         if self._key is None and not self.include_content:
             self._key = store.audit_key()
         start: RunStart | None = store.run_start(conversation_id, scope=scope)
         if start is not None and start.quarantined:
-            # Refused here, before the first model request: the first write, which the store
-            # would refuse too, goes behind that request (see the module docstring).
+            # Refused before the first model request: the first write, which the store would
+            # refuse too, goes behind that request (see the module docstring).
             raise quarantined(conversation_id)
         return start
 
-    def _check_not_stale(
-        self, ctx: RunContext[Any], state: RunLog, existing: tuple[int, int], tip: ModelMessage
+    async def _open(
+        self,
+        ctx: RunContext[Any],
+        scope: str,
+        read: asyncio.Future[RunStart | None],
+        history: list[ModelMessage],
+        repaired: bool,
+        started: tuple[int, datetime],
     ) -> None:
+        """Check what the read found against the history the run started with, then keep the
+        run's records: refused on unresolved tool effects, or if another writer got there first."""
+        start = await read
+        if start is not None and not self.allow_unknown_effects:
+            refuse_unknown_effects(ctx.conversation_id, start.unresolved)
+        state = RunLog(self.store, ctx.conversation_id, scope, start.revision if start else None)
+        if start is not None and start.tip is not None and not repaired:
+            self._check_not_stale(state, history, start.length, start.tip)
+        state.event(ctx, 'run_started', at=started)
+        self._runs[ctx.run_id] = state
+
+    async def _state(self, ctx: RunContext[Any]) -> RunLog | None:
+        """The run's records, once its start is checked (waiting for that, and raising its error)."""
+        opening = self._opening.get(ctx.run_id)
+        if opening is not None:
+            try:
+                await asyncio.shield(opening)  # every hook of the run waits for the same opening
+            finally:
+                self._opening.pop(ctx.run_id, None)
+        return self._runs.get(ctx.run_id)
+
+    async def _settle_opening(self, ctx: RunContext[Any]) -> BaseException | None:
+        """Wait for a run start still under way when the run ends; its error, if it refused the
+        run (returned, not raised: the caller decides which error the run reports)."""
+        opening = self._opening.pop(ctx.run_id, None)
+        if opening is None:
+            return None
+        try:
+            await asyncio.shield(opening)
+        except Exception as refusal:  # noqa: BLE001 - handed to the caller
+            return refusal
+        return None
+
+    def _check_not_stale(self, state: RunLog, history: list[ModelMessage], length: int, tip: ModelMessage) -> None:
         """The run's history must hold what is stored: the same stored tip, at the same place. A
         run over a history loaded before another writer appended to it would otherwise store its
         turn on top of theirs (or rewrite them away); it is refused with `ConflictError` instead.
         A history that run-start repair changed is stored as a rewrite (a branch), as before."""
-        history, length = ctx.messages, existing[1]
-        if ctx.repair_events:
-            return
         if len(history) >= length and encoder.encode(tip) == encoder.encode(history[length - 1]):
             state.pin(history, length)
             return
-        self._runs.pop(ctx.run_id, None)
         raise ConflictError(
             f'conversation {state.conversation_id!r} holds {length} stored messages that this run was not given '
             f'(it was given {len(history)}): another writer changed it since it was loaded, or a window of it was '
             'passed. Load it again and run over what is stored.',
             conversation_id=state.conversation_id,
             expected=None,
-            actual=existing[0],
+            actual=state.revision,
         )
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        state = self._runs.get(ctx.run_id)
+        state = await self._state(ctx)
         if state is not None:
             state.event(ctx, 'model_request_started')
             if not state.registered:
@@ -207,7 +261,7 @@ class StepPersistence(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
-        state = self._runs.get(ctx.run_id)
+        state = await self._state(ctx)
         if state is not None:
             state.event(ctx, 'model_request_completed')
         return response
@@ -215,7 +269,7 @@ class StepPersistence(AbstractCapability[Any]):
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
-        state = self._runs.get(ctx.run_id)
+        state = await self._state(ctx)
         if state is not None:
             state.event(ctx, 'model_request_failed', error=self._error(error))
         raise error
@@ -223,7 +277,7 @@ class StepPersistence(AbstractCapability[Any]):
     async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
         from ..agent import CallToolsNode, ModelRequestNode
 
-        state = self._runs.get(ctx.run_id)
+        state = await self._state(ctx)
         if state is None:
             return result
         if isinstance(node, ModelRequestNode):
@@ -238,7 +292,7 @@ class StepPersistence(AbstractCapability[Any]):
     async def before_tool_execute(
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
-        state = self._runs.get(ctx.run_id)
+        state = await self._state(ctx)
         if state is None:
             return args
         started = _now()
@@ -273,7 +327,7 @@ class StepPersistence(AbstractCapability[Any]):
     async def _finish_tool(
         self, ctx: Any, call: ToolCallPart, status: Literal['completed', 'failed'], error: str | None
     ) -> None:
-        state = self._runs.get(ctx.run_id)
+        state = await self._state(ctx)
         if state is None:
             return
         state.event(
@@ -299,6 +353,7 @@ class StepPersistence(AbstractCapability[Any]):
 
         from ._neutral import to_python_output
 
+        await self._state(ctx)
         state = self._runs.pop(ctx.run_id, None)
         if state is None:
             return result
@@ -317,11 +372,17 @@ class StepPersistence(AbstractCapability[Any]):
         try:
             return await handler()
         finally:
+            await self._settle_opening(ctx)
             state = self._runs.pop(ctx.run_id, None)
             if state is not None and state.behind is not None:
                 await asyncio.shield(state.behind)
 
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+        refusal = await self._settle_opening(ctx)
+        if refusal is not None:
+            # The run failed before any hook waited for its start, which refused it: report the
+            # refusal, as if the run had waited for its start before anything else.
+            raise refusal from error
         state = self._runs.pop(ctx.run_id, None)
         if state is not None:
             state.event(ctx, 'run_failed', error=self._error(error))

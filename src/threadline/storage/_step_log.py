@@ -64,11 +64,12 @@ class RunLog:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     behind: asyncio.Future[None] | None = None
 
-    def event(self, ctx: Any, kind: str, **fields: Any) -> None:
-        key = f'{self.event_index}:{ctx.run_step}:{kind}:{fields.get("tool_call_id") or ""}'
+    def event(self, ctx: Any, kind: str, *, at: tuple[int, datetime] | None = None, **fields: Any) -> None:
+        """Record an event of the run's current step, now (or at the `(step, time)` it happened)."""
+        step, when = at if at is not None else (ctx.run_step, datetime.now(tz=UTC))
+        key = f'{self.event_index}:{step}:{kind}:{fields.get("tool_call_id") or ""}'
         self.event_index += 1
-        now = datetime.now(tz=UTC)
-        self.events.append(StepEvent(ctx.run_id, kind, ctx.run_step, now, idempotency_key=key, **fields))  # type: ignore[arg-type]
+        self.events.append(StepEvent(ctx.run_id, kind, step, when, idempotency_key=key, **fields))  # type: ignore[arg-type]
 
     def pin(self, history: list[ModelMessage], length: int) -> None:
         """The store holds `history[:length]`."""
