@@ -190,3 +190,33 @@ async def test_a_run_cancelled_during_its_first_request_has_its_prompt_stored_wh
     [summary] = store.sync.list('acme')
     [prompt] = store.sync.load(summary.conversation_id, scope='acme').messages
     assert prompt.parts[-1].content == 'keep this prompt'
+
+
+async def test_a_run_cancelled_while_its_start_is_read_leaves_nothing_open(tmp_path: Path) -> None:
+    """The run start's read is still under way in its thread when the run is cancelled: the run
+    returns once the read is done, and the capability holds nothing of the run afterwards."""
+    import asyncio
+    import threading
+
+    store = SQLiteStore(tmp_path / 'steps.db')
+    reading, release = threading.Event(), threading.Event()
+    read = store.sync.run_start
+
+    def slow_read(conversation_id: str, *, scope: str) -> Any:
+        reading.set()
+        release.wait(5)
+        return read(conversation_id, scope=scope)
+
+    store.sync.run_start = slow_read  # type: ignore[method-assign]
+    persistence = StepPersistence(store, scope='acme')
+    agent = Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart('hi')])), capabilities=[persistence])
+    task = asyncio.create_task(agent.run('hello'))
+    await asyncio.to_thread(reading.wait, 5)
+    await asyncio.sleep(0.01)  # the run reaches its first hook, which waits for the read
+    task.cancel()
+    asyncio.get_running_loop().call_later(0.05, release.set)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert release.is_set()  # the run returned only after its read was done
+    assert persistence._runs == {} and persistence._opening == {}  # nothing of the run is kept
+    assert store.sync.list('acme') == []

@@ -202,7 +202,8 @@ class StepPersistence(AbstractCapability[Any]):
             try:
                 await asyncio.shield(opening)  # every hook of the run waits for the same opening
             finally:
-                self._opening.pop(ctx.run_id, None)
+                if opening.done():  # else (the hook was cancelled) `wrap_run` settles it
+                    self._opening.pop(ctx.run_id, None)
         return self._runs.get(ctx.run_id)
 
     async def _settle_opening(self, ctx: RunContext[Any]) -> BaseException | None:
