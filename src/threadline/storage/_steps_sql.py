@@ -21,7 +21,7 @@ from ._records import (
     StepWrite,
     ToolEffect,
 )
-from ._sql_base import SQLBase
+from ._sql_base import Conversation, SQLBase
 
 __all__ = ['StepOps']
 
@@ -219,10 +219,8 @@ class StepOps(SQLBase):
         """The conversation row, its last message and its unresolved ledger rows, in one read
         transaction: each an index descent, whatever the conversation's length."""
         with self._read() as conn:
-            check_scope(scope)
-            try:
-                conversation = self._conversation(conn, conversation_id, scope)
-            except ConversationNotFound:
+            conversation = self._found(conn, conversation_id, scope)
+            if conversation is None:
                 return None
             tip = None
             if conversation.length:
@@ -291,12 +289,15 @@ class StepOps(SQLBase):
     def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
         """(revision, length) of a conversation, or None if it does not exist in this scope."""
         with self._read() as conn:
-            check_scope(scope)
-            try:
-                conversation = self._conversation(conn, conversation_id, scope)
-            except ConversationNotFound:
-                return None
-            return conversation.revision, conversation.length
+            conversation = self._found(conn, conversation_id, scope)
+        return None if conversation is None else (conversation.revision, conversation.length)
+
+    def _found(self, conn: Any, conversation_id: str, scope: str) -> Conversation | None:
+        """The conversation, or None when it does not exist in this scope."""
+        try:
+            return self._conversation(conn, conversation_id, scope)
+        except ConversationNotFound:
+            return None
 
     def load_at(self, conversation_id: str, *, scope: str, branch_id: int, position: int) -> list[ModelMessage]:
         """The history of `branch_id`'s lineage up to `position` (what a snapshot points at)."""
