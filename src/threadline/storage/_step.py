@@ -278,6 +278,8 @@ class StepPersistence(AbstractCapability[Any]):
     async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
         from ..agent import CallToolsNode, ModelRequestNode
 
+        if not isinstance(node, ModelRequestNode | CallToolsNode):
+            return result  # nothing to record: the run start's read may go on behind the next node
         state = await self._state(ctx)
         if state is None:
             return result
