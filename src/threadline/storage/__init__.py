@@ -49,9 +49,10 @@ from ._records import (
     ToolEffect,
     WaitRecord,
 )
+from ._recovery import continue_run, fork_run, inspect_recovery
 from ._seal import StoreSeal, TipBook
 from ._sql_store import SQLStore
-from ._step import StepPersistence, annotate_tool_effect, continue_run, fork_run, inspect_recovery
+from ._step import StepPersistence, annotate_tool_effect
 from .file import FileBackend, FileStore
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
