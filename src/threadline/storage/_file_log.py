@@ -382,11 +382,12 @@ class FileLogOps(FileBase):
                 state = self._get(conversation_id, scope)
             except ConversationNotFound:
                 return None
-            tip = self._bodies(state)[-1:]
+            length = self._length(state)
+            tip = self._bodies(state, length - 1) if length else []  # the last message alone
             unresolved = [to_effect(e) for e in state.effects.values() if e.status == 'started']
         return RunStart(
             state.revision,
-            self._length(state),
+            length,
             self._decode(tip, conversation_id)[0] if tip else None,
             sorted(unresolved, key=lambda e: e.started_at),
             state.quarantine,

@@ -209,11 +209,14 @@ class StepOps(SQLBase):
     ) -> list[ToolEffect]:
         with self._read() as conn:
             self._conversation(conn, conversation_id, scope)
-            where, params = 'WHERE t.conversation_id = ?', [conversation_id]
-            if status is not None:
-                where, params = where + ' AND t.status = ?', [*params, status]
-            rows = self._all(conn, _EFFECTS + where + ' ORDER BY t.started_at', params)
-        return [_effect(r) for r in rows]
+            return self._effects_of(conn, conversation_id, status)
+
+    def _effects_of(self, conn: Any, conversation_id: str, status: str | None) -> list[ToolEffect]:
+        """The conversation's ledger rows, oldest first (with `status`, through its index)."""
+        where, params = 'WHERE t.conversation_id = ?', [conversation_id]
+        if status is not None:
+            where, params = where + ' AND t.status = ?', [*params, status]
+        return [_effect(r) for r in self._all(conn, _EFFECTS + where + ' ORDER BY t.started_at', params)]
 
     def run_start(self, conversation_id: str, *, scope: str) -> RunStart | None:
         """The conversation row, its last message and its unresolved ledger rows, in one read
@@ -227,13 +230,9 @@ class StepOps(SQLBase):
                 segments = self._lineage(conn, conversation.head_branch)
                 rows = self._raw_messages(conn, segments, conversation.length - 1, conversation.length)
                 tip = self._decode(rows, conversation_id)[0]
-            unresolved = self._all(
-                conn,
-                _EFFECTS + "WHERE t.conversation_id = ? AND t.status = 'started' ORDER BY t.started_at",
-                (conversation_id,),
-            )
+            unresolved = self._effects_of(conn, conversation_id, 'started')
         quarantined = json.loads(conversation.quarantine) if conversation.quarantine else None
-        return RunStart(conversation.revision, conversation.length, tip, [_effect(r) for r in unresolved], quarantined)
+        return RunStart(conversation.revision, conversation.length, tip, unresolved, quarantined)
 
     def step_write(self, write: StepWrite) -> int:
         """Apply one boundary (see `StepWrite`); returns the revision after the write. A completed
