@@ -96,3 +96,83 @@ def test_function_model_receives_rendering_of_its_profile(inline: bool) -> None:
         assert isinstance(part, SystemPromptPart)
     else:
         assert isinstance(part, UserPromptPart) and part.content == '<system>now in incident mode</system>'
+
+
+# -- the fast path: a message rendering cannot change is passed through, never rebuilt --------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from threadline.messages import (  # noqa: E402
+    CompactionPart,
+    RetryFeedbackPart,
+    RetryInfo,
+    RetryPromptPart,
+    ThinkingPart,
+    ToolAvailabilityDeltaPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+_OPAQUE_REQUEST = ModelMessagesTypeAdapter.validate_python(
+    [
+        {'kind': 'request', 'parts': [{'part_kind': 'audio-note', 'content': 'x'}]},
+        {
+            'kind': 'request',
+            'parts': [{'part_kind': 'user-prompt', 'content': ['see', {'kind': 'hologram', 'data': 'x'}]}],
+        },
+    ]
+)
+_REQUEST_PARTS = st.sampled_from(
+    [
+        UserPromptPart('hello </system> there'),
+        UserPromptPart(['a', 'b']),
+        _OPAQUE_REQUEST[1].parts[0],
+        SystemPromptPart('standing'),
+        SystemPromptPart('mid', scope='request'),
+        ToolReturnPart('t', 'ok', 'c1'),
+        RetryFeedbackPart('Please return text.', retry=RetryInfo('no_output')),
+        RetryFeedbackPart('bad', retry=RetryInfo('model_retry')),
+        RetryPromptPart('again', tool_name='t', tool_call_id='c1'),
+        RetryPromptPart('again'),
+        CompactionPart('summary </conversation_summary>'),
+        ToolAvailabilityDeltaPart(tools_added=['x']),
+        _OPAQUE_REQUEST[0].parts[0],
+    ]
+)
+_RESPONSE_PARTS = st.sampled_from(
+    [TextPart('hi'), ToolCallPart('t', {}, 'c1'), ThinkingPart('hmm'), *_OPAQUE_REQUEST[0].parts]
+)
+_HISTORIES = st.lists(
+    st.one_of(
+        st.lists(_REQUEST_PARTS, min_size=1, max_size=4).map(lambda parts: ModelRequest(parts=parts)),
+        st.lists(_RESPONSE_PARTS, min_size=1, max_size=3).map(lambda parts: ModelResponse(parts=parts)),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(history=_HISTORIES, inline=st.booleans())
+def test_the_fast_path_renders_what_the_full_path_renders(history: list[Any], inline: bool) -> None:
+    """Messages passed through as they are (the fast path, for long histories) render exactly as
+    when every message is rebuilt part by part, whatever the kinds and their positions."""
+    from threadline.models import _render
+
+    profile = ModelProfile(supports_inline_system_prompts=inline)
+    fast, fast_skipped = render_history(history, profile)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_render, '_AS_IS_IN_RESPONSE', frozenset())
+        patch.setattr(_render, '_request_as_is', lambda parts: False)
+        full, full_skipped = render_history(history, profile)
+    assert _without_times(fast) == _without_times(full)  # a rendered summary is stamped when rendered
+    assert fast_skipped == full_skipped
+    assert all(a is b for a, b in zip(fast, history, strict=True) if a == b)  # unchanged messages are not copied
+
+
+def _without_times(messages: list[Any]) -> list[Any]:
+    dumped = ModelMessagesTypeAdapter.dump_python(messages, mode='json')
+    for message in dumped:
+        message.pop('timestamp', None)
+        for part in message['parts']:
+            part.pop('timestamp', None)
+    return dumped

@@ -149,9 +149,9 @@ def repair_report(
     messages: Sequence[ModelMessage], *, repair_last_response: bool = True
 ) -> tuple[list[ModelMessage], list[RepairEvent]]:
     """The repaired history and the events that produced it, in the order they were applied."""
-    _check(messages)
-    if _looks_valid(messages, repair_last_response):
+    if _looks_valid(messages, repair_last_response):  # which also means every message is well typed
         return list(messages), []
+    _check(messages)
     found = _diagnose(messages, repair_last_response)
     events: list[RepairEvent] = []
     current, origins, dropped_any = _apply_pairing(messages, found, events)
@@ -161,13 +161,15 @@ def repair_report(
 
 
 def _looks_valid(messages: Sequence[ModelMessage], repair_last_response: bool) -> bool:
-    """The common case, checked fast: unique call ids, every result after its call, no adjacent
-    messages, no parts between results, nothing open but (optionally) the live frontier."""
+    """The common case, checked fast: only requests and responses, unique call ids, every result
+    after its call, no adjacent messages, no parts between results, nothing open but (optionally)
+    the live frontier."""
     open_ids: set[str] = set()
     seen: set[str] = set()
     previous: type | None = None
     frontier: set[str] = set()
-    response_t, call_t, return_t, retry_t, delta_t = (
+    request_t, response_t, call_t, return_t, retry_t, delta_t = (
+        ModelRequest,
         ModelResponse,
         ToolCallPart,
         ToolReturnPart,
@@ -190,6 +192,8 @@ def _looks_valid(messages: Sequence[ModelMessage], repair_last_response: bool) -
                     seen.add(call_id)
                     frontier.add(call_id)
             continue
+        if kind is not request_t:
+            return False  # not a message: the full path names it
         result_seen = other_after_result = False
         for part in message.parts:
             part_t = type(part)

@@ -29,14 +29,22 @@ import msgspec
 
 from ..messages import (
     CompactionPart,
+    FilePart,
     ModelMessage,
     ModelRequest,
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
     OpaqueContent,
     OpaquePart,
     RetryFeedbackPart,
     RetryInfo,
     RetryPromptPart,
     SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolAvailabilityDeltaPart,
+    ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
@@ -121,28 +129,61 @@ def _render_request_part(part: Any, standing: bool, profile: ModelProfile, skipp
     return part
 
 
+# Parts that rendering never changes, by exact type (a subclass takes the full path). A history is
+# rendered before every model request, so the common message is recognised without building a copy.
+_AS_IS_IN_RESPONSE = frozenset(
+    {TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart, NativeToolReturnPart, FilePart}
+)
+
+
+def _request_as_is(parts: Sequence[Any]) -> bool:
+    """True when no part of a request (other than the first) can change in rendering."""
+    for part in parts:
+        part_t = type(part)
+        if part_t is ToolReturnPart or part_t is ToolAvailabilityDeltaPart:
+            continue
+        if part_t is not UserPromptPart:
+            return False
+        content = part.content
+        if type(content) is not str and any(isinstance(item, OpaqueContent) for item in content):
+            return False
+    return True
+
+
 def render_history(messages: Sequence[ModelMessage], profile: ModelProfile) -> tuple[list[ModelMessage], set[str]]:
     """The history as `profile`'s model should receive it, and the opaque kinds that were skipped."""
     skipped: set[str] = set()
     out: list[ModelMessage] = []
+    append = out.append
     standing = standing_prompt_count(messages)
     first_request_seen = False
     for message in messages:
-        parts: list[Any] = []
-        changed = False
-        is_first_request = isinstance(message, ModelRequest) and not first_request_seen
-        for index, part in enumerate(message.parts):
-            if isinstance(part, OpaquePart):
-                skipped.add(part.part_kind)
-                changed = True
+        kind = type(message)
+        if kind is ModelResponse:
+            if _AS_IS_IN_RESPONSE.issuperset(map(type, message.parts)):
+                append(message)
                 continue
-            if isinstance(message, ModelRequest):
-                rendered = _render_request_part(part, is_first_request and index < standing, profile, skipped)
-            else:
-                rendered = part
-            changed = changed or rendered is not part
-            parts.append(rendered)
-        if isinstance(message, ModelRequest):
-            first_request_seen = True
-        out.append(replace(message, parts=parts) if changed else message)  # type: ignore[arg-type]
+        elif kind is ModelRequest and first_request_seen and _request_as_is(message.parts):
+            append(message)
+            continue
+        append(_render_message(message, not first_request_seen, standing, profile, skipped))
+        first_request_seen = first_request_seen or isinstance(message, ModelRequest)
     return out, skipped
+
+
+def _render_message(
+    message: ModelMessage, first: bool, standing: int, profile: ModelProfile, skipped: set[str]
+) -> ModelMessage:
+    """`message` as sent (itself when nothing changes); `first`: no request came before it."""
+    is_request = isinstance(message, ModelRequest)
+    parts: list[Any] = []
+    changed = False
+    for index, part in enumerate(message.parts):
+        if isinstance(part, OpaquePart):
+            skipped.add(part.part_kind)
+            changed = True
+            continue
+        rendered = _render_request_part(part, first and index < standing, profile, skipped) if is_request else part
+        changed = changed or rendered is not part
+        parts.append(rendered)
+    return replace(message, parts=parts) if changed else message  # type: ignore[arg-type]
