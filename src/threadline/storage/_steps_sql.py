@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -89,21 +90,31 @@ class StepOps(SQLBase):
 
     def _insert_event(self, conn: Any, event: StepEvent, conversation_id: str) -> None:
         """Record one event; a replayed event (same idempotency key) is ignored."""
-        self._exec(
-            conn,
-            'INSERT INTO events (run_id, conversation_id, kind, step_index, tool_call_id, tool_name, error, '
-            'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-            (
-                event.run_id,
-                conversation_id,
-                event.kind,
-                event.step_index,
-                event.tool_call_id,
-                event.tool_name,
-                event.error,
-                event.idempotency_key,
-                event.timestamp.isoformat(),
+        self._insert_events(conn, [event], conversation_id)
+
+    def _insert_events(self, conn: Any, events: Sequence[StepEvent], conversation_id: str) -> None:
+        """Record events in one statement call; a replayed one (same idempotency key) is ignored."""
+        if not events:
+            return
+        conn.cursor().executemany(
+            self._dialect.q(
+                'INSERT INTO events (run_id, conversation_id, kind, step_index, tool_call_id, tool_name, error, '
+                'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'
             ),
+            [
+                (
+                    event.run_id,
+                    conversation_id,
+                    event.kind,
+                    event.step_index,
+                    event.tool_call_id,
+                    event.tool_name,
+                    event.error,
+                    event.idempotency_key,
+                    event.timestamp.isoformat(),
+                )
+                for event in events
+            ],
         )
 
     def list_events(self, run_id: str, *, scope: str) -> list[StepEvent]:
@@ -124,29 +135,34 @@ class StepOps(SQLBase):
             self._claim_run(conn, request.run_id, request.conversation_id)
             return self._snapshot(conn, request.run_id, request.conversation_id, request.scope, request.mark)
 
-    def _snapshot(self, conn: Any, run_id: str, conversation_id: str, scope: str, mark: SnapshotMark) -> Snapshot:
-        conversation = self._conversation(conn, conversation_id, scope)
+    def _snapshot(
+        self,
+        conn: Any,
+        run_id: str,
+        conversation_id: str,
+        scope: str,
+        mark: SnapshotMark,
+        *,
+        at: tuple[int, int] | None = None,
+    ) -> Snapshot:
+        """Record a snapshot at the head's tip; `at` is (head branch, length) when the caller,
+        holding the write lock, already knows them."""
+        if at is None:
+            conversation = self._conversation(conn, conversation_id, scope)
+            at = (conversation.head_branch, conversation.length)
+        branch, length = at
         stamp = now_text()
         self._exec(
             conn,
             'INSERT INTO snapshots (run_id, conversation_id, branch_id, position, state, step_index, '
             'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-            (
-                run_id,
-                conversation_id,
-                conversation.head_branch,
-                conversation.length,
-                mark.state,
-                mark.step_index,
-                mark.idempotency_key,
-                stamp,
-            ),
+            (run_id, conversation_id, branch, length, mark.state, mark.step_index, mark.idempotency_key, stamp),
         )
         return Snapshot(
             run_id,
             conversation_id,
-            conversation.length,
-            conversation.head_branch,
+            length,
+            branch,
             mark.state,
             mark.step_index,
             parse_time(stamp),
@@ -238,6 +254,15 @@ class StepOps(SQLBase):
         """Apply one boundary (see `StepWrite`); returns the revision after the write. A completed
         run's usage is added to the conversation's total."""
         check_step_write(write)
+        finish = write.finish
+        # A completed run's usage rides on the append's own conversation update (one revision).
+        folded = (
+            write.history is None
+            and bool(write.messages)
+            and finish is not None
+            and finish.status == 'completed'
+            and finish.usage is not None
+        )
         with self._write(durable=write.durable) as conn:
             conversation = self._open_for_write(
                 conn,
@@ -249,18 +274,31 @@ class StepOps(SQLBase):
             )
             self._claim_run(conn, write.run_id, write.conversation_id)
             revision = conversation.revision
+            at: tuple[int, int] | None = (conversation.head_branch, conversation.length)
             if write.history is not None:
                 revision = self._replace_locked(conn, conversation, list(write.history), write.provenance, write.run_id)
+                at = None  # the head branch may have changed: read it back
             elif write.messages:
-                revision = self._append_locked(conn, conversation, list(write.messages), write.provenance, write.run_id)
-            for event in write.events:
-                self._insert_event(conn, event, write.conversation_id)
+                revision = self._append_locked(
+                    conn,
+                    conversation,
+                    list(write.messages),
+                    write.provenance,
+                    write.run_id,
+                    usage_delta=finish.usage if folded and finish is not None else None,
+                    runs=1 if folded else 0,
+                )
+                at = (conversation.head_branch, conversation.length + len(write.messages))
+            self._insert_events(conn, write.events, write.conversation_id)
             if write.snapshot is not None:
-                self._snapshot(conn, write.run_id, write.conversation_id, write.scope, write.snapshot)
+                self._snapshot(conn, write.run_id, write.conversation_id, write.scope, write.snapshot, at=at)
             for effect in write.effects:
                 self._upsert_effect(conn, effect, write.conversation_id)
-            if write.finish is not None:
-                revision = self._finish_run_locked(conn, write.conversation_id, write.scope, write.finish)
+            if finish is not None:
+                if folded:
+                    self._close_run(conn, finish)
+                else:
+                    revision = self._finish_run_locked(conn, write.conversation_id, write.scope, finish)
             return revision
 
     def _finish_run_locked(self, conn: Any, conversation_id: str, scope: str, finish: RunFinish) -> int:
