@@ -10,7 +10,8 @@
     go behind a model request overlap it; with an instant model they cannot, which is the worst
     case), vs harness StepPersistence + SqliteStepStore overhead in a real run. Our conversation is
     stored as StepPersistence writes it, turn by turn (runs, events, snapshots, ledger rows), so a
-    read or write that walks them shows.
+    read or write that walks them shows. Last, the I/O alone of the two synced commits a turn waits
+    for, measured on the same disk in the same run: the floor under the StepPersistence columns.
 (b) database bytes and rows after a 1,000-turn conversation, both systems.
 (c) loading a 10,000- and 20,000-message conversation vs harness `continue_run`, and the load's peak
     memory against a `validate_json` of the same history (at 100,000 messages too).
@@ -294,6 +295,39 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
         f'    flatness (20k / 10): sqlite {last["sqlite"] / first["sqlite"]:.2f}  postgres {last["pg"] / first["pg"]:.2f}'
         f'  StepPersistence, 20 ms model {last["step"] / first["step"]:.2f}'
     )
+    floor = disk_floor(directory)
+    print(
+        f'    the disk alone, now: {floor * 1e3:.2f} ms for the two synced commits a tool-calling turn waits for '
+        f'({COMMIT_FRAMES} WAL frames written and fdatasync-ed, each after {MODEL_LATENCY * 1e3:.0f} ms idle)'
+    )
+
+
+COMMIT_FRAMES = 36
+"""WAL frames (page + 24-byte header) a step write commits at 20k messages, counted from the WAL."""
+
+
+def disk_floor(directory: Path) -> float:
+    """What two of our synced commits cost in I/O alone on this disk right now: write the frames of
+    one step write, fdatasync, after the idle of a model request (median of 15), times two. The
+    machine's speed drifts within a session; this puts the StepPersistence column in proportion."""
+    path = directory / 'disk-floor'
+    frame = b'x' * 4120
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        os.pwrite(fd, b'\0' * (COMMIT_FRAMES * len(frame) * 16), 0)
+        os.fsync(fd)
+        samples = []
+        for i in range(15):
+            time.sleep(MODEL_LATENCY)
+            start = time.perf_counter()
+            for j in range(COMMIT_FRAMES):
+                os.pwrite(fd, frame, ((i % 16) * COMMIT_FRAMES + j) * len(frame))
+            os.fdatasync(fd)
+            samples.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return 2 * statistics.median(samples)
 
 
 def table_rows(path: Path) -> dict[str, int]:

@@ -120,13 +120,21 @@ def seal_touched(
     """Write one seal per touched conversation (before the commit); the tips to record after it
     (None: the conversation is gone, forget its tip)."""
     tips: list[tuple[str, Tip | None]] = []
+    head = _KINDS['head']
     for conversation_id, idents in touched.items():
-        row = db._one(conn, 'SELECT scope FROM conversations WHERE id = ?', (conversation_id,))
+        # The conversation row gives the scope (None: it was deleted) and the head's sealed columns.
+        row = db._one(
+            conn, f'SELECT scope, {", ".join(head.values)} FROM conversations WHERE id = ?', (conversation_id,)
+        )
         if row is None:
             tips.append((conversation_id, None))
             continue
+        head_digest = fact_digest(list(row[1:]))
         facts: dict[str, Any] = {
-            'f': [[list(i), _read(db, conn, conversation_id, i)] for i in dict.fromkeys(idents)],
+            'f': [
+                [list(i), head_digest if i == ('head',) else _read(db, conn, conversation_id, i)]
+                for i in dict.fromkeys(idents)
+            ],
         }
         if adopted:
             facts['adopted'] = now_text()
