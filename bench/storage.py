@@ -5,7 +5,8 @@
 (a) time to persist one turn (`workload.turn`) at conversation lengths 10 .. 20,000 messages:
     Threadline `store.append` (labelled: a plain append, not like for like), and StepPersistence
     against StepPersistence: ours timed directly (the time a run spends in its hooks, median of 9
-    paired runs with and without it, interleaved, with the write transactions per turn counted),
+    paired runs with and without it, interleaved, the four lengths measured round by round so the
+    host's drift over minutes does not pass for growth; write transactions per turn counted),
     once with a model that answers at once and once with one that answers in 20 ms (writes that
     go behind a model request overlap it; with an instant model they cannot, which is the worst
     case), vs harness StepPersistence + SqliteStepStore overhead in a real run. Our conversation is
@@ -104,21 +105,28 @@ def harness_turn_overhead(wl: Any, size: int, directory: Path) -> float:
     return max(with_persistence - without, 0.0)
 
 
-def ours_step_overhead(wl: Any, size: int, directory: Path, latency: float = 0.0) -> float:
-    """Threadline StepPersistence: the same measurement on our side, with a model that answers at
-    once (`latency=0`, the worst case for writes that go behind a model request) or after
-    `latency` seconds (any hosted model takes far longer)."""
-    from threadline import Agent
-    from threadline.messages import ModelResponse
-    from threadline.models.function import FunctionModel
-    from threadline.storage import StepPersistence
+class StepBench:
+    """Threadline StepPersistence at one conversation length: one paired measurement per call of
+    `round`, so the lengths can be measured round by round (the host's speed drifts over minutes,
+    and a length measured minutes after another would compare the host, not the code). The model
+    answers at once (`latency=0`, the worst case for writes that go behind a model request) or
+    after `latency` seconds (any hosted model takes far longer)."""
 
-    store = SQLiteStore(directory / f'ours-step-{size}-{latency}.db')
-    seed_as_step_persistence(store, OurTA.validate_python(wl.history(size, conversation_id='o')), 'o')
+    def __init__(self, wl: Any, size: int, directory: Path, latency: float = 0.0) -> None:
+        self.wl, self.size, self.latency = wl, size, latency
+        self.store = SQLiteStore(directory / f'ours-step-{size}-{latency}.db')
+        seed_as_step_persistence(self.store, OurTA.validate_python(wl.history(size, conversation_id='o')), 'o')
+        self.inside: list[float] = []
+        self.differences: list[float] = []
 
-    def run_once(index: int, capabilities: list[Any]) -> float:
-        turn = OurTA.validate_python(wl.turn(index, conversation_id='o'))
+    def run_once(self, index: int, capabilities: list[Any]) -> float:
+        from threadline import Agent
+        from threadline.messages import ModelResponse
+        from threadline.models.function import FunctionModel
+
+        turn = OurTA.validate_python(self.wl.turn(index, conversation_id='o'))
         responses = iter([turn[1], turn[3]])
+        latency = self.latency
 
         async def model(messages: list[Any], info: Any) -> ModelResponse:
             if latency:
@@ -131,50 +139,68 @@ def ours_step_overhead(wl: Any, size: int, directory: Path, latency: float = 0.0
         def _tool(query: str, limit: int) -> str:
             return str(turn[2].parts[0].content)
 
-        current = store.sync.load('o', scope='bench')
+        current = self.store.sync.load('o', scope='bench')
         start = time.perf_counter()
         agent.run_sync(turn[0].parts[-1].content, message_history=current.messages, conversation_id='o')
         return time.perf_counter() - start
 
-    # Timed directly: the wall time the run spends inside StepPersistence's hooks (its store calls,
-    # thread hops and bookkeeping), per turn. A with-minus-without difference of whole runs was
-    # tried first: at 20k messages a run takes ~80 ms and varies by +-10 ms, which swamps a few ms.
-    # The paired difference is still printed, with its spread, as a cross-check.
-    commits, syncs, mode, writing = [0], [0], ['FULL'], [False]
+    def round(self, k: int) -> None:
+        """One run without StepPersistence, then one with it: the time inside its hooks, and the
+        difference of the two runs.
 
-    def count(statement: str) -> None:
-        text = statement.strip().upper()
-        if text.startswith('PRAGMA SYNCHRONOUS='):
-            mode[0] = text.split('=', 1)[1]
-        elif text.startswith('BEGIN'):
-            writing[0] = text == 'BEGIN IMMEDIATE'  # reads are BEGIN ... COMMIT too
-        elif text.startswith('COMMIT') and writing[0]:
-            commits[0] += 1
-            syncs[0] += mode[0] == 'FULL'  # in WAL mode only a FULL commit waits for the disk
+        Timed directly: the wall time the run spends inside StepPersistence's hooks (its store
+        calls, thread hops and bookkeeping). A with-minus-without difference of whole runs was
+        tried first: at 20k messages a run takes ~80 ms and varies by +-10 ms, which swamps a few
+        ms. The paired difference is still kept, with its spread, as a cross-check."""
+        from threadline.storage import StepPersistence
 
-    inside, differences = [], []
+        base = self.size // 4 + 2 * k
+        without = self.run_once(base, [])
+        persistence = _timed_hooks(StepPersistence(self.store, scope='bench'))
+        with_persistence = self.run_once(base + 1, [persistence])
+        self.inside.append(persistence.spent)
+        self.differences.append(with_persistence - without)
+
+    def finish(self) -> float:
+        """The median time inside the hooks; with an instant model, also the write transactions
+        and syncs of one more run (untimed: a trace callback on every statement slows the writes)
+        and the paired difference."""
+        from threadline.storage import StepPersistence
+
+        if not self.latency:
+            commits, syncs, mode, writing = [0], [0], ['FULL'], [False]
+
+            def count(statement: str) -> None:
+                text = statement.strip().upper()
+                if text.startswith('PRAGMA SYNCHRONOUS='):
+                    mode[0] = text.split('=', 1)[1]
+                elif text.startswith('BEGIN'):
+                    writing[0] = text == 'BEGIN IMMEDIATE'  # reads are BEGIN ... COMMIT too
+                elif text.startswith('COMMIT') and writing[0]:
+                    commits[0] += 1
+                    syncs[0] += mode[0] == 'FULL'  # in WAL mode only a FULL commit waits for the disk
+
+            self.store.dialect.connection.set_trace_callback(count)
+            self.run_once(self.size // 4 + 2 * REPEAT, [StepPersistence(self.store, scope='bench')])
+            self.store.dialect.connection.set_trace_callback(None)
+            STEP_COMMITS[self.size] = (commits[0], syncs[0])
+            differences = sorted(self.differences)
+            STEP_PAIRED[self.size] = (
+                statistics.median(differences),
+                differences[len(differences) // 4],
+                differences[-1 - len(differences) // 4],
+            )
+        self.store.close()
+        return statistics.median(self.inside)
+
+
+def ours_step_overheads(wl: Any, directory: Path, latency: float) -> dict[int, float]:
+    """StepPersistence per turn at every size of `SIZES`, the sizes measured round by round."""
+    benches = [StepBench(wl, size, directory, latency) for size in SIZES]
     for k in range(REPEAT):
-        without = run_once(size // 4 + 2 * k, [])
-        persistence = _timed_hooks(StepPersistence(store, scope='bench'))
-        with_persistence = run_once(size // 4 + 2 * k + 1, [persistence])
-        inside.append(persistence.spent)  # type: ignore[attr-defined]
-        differences.append(with_persistence - without)
-    if latency:
-        store.close()
-        return statistics.median(inside)
-    # Counted in one more run, untimed: a trace callback on every statement slows the writes.
-    store.dialect.connection.set_trace_callback(count)
-    run_once(size // 4 + 2 * REPEAT, [StepPersistence(store, scope='bench')])
-    store.dialect.connection.set_trace_callback(None)
-    store.close()
-    STEP_COMMITS[size] = (commits[0], syncs[0])
-    differences.sort()
-    STEP_PAIRED[size] = (
-        statistics.median(differences),
-        differences[len(differences) // 4],
-        differences[-1 - len(differences) // 4],
-    )
-    return statistics.median(inside)
+        for bench in benches:
+            bench.round(k)
+    return {bench.size: bench.finish() for bench in benches}
 
 
 def seed_as_step_persistence(store: Any, history: list[Any], conversation_id: str) -> None:
@@ -270,6 +296,8 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
     )
     first: dict[str, float] = {}
     last: dict[str, float] = {}
+    instant = ours_step_overheads(wl, directory, latency=0.0)
+    slow = ours_step_overheads(wl, directory, latency=MODEL_LATENCY)
     for size in SIZES:
         sqlite_t = ours_append(lambda s=size: SQLiteStore(directory / f'append-{s}.db'), wl, size)
         pg_t = float('nan')
@@ -277,8 +305,7 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
             from threadline.storage import PostgresStore
 
             pg_t = ours_append(lambda: PostgresStore(postgres), wl, size)
-        step_t = ours_step_overhead(wl, size, directory)
-        step_slow_t = ours_step_overhead(wl, size, directory, latency=MODEL_LATENCY)
+        step_t, step_slow_t = instant[size], slow[size]
         harness_t = harness_turn_overhead(wl, size, directory) if size <= harness_max else float('nan')
         first.setdefault('sqlite', sqlite_t)
         first.setdefault('pg', pg_t)
