@@ -455,13 +455,14 @@ class SQLBase:
     def _claim_run(self, conn: Any, run_id: str, conversation_id: str, model_name: str | None = None) -> None:
         """Create the run record for `conversation_id`, or check that the existing one is its own
         (one statement when the run exists, as it does for every write of a run but its first)."""
-        owner = self._one(conn, 'SELECT conversation_id FROM runs WHERE run_id = ?', (run_id,))
-        if owner is None:
+        owner_of = 'SELECT conversation_id FROM runs WHERE run_id = ?'
+        owner = self._one(conn, owner_of, (run_id,))
+        if owner is None:  # created here, unless a concurrent writer just did (then read theirs)
             owner = self._one(
                 conn,
                 'INSERT INTO runs (run_id, conversation_id, model_name, status, started_at) '
                 "VALUES (?, ?, ?, 'running', ?) ON CONFLICT (run_id) DO NOTHING RETURNING conversation_id",
                 (run_id, conversation_id, model_name, now_text()),
-            ) or self._one(conn, 'SELECT conversation_id FROM runs WHERE run_id = ?', (run_id,))
+            ) or self._one(conn, owner_of, (run_id,))
         if owner[0] != conversation_id:
             raise run_not_found(run_id)

@@ -255,14 +255,9 @@ class StepOps(SQLBase):
         run's usage is added to the conversation's total."""
         check_step_write(write)
         finish = write.finish
-        # A completed run's usage rides on the append's own conversation update (one revision).
-        folded = (
-            write.history is None
-            and bool(write.messages)
-            and finish is not None
-            and finish.status == 'completed'
-            and finish.usage is not None
-        )
+        # A completed run's usage joins the conversation's total in the same update that appends
+        # the write's messages (one revision), or in an update of its own when there are none.
+        usage = finish.usage if finish is not None and finish.status == 'completed' else None
         with self._write(durable=write.durable) as conn:
             conversation = self._open_for_write(
                 conn,
@@ -274,54 +269,29 @@ class StepOps(SQLBase):
             )
             self._claim_run(conn, write.run_id, write.conversation_id)
             revision = conversation.revision
-            at: tuple[int, int] | None = (conversation.head_branch, conversation.length)
+            messages = list(write.messages)
             if write.history is not None:
                 revision = self._replace_locked(conn, conversation, list(write.history), write.provenance, write.run_id)
-                at = None  # the head branch may have changed: read it back
-            elif write.messages:
+                conversation, messages = self._conversation(conn, write.conversation_id, write.scope), []
+            if messages or usage is not None:
                 revision = self._append_locked(
                     conn,
                     conversation,
-                    list(write.messages),
+                    messages,
                     write.provenance,
                     write.run_id,
-                    usage_delta=finish.usage if folded and finish is not None else None,
-                    runs=1 if folded else 0,
+                    usage_delta=usage,
+                    runs=1 if usage is not None else 0,
                 )
-                at = (conversation.head_branch, conversation.length + len(write.messages))
             self._insert_events(conn, write.events, write.conversation_id)
             if write.snapshot is not None:
+                at = (conversation.head_branch, conversation.length + len(messages))
                 self._snapshot(conn, write.run_id, write.conversation_id, write.scope, write.snapshot, at=at)
             for effect in write.effects:
                 self._upsert_effect(conn, effect, write.conversation_id)
             if finish is not None:
-                if folded:
-                    self._close_run(conn, finish)
-                else:
-                    revision = self._finish_run_locked(conn, write.conversation_id, write.scope, finish)
+                self._close_run(conn, finish)
             return revision
-
-    def _finish_run_locked(self, conn: Any, conversation_id: str, scope: str, finish: RunFinish) -> int:
-        self._close_run(conn, finish)
-        conversation = self._conversation(conn, conversation_id, scope)
-        usage = finish.usage
-        if finish.status != 'completed' or usage is None:
-            return conversation.revision
-        total = (
-            msgspec.json.decode(conversation.usage, type=RunUsage)
-            if conversation.usage not in ('', '{}')
-            else RunUsage()
-        )
-        total.incr(usage)
-        return self._finish_write(
-            conn,
-            conversation,
-            head=conversation.head_branch,
-            length=conversation.length,
-            link=conversation.chain_head,
-            usage=msgspec.json.encode(total).decode(),
-            runs=1,
-        )
 
     def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
         """(revision, length) of a conversation, or None if it does not exist in this scope."""
