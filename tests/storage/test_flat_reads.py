@@ -1,4 +1,4 @@
-"""What a run start reads must not grow with the conversation.
+"""What a run start reads, and what a write does, must not grow with the conversation.
 
 A StepPersistence run starts by reading the stored tip and the ledger rows still `started`. A
 long conversation written step by step holds one batch per step and one ledger row per tool call,
@@ -66,6 +66,47 @@ def test_run_start_reads_do_not_grow_with_the_conversation(name: str) -> None:
     short, long = conversation(25), conversation(1000)
     small, large = instructions(short, read), instructions(long, read)
     # b-tree descents deepen with the table (a log factor); a walk would be 40 times the work
+    assert large < small * 1.5 + 200, (name, small, large)
+    short.close()
+    long.close()
+
+
+def _step_write(store: Any) -> object:
+    from threadline.storage import SnapshotMark, StepEvent, StepWrite
+
+    start = store.run_start('c', scope='s')
+    write = StepWrite(
+        'c',
+        's',
+        'run-next',
+        start.revision,
+        messages=[ModelRequest(parts=[UserPromptPart('next')])],
+        events=[StepEvent('run-next', 'run_started', 0, NOW, idempotency_key='e0')],
+        snapshot=SnapshotMark('complete', 0, 's0'),
+        effects=[ToolEffect('run-next', 'call-next', 'look', 'started', NOW)],
+        register=True,
+    )
+    return store.step_write(write)
+
+
+WRITES: dict[str, Callable[[Any], object]] = {
+    'append one turn': lambda s: s.append(
+        'c', [ModelRequest(parts=[UserPromptPart('q')]), ModelResponse(parts=[TextPart('a')])], scope='s'
+    ),
+    'record a ledger row': lambda s: s.record_tool_effect(
+        ToolEffect('run-0', 'call-new', 'look', 'started', NOW), conversation_id='c', scope='s'
+    ),
+    'step write (after its run-start read)': _step_write,
+}
+
+
+@pytest.mark.parametrize('name', list(WRITES))
+def test_writes_do_not_grow_with_the_conversation(name: str) -> None:
+    """A write adds to the end of the log and the ledger: it must not walk the batches, messages or
+    ledger rows already stored (issue 15 §3), so 40 times the conversation is about the same work."""
+    write = WRITES[name]
+    short, long = conversation(25), conversation(1000)
+    small, large = instructions(short, write), instructions(long, write)
     assert large < small * 1.5 + 200, (name, small, large)
     short.close()
     long.close()
