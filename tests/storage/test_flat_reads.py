@@ -52,6 +52,16 @@ def instructions(store: MemoryStore, read: Callable[[Any], object]) -> int:
     return count[0] * 10
 
 
+def short_and_long(operation: Callable[[Any], object]) -> tuple[int, int]:
+    """The instructions of `operation` over a conversation of 25 turns and over one of 1,000."""
+    short, long = conversation(25), conversation(1000)
+    try:
+        return instructions(short, operation), instructions(long, operation)
+    finally:
+        short.close()
+        long.close()
+
+
 READS: dict[str, Callable[[Any], object]] = {
     'load(last=1)': lambda s: s.load('c', scope='s', last=1),
     'load(last=20)': lambda s: s.load('c', scope='s', last=20),
@@ -62,13 +72,9 @@ READS: dict[str, Callable[[Any], object]] = {
 
 @pytest.mark.parametrize('name', list(READS))
 def test_run_start_reads_do_not_grow_with_the_conversation(name: str) -> None:
-    read = READS[name]
-    short, long = conversation(25), conversation(1000)
-    small, large = instructions(short, read), instructions(long, read)
+    small, large = short_and_long(READS[name])
     # b-tree descents deepen with the table (a log factor); a walk would be 40 times the work
     assert large < small * 1.5 + 200, (name, small, large)
-    short.close()
-    long.close()
 
 
 def _step_write(store: Any) -> object:
@@ -104,9 +110,5 @@ WRITES: dict[str, Callable[[Any], object]] = {
 def test_writes_do_not_grow_with_the_conversation(name: str) -> None:
     """A write adds to the end of the log and the ledger: it must not walk the batches, messages or
     ledger rows already stored (issue 15 §3), so 40 times the conversation is about the same work."""
-    write = WRITES[name]
-    short, long = conversation(25), conversation(1000)
-    small, large = instructions(short, write), instructions(long, write)
+    small, large = short_and_long(WRITES[name])
     assert large < small * 1.5 + 200, (name, small, large)
-    short.close()
-    long.close()
