@@ -32,6 +32,7 @@ import random
 import sqlite3
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -118,6 +119,25 @@ class StepBench:
         seed_as_step_persistence(self.store, OurTA.validate_python(wl.history(size, conversation_id='o')), 'o')
         self.inside: list[float] = []
         self.differences: list[float] = []
+        self.held: list[float] = []
+        """Per turn, the longest single store operation run in the event loop's thread."""
+        self._held_now = [0.0]
+        for name in ('run_start', 'step_write'):
+            setattr(self.store.sync, name, self._timed_in_loop(getattr(self.store.sync, name)))
+
+    def _timed_in_loop(self, operation: Callable[..., Any]) -> Callable[..., Any]:
+        """`operation`, noting how long it holds the event loop when it runs there."""
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                return operation(*args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return operation(*args, **kwargs)
+            finally:
+                self._held_now[0] = max(self._held_now[0], time.perf_counter() - start)
+
+        return timed
 
     def run_once(self, index: int, capabilities: list[Any]) -> float:
         from threadline import Agent
@@ -157,8 +177,10 @@ class StepBench:
         base = self.size // 4 + 2 * k
         without = self.run_once(base, [])
         persistence = _timed_hooks(StepPersistence(self.store, scope='bench'))
+        self._held_now[0] = 0.0
         with_persistence = self.run_once(base + 1, [persistence])
         self.inside.append(persistence.spent)
+        self.held.append(self._held_now[0])
         self.differences.append(with_persistence - without)
 
     def finish(self) -> float:
@@ -191,6 +213,8 @@ class StepBench:
                 differences[-1 - len(differences) // 4],
             )
         self.store.close()
+        if self.latency:
+            STEP_HELD[self.size] = (statistics.median(self.held), max(self.held))
         return statistics.median(self.inside)
 
 
@@ -284,6 +308,8 @@ def _timed_hooks(persistence: Any) -> Any:
 STEP_PAIRED: dict[int, tuple[float, float, float]] = {}
 """Whole-run difference with minus without StepPersistence: median, first and third quartile."""
 STEP_COMMITS: dict[int, tuple[float, float]] = {}
+STEP_HELD: dict[int, tuple[float, float]] = {}
+"""20 ms model: the longest store operation run in the event loop per turn, median and worst, by size."""
 """Write transactions, and those of them synced to disk, per StepPersistence turn, by size."""
 
 
@@ -321,6 +347,13 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
     print(
         f'    flatness (20k / 10): sqlite {last["sqlite"] / first["sqlite"]:.2f}  postgres {last["pg"] / first["pg"]:.2f}'
         f'  StepPersistence, 20 ms model {last["step"] / first["step"]:.2f}'
+    )
+    print(
+        '    the event loop held by one store operation (the run start read and the synced writes run there '
+        'when the database is free), longest per turn, 20 ms model: '
+        + ', '.join(
+            f'{size}: {held * 1e3:.2f} ms (worst {worst * 1e3:.2f})' for size, (held, worst) in STEP_HELD.items()
+        )
     )
     floor = disk_floor(directory)
     print(

@@ -210,8 +210,10 @@ async def test_a_run_cancelled_while_its_start_is_read_leaves_nothing_open(tmp_p
     store.sync.run_start = slow_read  # type: ignore[method-assign]
     persistence = StepPersistence(store, scope='acme')
     agent = Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart('hi')])), capabilities=[persistence])
+    busy = _hold_connection(store, until=reading)  # so the read goes to a worker thread
     task = asyncio.create_task(agent.run('hello'))
     await asyncio.to_thread(reading.wait, 5)
+    await asyncio.to_thread(busy.join, 5)
     await asyncio.sleep(0.01)  # the run reaches its first hook, which waits for the read
     task.cancel()
     asyncio.get_running_loop().call_later(0.05, release.set)
@@ -220,3 +222,105 @@ async def test_a_run_cancelled_while_its_start_is_read_leaves_nothing_open(tmp_p
     assert release.is_set()  # the run returned only after its read was done
     assert persistence._runs == {} and persistence._opening == {}  # nothing of the run is kept
     assert store.sync.list('acme') == []
+
+
+def _hold_connection(store: SQLiteStore, *, until: Any) -> Any:
+    """Another thread using the store's connection until `until` is set (a running thread)."""
+    import threading
+
+    held = threading.Event()
+
+    def hold() -> None:
+        with store.dialect.uncontended() as free:
+            assert free
+            held.set()
+            until.wait(5)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    return thread
+
+
+def _threads_of(store: SQLiteStore, name: str) -> list[str]:
+    """Record, for each call of the store operation `name`, whether it ran in the event loop's thread."""
+    import threading
+
+    seen: list[str] = []
+    operation = getattr(store.sync, name)
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        seen.append('loop' if threading.current_thread() is threading.main_thread() else 'thread')
+        return operation(*args, **kwargs)
+
+    setattr(store.sync, name, recorded)
+    return seen
+
+
+def test_what_a_run_waits_for_runs_in_the_event_loop_and_what_goes_behind_runs_in_threads(tmp_path: Path) -> None:
+    """The run start's read and the two synced writes the run waits for skip the thread hop when
+    the database is free; the writes that go behind a model request overlap it from a thread."""
+    store = SQLiteStore(tmp_path / 'steps.db')
+    agent = Agent(calling('refund'), capabilities=[StepPersistence(store, scope='acme')])
+
+    @agent.tool_plain
+    def refund(order: str) -> str:
+        return f'refunded {order}'
+
+    reads, writes = _threads_of(store, 'run_start'), _threads_of(store, 'step_write')
+    result = agent.run_sync('refund my order')
+    assert reads == ['loop']
+    # the prompt (behind the first request), the started row, the tool's result (behind the
+    # second request), the end of the run
+    assert writes == ['thread', 'loop', 'thread', 'loop']
+    assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
+    assert [e.status for e in store.sync.tool_effects(result.run_id, scope='acme')] == ['completed']
+    # the connection is left as it was configured
+    assert store.dialect.connection.execute('PRAGMA busy_timeout').fetchone()[0] == 30_000
+    assert store.dialect.connection.execute('PRAGMA wal_autocheckpoint').fetchone()[0] == 1000
+
+
+async def test_a_database_another_process_is_writing_is_waited_for_in_a_thread_not_in_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    """While another process holds the write lock, the synced write a run waits for goes to a
+    worker thread and waits there: the event loop keeps serving other coroutines, and the run
+    stores its turn once, completely, when the lock is released."""
+    import asyncio
+    import sqlite3
+    import time
+
+    store = SQLiteStore(tmp_path / 'steps.db')
+    other = sqlite3.connect(tmp_path / 'steps.db', isolation_level=None)
+    agent = Agent(calling('refund'), capabilities=[StepPersistence(store, scope='acme')])
+    locked = asyncio.Event()
+
+    @agent.tool_plain
+    async def refund(order: str) -> str:
+        return f'refunded {order}'
+
+    async def lock_before_the_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            await asyncio.sleep(0.05)  # the prompt's write behind this request is done
+            other.execute('BEGIN IMMEDIATE')  # the next write, the started row, must wait
+            locked.set()
+            return ModelResponse(parts=[ToolCallPart('refund', {'order': '1'}, 'call-1')])
+        return ModelResponse(parts=[TextPart('done')])
+
+    agent.model = FunctionModel(lock_before_the_answer)
+    writes = _threads_of(store, 'step_write')
+    run = asyncio.create_task(agent.run('refund my order'))
+    await locked.wait()
+    ticks, start = 0, time.perf_counter()
+    while time.perf_counter() - start < 0.3:  # the loop is free while the write waits
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert not run.done()
+    other.execute('ROLLBACK')
+    result = await run
+    assert ticks >= 10
+    # the started row: tried in the loop, refused at once by the busy lock, then waited for in a thread
+    assert writes == ['thread', 'loop', 'thread', 'thread', 'loop']
+    stored = store.sync.load(result.conversation_id, scope='acme').messages
+    assert stored == result.all_messages() and len(stored) == 4
+    assert [e.status for e in store.sync.tool_effects(result.run_id, scope='acme')] == ['completed']

@@ -2,8 +2,9 @@
 
 `AsyncStore(backend)` wraps any object that implements `SyncStore`: every operation of the
 contract becomes a coroutine with the same, precisely typed signature, running the backend's
-call in a worker thread so a slow disk or database never blocks the event loop. `store.sync` is
-the backend itself, for scripts and the CLI. This is httpx's `Client` / `AsyncClient` pairing,
+call in a worker thread so a slow disk or database never blocks the event loop (one exception, for
+short operations a run waits for: `AsyncStore._in_loop_or_thread`). `store.sync` is the backend
+itself, for scripts and the CLI. This is httpx's `Client` / `AsyncClient` pairing,
 but with one definition instead of two copies kept in step by hand.
 """
 
@@ -11,12 +12,28 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, overload
 
 from ._contract import SyncStore
 
-__all__ = ['AsyncStore']
+__all__ = ['NOT_NOW', 'AsyncStore', 'NotNow', 'WouldWait']
+
+
+class WouldWait(Exception):
+    """Raised by a backend operation run in the event loop (`AsyncStore._uncontended`) that would
+    have to wait for another thread or process. It is raised before anything is written, so the
+    operation is simply run again in a worker thread, where waiting is fine."""
+
+
+class NotNow:
+    def __repr__(self) -> str:
+        return 'NOT_NOW'
+
+
+NOT_NOW: Final = NotNow()
+"""What `AsyncStore._try_in_loop` returns when the operation has to go to a worker thread."""
 
 P = ParamSpec('P')
 R = TypeVar('R')
@@ -87,6 +104,44 @@ class AsyncStore(Generic[B]):
     def close(self) -> None:
         """Release the backend's connections and files."""
         self._backend.close()
+
+    def _uncontended(self) -> contextlib.AbstractContextManager[bool]:
+        """Whether the backend can run an operation on the calling thread now without waiting for
+        anyone, held so for the duration of the block. By default only an in-process backend can;
+        `SQLiteStore` can when neither another thread nor another process is using the database."""
+        return contextlib.nullcontext(self.in_process)
+
+    def _try_in_loop(self, method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | NotNow:
+        """`method(*args, **kwargs)` run here and now if the backend is uncontended, else `NOT_NOW`
+        (see `_in_loop_or_thread` for when to use it)."""
+        with self._uncontended() as free:
+            if free:
+                try:
+                    return method(*args, **kwargs)
+                except WouldWait:
+                    pass  # nothing was done: the worker thread runs it, and may wait
+        return NOT_NOW
+
+    async def _in_loop_or_thread(self, method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run a backend operation (`method`, from `self.sync`) in the event loop when that is
+        cheaper than a thread hop and stalls nothing that matters, else in a worker thread.
+
+        A hop costs two thread wake-ups; on a VM whose CPUs idle while a model answers, one
+        measured 0.35 ms median (0.6 ms p90), against 0.1 ms for a short SQLite read. Rules:
+        1. Only for a caller that awaits the result at once (the run waits either way).
+        2. Only for an operation bounded by one step: a step write without a rewritten history,
+           a run start's read; never a load, a search or a rewrite, which grow with the history.
+        3. Only when the backend can start without waiting (`_uncontended`): for SQLite, no other
+           thread holds the connection and no other process holds the write lock (a busy lock
+           fails at once, `WouldWait`, and the operation goes to a thread). So the event loop is
+           held for one short transaction, never for a wait on someone else.
+        4. For SQLite, WAL checkpoints are left to writes made in threads (see
+           `SQLiteDialect.uncontended`), so the loop is never held for one.
+        """
+        result = self._try_in_loop(method, *args, **kwargs)
+        if isinstance(result, NotNow):
+            return await asyncio.to_thread(method, *args, **kwargs)
+        return result
 
     # the conversation log
     save = _AsyncOp(SyncStore.save)

@@ -37,11 +37,20 @@ what the first write would: the stored tip (`ConflictError`) and quarantine
 (`ConversationQuarantined`), and the ledger (`UnresolvedToolEffect`). A writer that changes the
 conversation during the run is caught by the next write, after at most one more model request.
 
-The run start's read goes behind the run's setup in the same way: `before_run` starts it in a
-worker thread, and the first hook that needs the run's records waits for it, which is at the
-latest before the first model request or tool call. Its checks are made against the history the
-run started with. A run that fails before any hook waited reports the refusal, if the read refused
-the run, as it would have had `before_run` waited.
+The run start's read is made in `before_run`, in the event loop when the store can make it at
+once (see "What runs in the event loop" below). Else it goes behind the run's setup in the same
+way as a write: `before_run` starts it in a worker thread, and the first hook that needs the run's
+records waits for it, which is at the latest before the first model request or tool call. Its
+checks are made against the history the run started with. A run that fails before any hook waited
+reports the refusal, if the read refused the run, as it would have had `before_run` waited.
+
+What runs in the event loop. A thread hop costs two thread wake-ups, about 0.35 ms on a VM whose
+CPUs idle while the model answers: more than the run start's read costs, and a third of a synced
+write. So the operations a run waits for and that are bounded by one step (the run start's read,
+the two synced writes above, unless a write rewrites the history) run in the event loop when the
+store can start them at once, and in a worker thread otherwise (the rules are listed on
+`AsyncStore._in_loop_or_thread`). Writes that go behind a model request stay in threads: they
+overlap it.
 """
 
 from __future__ import annotations
@@ -60,7 +69,7 @@ from ..exceptions import ConflictError, UserError
 from ..messages import ModelMessage, ModelResponse, ToolCallPart
 from ..messages._codec import encoder
 from ._audit_events import record_repair_events
-from ._face import AsyncStore
+from ._face import AsyncStore, NotNow
 from ._neutral import quarantined
 from ._records import (
     RunFinish,
@@ -141,26 +150,22 @@ class StepPersistence(AbstractCapability[Any]):
 
     # -- hooks ------------------------------------------------------------------------------
     async def before_run(self, ctx: RunContext[Any]) -> None:
-        # The run start's read goes behind the run's setup (module docstring): the first hook that
-        # needs the run's records waits for it, and no model request or tool runs before that.
         scope = self._scope_for(ctx)
-        read = self._start_read(ctx.conversation_id, scope)
-        started = (ctx.run_step, _now())
-        history, repaired = list(ctx.messages), bool(ctx.repair_events)
-        self._opening[ctx.run_id] = asyncio.ensure_future(self._open(ctx, scope, read, history, repaired, started))
-
-    def _start_read(self, conversation_id: str, scope: str) -> asyncio.Future[RunStart | None]:
-        """The run start's read, under way in a worker thread (in the event loop for a store
-        that never waits on a disk)."""
-        loop = asyncio.get_running_loop()
-        if not self.store.in_process:
-            return loop.run_in_executor(None, self._read_start, conversation_id, scope)
-        future: asyncio.Future[RunStart | None] = loop.create_future()
-        try:
-            future.set_result(self._read_start(conversation_id, scope))
-        except Exception as error:  # noqa: BLE001 - raised where the run waits for the read
-            future.set_exception(error)
-        return future
+        started, repaired = (ctx.run_step, _now()), bool(ctx.repair_events)
+        # The run start's read is a few index descents: done here when the store can do it at
+        # once (`AsyncStore._in_loop_or_thread`), and checked against the history as it is now.
+        start = self.store._try_in_loop(self._read_start, ctx.conversation_id, scope)
+        if not isinstance(start, NotNow):
+            self._open(ctx, scope, start, ctx.messages, repaired, started)
+            return
+        # Else it goes behind the run's setup (module docstring): the first hook that needs the
+        # run's records waits for it, and no model request or tool runs before that. The history
+        # is copied, since the run may change it in place before the read is back.
+        read = asyncio.get_running_loop().run_in_executor(None, self._read_start, ctx.conversation_id, scope)
+        history = list(ctx.messages)
+        self._opening[ctx.run_id] = asyncio.ensure_future(
+            self._open_behind(ctx, scope, read, history, repaired, started)
+        )
 
     def _read_start(self, conversation_id: str, scope: str) -> RunStart | None:
         """What a run start needs from the store, in one read."""
@@ -174,7 +179,7 @@ class StepPersistence(AbstractCapability[Any]):
             raise quarantined(conversation_id)
         return start
 
-    async def _open(
+    async def _open_behind(
         self,
         ctx: RunContext[Any],
         scope: str,
@@ -183,9 +188,19 @@ class StepPersistence(AbstractCapability[Any]):
         repaired: bool,
         started: tuple[int, datetime],
     ) -> None:
+        self._open(ctx, scope, await read, history, repaired, started)
+
+    def _open(
+        self,
+        ctx: RunContext[Any],
+        scope: str,
+        start: RunStart | None,
+        history: list[ModelMessage],
+        repaired: bool,
+        started: tuple[int, datetime],
+    ) -> None:
         """Check what the read found against the history the run started with, then keep the
         run's records: refused on unresolved tool effects, or if another writer got there first."""
-        start = await read
         if start is not None and not self.allow_unknown_effects:
             refuse_unknown_effects(ctx.conversation_id, start.unresolved)
         state = RunLog(self.store, ctx.conversation_id, scope, start.revision if start else None)

@@ -10,7 +10,8 @@ A write can also go *behind*: prepared now, committed in a worker thread while t
 and awaited by the next write before it starts. Only a write that need not be on disk before
 anything happens outside the process may go behind: the one before the first model request, and
 the tool results before the next one (no tool runs until the next write, which waits). Its error
-surfaces at the next write.
+surfaces at the next write. A write the run waits for may run in the event loop instead of a
+thread (`AsyncStore._in_loop_or_thread`).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class RunLog:
                 return
             prepared = self._prepare(ctx, durable=durable, finish=finish)
             if prepared is not None:
-                await self._commit(*prepared)
+                await self._commit(*prepared, waited=True)
 
     def write_behind(self, ctx: Any, *, durable: bool = False) -> None:
         """Prepare a write now and commit it while the run goes on."""
@@ -101,7 +102,7 @@ class RunLog:
             return  # a write is under way: what is pending rides with the next one
         prepared = self._prepare(ctx, durable=durable, finish=None)
         if prepared is not None:
-            self.behind = asyncio.ensure_future(self._commit(*prepared))
+            self.behind = asyncio.ensure_future(self._commit(*prepared, waited=False))
 
     async def _settle_behind(self, raise_error: bool) -> None:
         behind, self.behind = self.behind, None
@@ -158,9 +159,14 @@ class RunLog:
             self.pin(history, len(history))
         return write, undo
 
-    async def _commit(self, write: StepWrite, undo: _Undo) -> None:
+    async def _commit(self, write: StepWrite, undo: _Undo, *, waited: bool) -> None:
+        """Commit `write`: in a worker thread, or, when the run waits for it and it is bounded by
+        one step (no rewritten history), in the event loop if the store can start it at once."""
         try:
-            revision = await self.store.step_write(write)
+            if waited and write.history is None:
+                revision = await self.store._in_loop_or_thread(self.store.sync.step_write, write)
+            else:
+                revision = await self.store.step_write(write)
         except BaseException:
             # Nothing was written: what it carried is pending again, ahead of what came since.
             self.stored, self.first, self.last = undo.stored, undo.first, undo.last

@@ -12,13 +12,13 @@ import sqlite3
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import BackendError, CorruptRecordError, StoreError
 from ._dialect import MessageRow, SearchRow
-from ._face import AsyncStore
+from ._face import AsyncStore, WouldWait
 from ._grams import gram_phrases, grams_of, has_grams
 from ._local_rank import MARK_END, MARK_START, rank_locally, snippet_of
 from ._neutral import now_text
@@ -31,6 +31,8 @@ from ._sql_store import SQLStore
 __all__ = ['SQLiteDialect', 'SQLiteStore']
 
 GRAM_MIGRATION = 6
+_AUTOCHECKPOINT = 1000
+"""WAL pages after which a commit made in a thread checkpoints (SQLite's default)."""
 
 
 class SQLiteStore(AsyncStore[SQLStore]):
@@ -63,6 +65,9 @@ class SQLiteStore(AsyncStore[SQLStore]):
         """The migration versions applied to this database."""
         return self.dialect.migrations()
 
+    def _uncontended(self) -> AbstractContextManager[bool]:
+        return self.dialect.uncontended()
+
 
 class SQLiteDialect:
     """One SQLite file: WAL, `BEGIN IMMEDIATE` writes, FTS5 search."""
@@ -79,6 +84,9 @@ class SQLiteDialect:
     ) -> None:
         self.path = str(path)
         self._synchronous = synchronous.upper()
+        self._busy_ms = int(busy_timeout * 1000)
+        self._at_once = False
+        """Inside `uncontended`: a lock held by another process fails at once (`WouldWait`)."""
         self.location = None if self.path == ':memory:' else 'sqlite:' + str(Path(self.path).resolve())
         self.writable = not read_only
         self._lock = threading.RLock()
@@ -93,7 +101,7 @@ class SQLiteDialect:
             )
             self.connection.execute('PRAGMA journal_mode=WAL')
             self.connection.execute(f'PRAGMA synchronous={synchronous}')
-            self.connection.execute(f'PRAGMA busy_timeout={int(busy_timeout * 1000)}')
+            self.connection.execute(f'PRAGMA busy_timeout={self._busy_ms}')
             self.migrate()
         except sqlite3.DatabaseError as exc:
             raise _backend_error(exc, f'cannot open the SQLite database at {self.path}') from None
@@ -149,25 +157,64 @@ class SQLiteDialect:
             finally:
                 self.connection.execute(f'PRAGMA synchronous={self._synchronous}')
 
+    @contextmanager
+    def uncontended(self) -> Iterator[bool]:
+        """Hold the connection for operations on the calling thread (the event loop's), if no
+        other thread is using it; yields whether it could. Rules while it is held:
+        1. A database lock held by another process is not waited for: the operation raises
+           `WouldWait` before it has done anything, and is run again in a worker thread.
+        2. No WAL checkpoint runs (`wal_autocheckpoint=0`): a checkpoint copies up to a thousand
+           pages and syncs the database file; the next write made in a thread does it instead.
+        """
+        if not self._lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            if not self.writable:
+                yield True  # reads only, of a file no writer of ours holds
+                return
+            try:
+                self.connection.execute('PRAGMA busy_timeout=0')
+                self.connection.execute('PRAGMA wal_autocheckpoint=0')
+            except sqlite3.Error:
+                yield False  # closed, say: the worker thread reports it as every operation does
+                return
+            self._at_once = True
+            try:
+                yield True
+            finally:
+                self._at_once = False
+                self.connection.execute(f'PRAGMA busy_timeout={self._busy_ms}')
+                self.connection.execute(f'PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT}')
+        finally:
+            self._lock.release()
+
+    def _failure(self, exc: sqlite3.Error, what: str) -> Exception:
+        """The error to raise for `exc`: `WouldWait` for a busy database inside `uncontended`."""
+        code = (getattr(exc, 'sqlite_errorcode', None) or 0) & 0xFF  # the primary code of an extended one
+        if self._at_once and code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return WouldWait(what)
+        return _backend_error(exc, what)
+
     def _transaction(self) -> Iterator[Any]:
         with self._lock:
             try:
                 self.connection.execute('BEGIN IMMEDIATE')
             except sqlite3.Error as exc:
-                raise _backend_error(exc, 'cannot start a write') from None
+                raise self._failure(exc, 'cannot start a write') from None
             try:
                 yield self.connection
             except BaseException as exc:
                 self.connection.execute('ROLLBACK')
                 if isinstance(exc, sqlite3.Error):
-                    raise _backend_error(exc, 'the write was rolled back') from None
+                    raise self._failure(exc, 'the write was rolled back') from None
                 raise
             else:
                 try:
                     self.connection.execute('COMMIT')
                 except sqlite3.Error as exc:
                     self.connection.execute('ROLLBACK')
-                    raise _backend_error(exc, 'the commit failed; nothing was written') from None
+                    raise self._failure(exc, 'the commit failed; nothing was written') from None
 
     @contextmanager
     def read(self) -> Iterator[Any]:
@@ -175,11 +222,11 @@ class SQLiteDialect:
             try:
                 self.connection.execute('BEGIN')
             except sqlite3.Error as exc:
-                raise _backend_error(exc, 'cannot read') from None
+                raise self._failure(exc, 'cannot read') from None
             try:
                 yield self.connection
             except sqlite3.Error as exc:
-                raise _backend_error(exc, 'the read failed') from None
+                raise self._failure(exc, 'the read failed') from None
             finally:
                 self.connection.execute('COMMIT')
 
