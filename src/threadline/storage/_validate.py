@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -44,6 +45,7 @@ _COUNTS: dict[str, tuple[int, int]] = {
 }
 _IDS = {'conversation_id', 'run_id', 'new_id', 'resume_token', 'holder'}
 _TEXTS = {'query', 'expected_effect', 'owner', 'decision', 'destination', 'observed_revision', 'evidence_ref'}
+_CONTROL = re.compile('[\x00-\x1f\x7f]')
 
 
 def _check_id(name: str, value: object) -> None:
@@ -52,7 +54,7 @@ def _check_id(name: str, value: object) -> None:
     if len(value) > MAX_ID:
         raise UserError(f'{name} is {len(value)} characters long; ids are at most {MAX_ID}')
     _check_encodable(name, value)
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if _CONTROL.search(value):
         raise UserError(f'{name} contains a control character (NUL, newline, ...); ids are printable text')
 
 
@@ -101,27 +103,53 @@ def check_argument(name: str, value: object, default: object) -> None:
 
 def _check_record(value: object) -> None:
     """The same rules for the fields of a record passed whole (`StepWrite`, `SnapshotRequest`, ...)."""
-    for field in dataclasses.fields(value):  # type: ignore[arg-type]
-        if field.name == 'scope' or field.name in _IDS or field.name in _COUNTS or field.name in _TEXTS:
-            check_argument(field.name, getattr(value, field.name), None)  # a record's None means "not given"
+    cls = type(value)
+    names = _CHECKED_FIELDS.get(cls)
+    if names is None:
+        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+        names = _CHECKED_FIELDS[cls] = tuple(f.name for f in fields if _is_checked(f.name))
+    for name in names:
+        check_argument(name, getattr(value, name), None)  # a record's None means "not given"
+
+
+_CHECKED_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per record class, the fields that have a rule (computed once)."""
+
+
+def _is_checked(name: str) -> bool:
+    return name == 'scope' or name in _IDS or name in _COUNTS or name in _TEXTS
+
+
+def _is_record(value: object) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
 def _wrap(method: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(method)
+    parameters = list(signature.parameters.values())
+    # (name, position among the positional arguments or None, default to check against)
     checked = [
-        (name, None if parameter.default is None or 'None' in str(parameter.annotation) else parameter.default)
-        for name, parameter in signature.parameters.items()
-        if name == 'scope' or name in _IDS or name in _COUNTS or name in _TEXTS
+        (
+            parameter.name,
+            index if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD) else None,
+            None if parameter.default is None or 'None' in str(parameter.annotation) else parameter.default,
+        )
+        for index, parameter in enumerate(parameters)
+        if _is_checked(parameter.name)
     ]
+    plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters)
 
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
-        for name, default in checked:
-            if name in bound.arguments:
-                check_argument(name, bound.arguments[name], default)
-        for value in bound.arguments.values():
-            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if not plain or len(args) > len(parameters) or not kwargs.keys() <= signature.parameters.keys():
+            signature.bind(*args, **kwargs)  # the TypeError Python would raise, before any check
+        for name, index, default in checked:
+            if name in kwargs:
+                check_argument(name, kwargs[name], default)
+            elif index is not None and index < len(args):
+                check_argument(name, args[index], default)
+        for value in (*args, *kwargs.values()):
+            if _is_record(value):
                 _check_record(value)
         return method(*args, **kwargs)
 
