@@ -88,7 +88,8 @@ class AsyncStore(Generic[B]):
     in_process: bool = False
     """True for a backend that never waits on a disk or a network (`MemoryStore`): its operations
     then run in the event loop, where a thread hop would cost more than they do. Everything else
-    runs in a worker thread, so a slow write never stalls other coroutines."""
+    runs in a worker thread, so a slow write never stalls other coroutines (except the short
+    operations a run waits for, when the backend can start them at once: `_in_loop_or_thread`)."""
 
     def __init__(self, backend: B) -> None:
         self._backend = backend
