@@ -658,32 +658,40 @@ def part_e(wl: Any, directory: Path) -> None:
     from threadline.agent import AgentRunResult
     from threadline.storage import StoreSeal
 
-    print('\n(e) save(result) of one turn after N turns, each saved by save(result); GC on, median of 21')
+    print('\n(e) save(result) of one turn after N turns, each saved by save(result); GC on, median of 21, interleaved')
     seal = StoreSeal.in_directory(directory / 'e-keys')
     turn = OurTA.validate_python(wl.turn(0, conversation_id='c'))
-    base: dict[int, float] = {}
-    for turns in (10, 1_000, 10_000):
-        store = SQLiteStore(directory / f'e-{turns}.db', seal=seal)
+    sizes = (10, 1_000, 10_000)
+
+    def result(turns: int, i: int, history: list[Any]) -> AgentRunResult[str]:
+        messages = [*history, *turn]
+        return AgentRunResult('ok', messages, len(history), f'run-{turns}-{i}', 'c', None, None, 'bench')
+
+    stores: dict[int, SQLiteStore] = {}
+    histories: dict[int, list[Any]] = {}
+    for turns in sizes:
+        stores[turns] = SQLiteStore(directory / f'e-{turns}.db', seal=seal)
         history: list[Any] = []
-
-        def result(i: int, history: list[Any]) -> AgentRunResult[str]:
-            messages = [*history, *turn]
-            return AgentRunResult('ok', messages, len(history), f'run-{turns}-{i}', 'c', None, None, 'bench')
-
         for i in range(turns):
-            store.sync.save(result(i, history), scope='s')
+            stores[turns].sync.save(result(turns, i, history), scope='s')
             history = [*history, *turn]
-        samples = []
-        for i in range(turns, turns + 21):
-            r = result(i, history)
+        histories[turns] = history
+    # Round by round, in a rotating order: the host's speed drifts over the seconds that filling
+    # the larger stores takes, and sizes measured one after another would compare the host.
+    samples: dict[int, list[float]] = {turns: [] for turns in sizes}
+    for k in range(21):
+        for turns in sizes[k % 3 :] + sizes[: k % 3]:
+            r = result(turns, turns + k, histories[turns])
             start = time.perf_counter()
-            store.sync.save(r, scope='s')
-            samples.append(time.perf_counter() - start)
-            history = [*history, *turn]
+            stores[turns].sync.save(r, scope='s')
+            samples[turns].append(time.perf_counter() - start)
+            histories[turns] = [*histories[turns], *turn]
+    for store in stores.values():
         store.close()
-        base.setdefault(10, statistics.median(samples))
-        median = statistics.median(samples)
-        print(f'  {turns:>6} turns: {median * 1e3:7.3f} ms   ratio to 10 turns {median / base[10]:.2f}')
+    base = statistics.median(samples[10])
+    for turns in sizes:
+        median = statistics.median(samples[turns])
+        print(f'  {turns:>6} turns: {median * 1e3:7.3f} ms   ratio to 10 turns {median / base:.2f}')
 
 
 def main() -> None:
