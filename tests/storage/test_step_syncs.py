@@ -324,3 +324,52 @@ async def test_a_database_another_process_is_writing_is_waited_for_in_a_thread_n
     stored = store.sync.load(result.conversation_id, scope='acme').messages
     assert stored == result.all_messages() and len(stored) == 4
     assert [e.status for e in store.sync.tool_effects(result.run_id, scope='acme')] == ['completed']
+
+
+async def test_concurrent_runs_beside_another_writing_process_store_every_turn_once(tmp_path: Path) -> None:
+    """Runs sharing one store, while another process keeps taking the write lock: their writes go
+    to the loop or to threads as the database allows, and every conversation is stored exactly
+    as its runs returned it, with a valid seal."""
+    import asyncio
+    import subprocess
+    import sys
+
+    path = tmp_path / 'steps.db'
+    store = SQLiteStore(path)
+
+    async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        await asyncio.sleep(0.002)
+        if messages[-1].parts[-1].part_kind == 'tool-return':  # the call was answered
+            return ModelResponse(parts=[TextPart('done')])
+        return ModelResponse(parts=[ToolCallPart('lookup', {'x': len(messages)}, f'call-{len(messages)}')])
+
+    agent = Agent(FunctionModel(model), capabilities=[StepPersistence(store, scope='acme')])
+
+    @agent.tool_plain
+    async def lookup(x: int) -> str:
+        return f'found {x}'
+
+    async def conversation(i: int) -> list[ModelMessage]:
+        history: list[ModelMessage] | None = None
+        for turn in range(3):
+            result = await agent.run(f'turn {turn}', message_history=history, conversation_id=f'conv-{i}')
+            history = result.all_messages()
+        assert history is not None
+        return history
+
+    locker = (
+        'import sqlite3, sys, time\n'
+        'c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)\n'
+        'end = time.time() + 1.5\n'
+        'while time.time() < end:\n'
+        '    c.execute("BEGIN IMMEDIATE"); time.sleep(0.003); c.execute("ROLLBACK"); time.sleep(0.002)\n'
+    )
+    other = subprocess.Popen([sys.executable, '-c', locker, str(path)])
+    try:
+        histories = await asyncio.gather(*(conversation(i) for i in range(10)))
+    finally:
+        other.wait(10)
+    for i, history in enumerate(histories):
+        assert len(history) == 12  # three turns of prompt, call, result, answer
+        assert store.sync.load(f'conv-{i}', scope='acme').messages == history
+        assert store.sync.verify(f'conv-{i}', scope='acme').ok
