@@ -28,6 +28,8 @@ class WouldWait(Exception):
 
 
 class NotNow:
+    """The type of `NOT_NOW`."""
+
     def __repr__(self) -> str:
         return 'NOT_NOW'
 
@@ -135,7 +137,9 @@ class AsyncStore(Generic[B]):
         3. Only when the backend can start without waiting (`_uncontended`): for SQLite, no other
            thread holds the connection and no other process holds the write lock (a busy lock
            fails at once, `WouldWait`, and the operation goes to a thread). So the event loop is
-           held for one short transaction, never for a wait on someone else.
+           held for one short transaction, not for a wait on someone else. (One wait remains: a
+           write's seal tip goes to the tip book, a separate SQLite file shared by the install's
+           processes, whose one-row update holds its lock for microseconds.)
         4. For SQLite, WAL checkpoints are left to writes made in threads (see
            `SQLiteDialect.uncontended`), so the loop is never held for one.
         """
