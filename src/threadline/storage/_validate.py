@@ -45,7 +45,7 @@ _COUNTS: dict[str, tuple[int, int]] = {
 }
 _IDS = {'conversation_id', 'run_id', 'new_id', 'resume_token', 'holder'}
 _TEXTS = {'query', 'expected_effect', 'owner', 'decision', 'destination', 'observed_revision', 'evidence_ref'}
-_CONTROL = re.compile('[\x00-\x1f\x7f]')
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 
 
 def _check_id(name: str, value: object) -> None:
