@@ -86,11 +86,7 @@ class StepOps(SQLBase):
         with self._write() as conn:
             self._conversation(conn, conversation_id, scope)
             self._claim_run(conn, event.run_id, conversation_id)
-            self._insert_event(conn, event, conversation_id)
-
-    def _insert_event(self, conn: Any, event: StepEvent, conversation_id: str) -> None:
-        """Record one event; a replayed event (same idempotency key) is ignored."""
-        self._insert_events(conn, [event], conversation_id)
+            self._insert_events(conn, [event], conversation_id)
 
     def _insert_events(self, conn: Any, events: Sequence[StepEvent], conversation_id: str) -> None:
         """Record events in one statement call; a replayed one (same idempotency key) is ignored."""
