@@ -116,7 +116,7 @@ async def main() -> None:
     wl = workload()
     print(f'one request over an N-message history, median of {REPEAT} interleaved runs, GC on (ms)')
     print(f'{"provider":>17} {"N":>7} {"threadline":>11} {"pydantic-ai":>12} {"ratio":>7}')
-    with ProviderServer() as server:
+    with ProviderServer(record=False) as server:
         for provider in ('openai', 'openai-responses', 'anthropic', 'google'):
             for size in SIZES:
                 sides = {}
@@ -131,7 +131,6 @@ async def main() -> None:
                     for side in order:
                         agent, history = sides[side]
                         times[side].append(await one_run(server, agent, history, reply_for(provider, side)))
-                server.requests.clear()
                 ours_t, ref_t = statistics.median(times['ours']), statistics.median(times['ref'])
                 print(f'{provider:>17} {size:>7} {ours_t * 1e3:11.2f} {ref_t * 1e3:12.2f} {ref_t / ours_t:6.1f}x')
 

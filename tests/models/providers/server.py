@@ -1,7 +1,9 @@
 """A local HTTP server that answers the official SDK clients with recorded provider responses.
 
 Responses are queued per test (a JSON body with a status, or an SSE stream); every request body is
-recorded, so tests check exactly what the SDK sent. Only 127.0.0.1 is used.
+recorded, so tests check exactly what the SDK sent (unless `record=False`: a benchmark's bodies,
+kept and parsed, would load the garbage collector of the process it measures). Only 127.0.0.1 is
+used.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ def fixture(name: str) -> dict[str, Any]:
 
 
 class ProviderServer:
-    def __init__(self) -> None:
+    def __init__(self, *, record: bool = True) -> None:
         self.replies: deque[dict[str, Any]] = deque()
         self.requests: list[dict[str, Any]] = []
         server = self
@@ -34,13 +36,14 @@ class ProviderServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get('content-length', 0))
                 raw = self.rfile.read(length)
-                server.requests.append(
-                    {
-                        'path': self.path,
-                        'headers': {k.lower(): v for k, v in self.headers.items()},
-                        'body': json.loads(raw or b'{}'),
-                    }
-                )
+                if record:
+                    server.requests.append(
+                        {
+                            'path': self.path,
+                            'headers': {k.lower(): v for k, v in self.headers.items()},
+                            'body': json.loads(raw or b'{}'),
+                        }
+                    )
                 reply = (
                     server.replies.popleft()
                     if server.replies
