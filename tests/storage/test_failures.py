@@ -34,6 +34,24 @@ def test_a_corrupt_row_names_conversation_and_position(tmp_path: Path) -> None:
     assert not store.sync.verify('c1', scope='s').ok  # and the chain notices the change
 
 
+@pytest.mark.parametrize('position', [0, 249, 250, 599])
+def test_a_long_history_loads_whole_and_a_corrupt_row_is_named_in_any_chunk(tmp_path: Path, position: int) -> None:
+    """A load decodes a long history a chunk at a time (to bound its peak memory): the messages
+    come back exactly as stored, and a damaged row is named by its own position whichever chunk
+    it falls in, including either side of a chunk boundary."""
+    path = tmp_path / 'long.db'
+    store = SQLiteStore(path)
+    history = [m for k in range(150) for m in turn(k, conversation_id='c1')]
+    store.sync.append('c1', history, scope='s')
+    assert store.sync.load('c1', scope='s').messages == history
+    with sqlite3.connect(path) as raw:
+        raw.execute('UPDATE messages SET body = \'{"kind": "request", "parts": 7}\' WHERE position = ?', (position,))
+    with pytest.raises(CorruptRecordError) as info:
+        store.sync.load('c1', scope='s')
+    assert info.value.position == position
+    store.close()
+
+
 def test_a_changed_message_fails_the_chain(tmp_path: Path) -> None:
     path = tmp_path / 'h.db'
     store = SQLiteStore(path)

