@@ -132,6 +132,12 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
         f'    the disk alone, now: {floor * 1e3:.2f} ms for the two synced commits a tool-calling turn waits for '
         f'({COMMIT_FRAMES} WAL frames written and fdatasync-ed, each after {MODEL_LATENCY * 1e3:.0f} ms idle)'
     )
+    # The host's speed drifts within a session (the floor above has ranged 0.9..2.0 ms on one VM), and
+    # a per-turn time in ms passes or fails with it; its multiple of the floor is what the code sets.
+    print(
+        '    StepPersistence per turn, 20 ms model, as a multiple of that floor: '
+        + ', '.join(f'{size}: {slow[size] / floor:.1f}x' for size in SIZES)
+    )
 
 
 def table_rows(path: Path) -> dict[str, int]:
