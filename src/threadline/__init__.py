@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._public import publish
-from .agent import (
+from threadline._public import publish
+from threadline.agent import (
     Agent,
     AgentRun,
     AgentRunResult,
@@ -29,8 +29,8 @@ from .agent import (
     UserPromptNode,
     capture_run_messages,
 )
-from .capabilities import MessageHistoryMutatedWarning
-from .exceptions import (
+from threadline.capabilities import MessageHistoryMutatedWarning
+from threadline.exceptions import (
     AgentRunError,
     ApprovalRequired,
     CallDeferred,
@@ -42,7 +42,7 @@ from .exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from .messages import (
+from threadline.messages import (
     AudioUrl,
     BinaryContent,
     BinaryImage,
@@ -140,11 +140,11 @@ publish(__name__, globals(), __all__)  # after every name above exists
 def __getattr__(name: str) -> object:
     # Recall and memory live beside the storage layer, which a plain `import threadline` does not load.
     if name == 'ConversationSearch':
-        from .search import ConversationSearch
+        from threadline.search import ConversationSearch
 
         return ConversationSearch
     if name == 'Memory':
-        from .memory import Memory
+        from threadline.memory import Memory
 
         return Memory
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -1,5 +1,5 @@
 """`python -m threadline` runs the `threadline` command."""
 
-from .cli import run
+from threadline.cli import run
 
 run()

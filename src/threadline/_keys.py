@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from .exceptions import UserError
+from threadline.exceptions import UserError
 
 __all__ = ['Keyring', 'SigningKey', 'now_utc']
 

@@ -7,9 +7,9 @@ and `Agent(toolsets=[...])` / `run(toolsets=[...])` add them to a run, resolved 
 
 from __future__ import annotations
 
-from ._public import publish
-from .agent._toolset import FunctionToolset
-from .agent._toolsets import (
+from threadline._public import publish
+from threadline.agent._toolset import FunctionToolset
+from threadline.agent._toolsets import (
     AbstractToolset,
     CombinedToolset,
     ExternalToolset,

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ._public import publish
-from .agent import UsageLimits
-from .messages import RequestUsage, RunUsage
+from threadline._public import publish
+from threadline.agent import UsageLimits
+from threadline.messages import RequestUsage, RunUsage
 
 __all__ = ['RequestUsage', 'RunUsage', 'UsageLimits']
 

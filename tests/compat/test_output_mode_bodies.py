@@ -11,8 +11,8 @@ from typing import Any
 import pydantic
 import pytest
 
-from ..models.providers.server import ProviderServer, fixture
-from .test_request_bodies import FOLD
+from tests.compat.test_request_bodies import FOLD
+from tests.models.providers.server import ProviderServer, fixture
 
 pytest.importorskip('pydantic_ai')
 

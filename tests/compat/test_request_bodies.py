@@ -35,11 +35,10 @@ from typing import Any
 
 import pytest
 
+from tests.compat._histories import history
+from tests.models.providers.server import ProviderServer, fixture
 from threadline.messages import ModelMessagesTypeAdapter, repair_messages
 from threadline.models import ModelRequestParameters, ToolDefinition, render_history
-
-from ..models.providers.server import ProviderServer, fixture
-from ._histories import history
 
 pytest.importorskip('pydantic_ai')
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .test_serve_cli import free_port, serve, wait_until_up
+from tests.server.test_serve_cli import free_port, serve, wait_until_up
 
 CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
 pytestmark = pytest.mark.skipif(

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .test_serve_cli import free_port, serve, wait_until_up
+from tests.server.test_serve_cli import free_port, serve, wait_until_up
 
 POSTGRES = os.environ.get('THREADLINE_TEST_POSTGRES_URL')
 pytestmark = pytest.mark.skipif(

@@ -20,11 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests._hypothesis import examples
+from tests.storage.conftest import POSTGRES_URL, fresh_postgres_url, needs_postgres
 from threadline.storage import FileStore, SQLiteStore, StoreSeal, SyncStore, ToolEffect
 from threadline.storage._chain import GENESIS, extend_chain
 from threadline.storage.testing import turn
-
-from .conftest import POSTGRES_URL, fresh_postgres_url, needs_postgres
 
 CID, SCOPE = 'conv-1', 'tenant-a'
 T = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,12 +8,11 @@ from typing import Any
 
 from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, ToolMessage, UserMessage
 
+from tests.ui.test_vercel_ai import a_history, body
 from threadline import Agent
 from threadline.messages import ModelResponse, SystemPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from threadline.models.function import AgentInfo, FunctionModel
 from threadline.ui.ag_ui import AGUIAdapter, ag_ui_events, encode
-
-from .test_vercel_ai import a_history, body
 
 
 def test_a_round_trip_keeps_what_the_next_request_needs() -> None:

@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
+from tests.ui.test_vercel_ai_client import JS, node  # noqa: F401 - the fixture that provides Node and the packages
 from threadline import Agent
 from threadline.messages import ModelResponse, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
 from threadline.models.function import AgentInfo, FunctionModel
 from threadline.ui.ag_ui import ag_ui_events, encode
-
-from .test_vercel_ai_client import JS, node  # noqa: F401 - the fixture that provides Node and the packages
 
 
 def weather() -> Agent[None, str]:

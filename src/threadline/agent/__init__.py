@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from .._public import publish
-from ._agent import Agent, RunOptions
-from ._capture import capture_run_messages
-from ._context import RunContext
-from ._event_handler import EventStreamHandler
-from ._graph import AgentNode, CallToolsNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
-from ._limits import UsageLimits
-from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
-from ._output_types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
-from ._result import AgentRunResult, RunResult
-from ._run import AgentRun
-from ._streamed import EventStream, RunCancelled, StreamedRunResult
-from ._streamed_sync import StreamedRunResultSync
-from ._tools import Tool
+from threadline._public import publish
+from threadline.agent._agent import Agent, RunOptions
+from threadline.agent._capture import capture_run_messages
+from threadline.agent._context import RunContext
+from threadline.agent._event_handler import EventStreamHandler
+from threadline.agent._graph import (
+    AgentNode,
+    CallToolsNode,
+    End,
+    FinalResult,
+    ModelRequestNode,
+    NodeResult,
+    UserPromptNode,
+)
+from threadline.agent._limits import UsageLimits
+from threadline.agent._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from threadline.agent._output_types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
+from threadline.agent._result import AgentRunResult, RunResult
+from threadline.agent._run import AgentRun
+from threadline.agent._streamed import EventStream, RunCancelled, StreamedRunResult
+from threadline.agent._streamed_sync import StreamedRunResultSync
+from threadline.agent._tools import Tool
 
 __all__ = [
     'capture_run_messages',

@@ -12,24 +12,16 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
-from ..exceptions import UserError
-from ..messages import (
-    AgentRunResultEvent,
-    AgentStreamEvent,
-    SystemPromptPart,
-    UserContent,
-)
-from ..models import Model, ModelSettings, infer_model
-from ._capability import AbstractCapability
-from ._capture import captured_messages
-from ._context import AgentDepsT, RunContext
-from ._end import End
-from ._event_handler import EventStreamHandler, drive_with_handler
-from ._graph import CallToolsNode, ModelRequestNode, UserPromptNode
-from ._output import OutputSpec
-from ._result import AgentRunResult, OutputDataT
-from ._run import AgentRun
-from ._run_setup import (
+from threadline.agent._capability import AbstractCapability
+from threadline.agent._capture import captured_messages
+from threadline.agent._context import AgentDepsT, RunContext
+from threadline.agent._end import End
+from threadline.agent._event_handler import EventStreamHandler, drive_with_handler
+from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptNode
+from threadline.agent._output import OutputSpec
+from threadline.agent._result import AgentRunResult, OutputDataT
+from threadline.agent._run import AgentRun
+from threadline.agent._run_setup import (
     EndStrategy,
     InstructionsArg,
     RunOptions,
@@ -39,12 +31,15 @@ from ._run_setup import (
     for_run,
     new_state,
 )
-from ._state import RunState
-from ._streamed import EventStream, StreamedRunResult, open_stream, stream_events
-from ._streamed_sync import StreamedRunResultSync
-from ._tools import Tool
-from ._toolsets import AbstractToolset
-from ._wrap_run import wrapped_run
+from threadline.agent._state import RunState
+from threadline.agent._streamed import EventStream, StreamedRunResult, open_stream, stream_events
+from threadline.agent._streamed_sync import StreamedRunResultSync
+from threadline.agent._tools import Tool
+from threadline.agent._toolsets import AbstractToolset
+from threadline.agent._wrap_run import wrapped_run
+from threadline.exceptions import UserError
+from threadline.messages import AgentRunResultEvent, AgentStreamEvent, SystemPromptPart, UserContent
+from threadline.models import Model, ModelSettings, infer_model
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs  # typing.TypeIs from Python 3.13
@@ -161,7 +156,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def realtime(self, model: Any) -> Any:
         """This agent on a realtime model: `async with agent.realtime(model).session() as s:`
         (see `threadline.realtime`)."""
-        from ..realtime import AgentRealtime
+        from threadline.realtime import AgentRealtime
 
         return AgentRealtime(self, model)
 

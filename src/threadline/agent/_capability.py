@@ -18,16 +18,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
-from ..messages import ModelMessage, ModelResponse, ToolCallPart
-from ..models import Model, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._context import AgentDepsT
+from threadline.agent._context import AgentDepsT
+from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
+from threadline.models import Model, ModelRequestParameters, ModelSettings, ToolDefinition
 
 if TYPE_CHECKING:
-    from ._agent import Agent
-    from ._context import RunContext
-    from ._graph import AgentNode, NodeResult
-    from ._result import AgentRunResult
-    from ._toolset import FunctionToolset
+    from threadline.agent._agent import Agent
+    from threadline.agent._context import RunContext
+    from threadline.agent._graph import AgentNode, NodeResult
+    from threadline.agent._result import AgentRunResult
+    from threadline.agent._toolset import FunctionToolset
 
 __all__ = ['AbstractCapability', 'ModelRequestContext', 'overridden_hooks']
 

@@ -15,7 +15,7 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..messages import ModelMessage
+from threadline.messages import ModelMessage
 
 __all__ = ['capture_run_messages', 'captured_messages']
 

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._uuid import uuid7
-from ..messages import ModelMessage, RunUsage, UserContent
-from ..models import Model
+from threadline._uuid import uuid7
+from threadline.messages import ModelMessage, RunUsage, UserContent
+from threadline.models import Model
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from threadline.agent._agent import Agent
 
 __all__ = ['AgentDepsT', 'RunContext']
 
@@ -54,7 +54,7 @@ class RunContext(Generic[AgentDepsT]):
         """The tokens the next request will carry: the last response's reported input and output
         tokens plus an estimate of what the history gained since (see `models._window`); None
         before the first response or when that response reported no usage."""
-        from ..models._window import context_tokens
+        from threadline.models._window import context_tokens
 
         return context_tokens(self.messages)
 
@@ -63,7 +63,7 @@ class RunContext(Generic[AgentDepsT]):
         """`context_tokens` as a share of the model's `context_window` (a `FallbackModel`: the
         smallest of its models'); None when either is unknown, never a misleading 0.0. Use it to
         compact a history before it overflows (see `CompactWhenFull`)."""
-        from ..models._window import context_window_fraction
+        from threadline.models._window import context_window_fraction
 
         return context_window_fraction(self.messages, self.model.context_window)
 
@@ -71,7 +71,7 @@ class RunContext(Generic[AgentDepsT]):
         """Inject content into this run (see `threadline.agent._enqueue` for the delivery rules);
         returns the enqueue id, or None for an empty call. From inside a tool, parts-only content
         lands right after the tool's result."""
-        from ..exceptions import UserError
+        from threadline.exceptions import UserError
 
         if self.queue is None:
             raise UserError('enqueue needs a RunContext of a running agent (this one has no queue)')

@@ -26,13 +26,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from .._uuid import uuid7
-from ..exceptions import UserError
-from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart, UserPromptPart
-from ..messages._content import MULTIMODAL_TYPES, CachePoint, TextContent
-from ..messages._events import EnqueuedMessagesEvent
-from ..messages._parts import CompactionPart as _CompactionPart
-from ..messages._parts import _RequestPart
+from threadline._uuid import uuid7
+from threadline.exceptions import UserError
+from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart, UserPromptPart
+from threadline.messages._content import MULTIMODAL_TYPES, CachePoint, TextContent
+from threadline.messages._events import EnqueuedMessagesEvent
+from threadline.messages._parts import CompactionPart as _CompactionPart
+from threadline.messages._parts import _RequestPart
 
 __all__ = ['EnqueueQueue', 'Priority']
 

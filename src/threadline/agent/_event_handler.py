@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeAlias
 
-from ..messages._events import AgentStreamEvent
-from ._context import RunContext
-from ._graph import CallToolsNode, End, ModelRequestNode
-from ._run import AgentRun
-from ._streamed import model_events
+from threadline.agent._context import RunContext
+from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
+from threadline.agent._run import AgentRun
+from threadline.agent._streamed import model_events
+from threadline.messages._events import AgentStreamEvent
 
 __all__ = ['EventStreamHandler', 'drive_with_handler']
 

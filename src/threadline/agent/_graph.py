@@ -19,8 +19,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
-from ..messages import (
+from threadline.agent._capability import ModelRequestContext
+from threadline.agent._end import End, FinalResult
+from threadline.agent._output import DeferredToolResults
+from threadline.agent._reveal import visible
+from threadline.agent._state import RunState, now_utc
+from threadline.agent._tool_step import ToolStep, validate_output
+from threadline.agent._tools import ToolArgsError
+from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
+from threadline.messages import (
     ModelRequest,
     ModelResponse,
     RetryFeedbackPart,
@@ -33,14 +40,7 @@ from ..messages import (
     repair_messages,
     repair_report,
 )
-from ..models import ToolDefinition, render_history
-from ._capability import ModelRequestContext
-from ._end import End, FinalResult
-from ._output import DeferredToolResults
-from ._reveal import visible
-from ._state import RunState, now_utc
-from ._tool_step import ToolStep, validate_output
-from ._tools import ToolArgsError
+from threadline.models import ToolDefinition, render_history
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
 
@@ -383,7 +383,7 @@ def _type_calls(state: RunState, response: ModelResponse) -> None:
 
 def _cost(response: ModelResponse, model: Any) -> Any:
     """What the response cost at the answering model's genai-prices price, else None."""
-    from ..models._prices import price_of
+    from threadline.models._prices import price_of
 
     usage = response.usage
     if not (usage.input_tokens or usage.output_tokens) or response.model_name is None:

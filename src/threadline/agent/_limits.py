@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..exceptions import UsageLimitExceeded, UserError
-from ..messages import ModelMessage, RunUsage
+from threadline.exceptions import UsageLimitExceeded, UserError
+from threadline.messages import ModelMessage, RunUsage
 
 if TYPE_CHECKING:
-    from ..models import Model
+    from threadline.models import Model
 
 __all__ = ['UsageLimits']
 
@@ -75,7 +75,7 @@ class UsageLimits:
         """At run start: a `cost_limit` needs a price for every model the run may use."""
         if self.cost_limit is None:
             return
-        from ..models._prices import priced
+        from threadline.models._prices import priced
 
         unpriced = [m.model_name for m in _candidates(model) if not priced(_ref(m))]
         if unpriced:
@@ -89,8 +89,8 @@ class UsageLimits:
         """Before a request: would sending it (its estimated input alone) cross `cost_limit`?"""
         if self.cost_limit is None:
             return
-        from ..models._prices import price_of
-        from ..models._window import context_tokens, estimate_added_tokens
+        from threadline.models._prices import price_of
+        from threadline.models._window import context_tokens, estimate_added_tokens
 
         tokens = context_tokens(messages)
         if tokens is None:

@@ -30,14 +30,14 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from ..exceptions import ModelRetry, UserError
-from ..messages import CompactionPart, ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
-from ..messages._tool_return import ToolReturn
-from ._context import RunContext
+from threadline.agent._context import RunContext
+from threadline.exceptions import ModelRetry, UserError
+from threadline.messages import CompactionPart, ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from threadline.messages._tool_return import ToolReturn
 
 if TYPE_CHECKING:
-    from ._capability import AbstractCapability
-    from ._tools import Tool
+    from threadline.agent._capability import AbstractCapability
+    from threadline.agent._tools import Tool
 
 __all__ = [
     'LOAD_CAPABILITY',
@@ -156,7 +156,7 @@ def _load_template() -> Tool[Any]:
     """The `load_capability` tool's definition (name, description, schema, kind) and validator."""
     from dataclasses import replace
 
-    from ._tools import Tool
+    from threadline.agent._tools import Tool
 
     async def load_capability(ctx: RunContext[Any], id: str) -> Any:
         """Load a listed capability whenever it is plausibly relevant to the task.

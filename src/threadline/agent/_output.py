@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..exceptions import UserError
-from ..messages import ToolCallPart
-from ..models import OutputObjectDefinition, ToolDefinition
+from threadline.exceptions import UserError
+from threadline.messages import ToolCallPart
+from threadline.models import OutputObjectDefinition, ToolDefinition
 
 __all__ = [
     'DeferredToolRequests',
@@ -102,7 +102,7 @@ class _Output:
     whose parameters are the arguments and whose return value is the output."""
 
     def __init__(self, target: Any, tool_name: str, description: str | None, strict: bool | None, retries: int | None):
-        from ._tools import Tool, _clean_schema
+        from threadline.agent._tools import Tool, _clean_schema
 
         self.target, self.name, self.strict, self.max_retries = target, tool_name, strict, retries
         self.function: Tool[Any] | None = None
@@ -145,7 +145,7 @@ class _Output:
     def validate(self, args: Any) -> Any:
         """The model's arguments validated: the type's value, or the function's keyword arguments
         (raises `ToolArgsError`)."""
-        from ._tools import validate_with
+        from threadline.agent._tools import validate_with
 
         if self.function is not None:
             return self.function.validate_args(args)
@@ -195,7 +195,7 @@ class OutputSpec:
     """
 
     def __init__(self, output_type: Any) -> None:
-        from ._output_types import NativeOutput, PromptedOutput, TextOutput
+        from threadline.agent._output_types import NativeOutput, PromptedOutput, TextOutput
 
         members = _members(output_type)
         if all(m is None or m is type(None) for m in members):
@@ -238,7 +238,7 @@ class OutputSpec:
         return list(self._tool_defs.values())
 
     def _build_tools(self) -> None:
-        from ._output_types import ToolOutput
+        from threadline.agent._output_types import ToolOutput
 
         multiple = len(self._structured) > 1
         for member in self._structured:
@@ -286,7 +286,7 @@ class OutputSpec:
 
     # -- JSON text (native / prompted) ------------------------------------------------------------
     def _build_json(self, marker: Any) -> None:
-        from ._output_types import NativeOutput
+        from threadline.agent._output_types import NativeOutput
 
         self.mode = 'native' if isinstance(marker, NativeOutput) else 'prompted'
         self._json = [_Output(m, _label(m), None, None, None) for m in marker.outputs]
@@ -349,7 +349,7 @@ class OutputSpec:
     async def _text_function(self, ctx: Any, text: str) -> Any:
         if self.text_function is None:
             return text
-        from ._tools import takes_run_context
+        from threadline.agent._tools import takes_run_context
 
         fn = self.text_function
         result = fn(ctx, text) if takes_run_context(fn) else fn(text)
@@ -357,7 +357,7 @@ class OutputSpec:
 
     def _json_member(self, text: str) -> tuple[_Output, Any]:
         """The member a JSON answer is for, and its validated value."""
-        from ._tools import ToolArgsError
+        from threadline.agent._tools import ToolArgsError
 
         if len(self._json) == 1:
             return self._json[0], self._json[0].validate(text)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args
 
 import msgspec
 
-from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage
+from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler

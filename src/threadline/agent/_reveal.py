@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..messages import ModelMessage, ModelRequest, ToolAvailabilityDeltaPart
-from ..models import ToolDefinition
-from ._load import loaded_capabilities, post_compaction_window
+from threadline.agent._load import loaded_capabilities, post_compaction_window
+from threadline.messages import ModelMessage, ModelRequest, ToolAvailabilityDeltaPart
+from threadline.models import ToolDefinition
 
 __all__ = ['delta_part', 'revealed', 'visible']
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Generic
 
-from ..exceptions import UserError
-from ._graph import AgentNode, End, FinalResult, NodeResult
-from ._result import AgentRunResult, OutputDataT
-from ._state import RunState
+from threadline.agent._graph import AgentNode, End, FinalResult, NodeResult
+from threadline.agent._result import AgentRunResult, OutputDataT
+from threadline.agent._state import RunState
+from threadline.exceptions import UserError
 
 __all__ = ['AgentRun']
 
@@ -167,8 +167,8 @@ class AgentRun(Generic[OutputDataT]):
 
 def _redirect(request: Any) -> NodeResult:
     """The run would have ended, but queued content arrived: one more model request with it."""
-    from ..messages import ModelRequest
-    from ._graph import ModelRequestNode
+    from threadline.agent._graph import ModelRequestNode
+    from threadline.messages import ModelRequest
 
     assert isinstance(request, ModelRequest)
     return ModelRequestNode(request)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._uuid import uuid7
-from ..exceptions import UserError
-from ..messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from threadline._uuid import uuid7
+from threadline.exceptions import UserError
+from threadline.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
 
 __all__ = ['check_history', 'resolve_ids', 'resumed_prompt']
 

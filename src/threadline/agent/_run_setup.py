@@ -13,22 +13,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
 
-from ..exceptions import UserError
-from ..messages import ModelMessage, RunUsage
-from ..models import Model, ModelSettings, infer_model
-from ._capability import AbstractCapability
-from ._chain import CapabilityChain
-from ._context import AgentDepsT, RunContext
-from ._event_handler import EventStreamHandler
-from ._limits import UsageLimits
-from ._output import DeferredToolResults
-from ._run_inputs import check_history, resolve_ids, resumed_prompt
-from ._state import RunState
-from ._toolset import merge_tools
-from ._toolsets import AbstractToolset, CombinedToolset
+from threadline.agent._capability import AbstractCapability
+from threadline.agent._chain import CapabilityChain
+from threadline.agent._context import AgentDepsT, RunContext
+from threadline.agent._event_handler import EventStreamHandler
+from threadline.agent._limits import UsageLimits
+from threadline.agent._output import DeferredToolResults
+from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
+from threadline.agent._state import RunState
+from threadline.agent._toolset import merge_tools
+from threadline.agent._toolsets import AbstractToolset, CombinedToolset
+from threadline.exceptions import UserError
+from threadline.messages import ModelMessage, RunUsage
+from threadline.models import Model, ModelSettings, infer_model
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from threadline.agent._agent import Agent
 
 __all__ = [
     'EndStrategy',

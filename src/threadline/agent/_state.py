@@ -9,18 +9,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import UserError
-from ..messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
-from ..models import Model, ModelRequestParameters, ModelSettings
-from ._chain import CapabilityChain
-from ._context import RunContext
-from ._enqueue import EnqueueQueue
-from ._limits import UsageLimits
-from ._output import DeferredToolResults, OutputSpec
-from ._tools import Tool
+from threadline.agent._chain import CapabilityChain
+from threadline.agent._context import RunContext
+from threadline.agent._enqueue import EnqueueQueue
+from threadline.agent._limits import UsageLimits
+from threadline.agent._output import DeferredToolResults, OutputSpec
+from threadline.agent._tools import Tool
+from threadline.exceptions import UserError
+from threadline.messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
+from threadline.models import Model, ModelRequestParameters, ModelSettings
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from threadline.agent._agent import Agent
 
 __all__ = ['RunState', 'now_utc']
 
@@ -88,7 +88,7 @@ class RunState:
         """Ask the run's toolsets for this step's tools (see `threadline.agent._toolsets`)."""
         if self.toolset is None and not self.prepared_tools:
             return
-        from ._toolsets import tool_of
+        from threadline.agent._toolsets import tool_of
 
         tools = dict(self.static_tools)
         for name in self.prepared_tools:
@@ -113,7 +113,7 @@ class RunState:
         """Re-derive which deferred capabilities are loaded from `messages` (the history sent or
         about to be): their hooks and instructions follow (see `threadline.agent._load`)."""
         if self.capabilities.deferred:
-            from ._load import loaded_capabilities
+            from threadline.agent._load import loaded_capabilities
 
             self.capabilities.set_loaded(loaded_capabilities(messages))
 
@@ -247,7 +247,7 @@ class RunState:
         return parts
 
     async def request_parameters(self) -> ModelRequestParameters:
-        from ._reveal import visible
+        from threadline.agent._reveal import visible
 
         return ModelRequestParameters(
             function_tools=visible((tool.tool_def for tool in self.tools.values()), self.history),

@@ -19,12 +19,18 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Generic, TypeVar
 
-from ..exceptions import ThreadlineError, UserError
-from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage, TextPart
-from ..messages._events import AgentRunResultEvent, AgentStreamEvent, PartDeltaEvent, PartStartEvent, TextPartDelta
-from ._graph import End, ModelRequestNode
-from ._result import AgentRunResult, OutputDataT
-from ._run import AgentRun
+from threadline.agent._graph import End, ModelRequestNode
+from threadline.agent._result import AgentRunResult, OutputDataT
+from threadline.agent._run import AgentRun
+from threadline.exceptions import ThreadlineError, UserError
+from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage, TextPart
+from threadline.messages._events import (
+    AgentRunResultEvent,
+    AgentStreamEvent,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPartDelta,
+)
 
 __all__ = ['EventStream', 'RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
 
@@ -194,7 +200,7 @@ def _text_of(event: Any) -> str | None:
 
 async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
     """Drive `agent_run` until the model starts streaming its final response, and hand that over."""
-    from ..messages import ToolCallPart
+    from threadline.messages import ToolCallPart
 
     state = agent_run._state
     node = agent_run.next_node
@@ -270,8 +276,8 @@ async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEv
 async def model_events(state: Any, streamed: Any) -> AsyncIterator[Any]:
     """A model response's stream events, with a `FinalResultEvent` after the first part that can
     be the output (text when text is allowed, or a call to an output tool)."""
-    from ..messages import ToolCallPart
-    from ..messages._events import FinalResultEvent
+    from threadline.messages import ToolCallPart
+    from threadline.messages._events import FinalResultEvent
 
     output_tools = {t.name for t in state.output.output_tools}
     final_sent = False

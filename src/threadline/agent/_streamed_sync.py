@@ -22,7 +22,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..exceptions import UserError
+from threadline.exceptions import UserError
 
 __all__ = ['StreamedRunResultSync']
 

@@ -9,7 +9,12 @@ import inspect
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import (
+from threadline.agent._end import End, FinalResult
+from threadline.agent._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from threadline.agent._reveal import delta_part, revealed, visible
+from threadline.agent._state import RunState, now_utc
+from threadline.agent._tools import Tool, ToolArgsError
+from threadline.exceptions import (
     ApprovalRequired,
     CallDeferred,
     ModelRetry,
@@ -18,7 +23,7 @@ from ..exceptions import (
     UsageLimitExceeded,
     UserError,
 )
-from ..messages import (
+from threadline.messages import (
     ModelRequest,
     ModelRequestPart,
     RetryFeedbackPart,
@@ -28,15 +33,10 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ..messages._events import FunctionToolCallEvent, FunctionToolResultEvent
-from ._end import End, FinalResult
-from ._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
-from ._reveal import delta_part, revealed, visible
-from ._state import RunState, now_utc
-from ._tools import Tool, ToolArgsError
+from threadline.messages._events import FunctionToolCallEvent, FunctionToolResultEvent
 
 if TYPE_CHECKING:
-    from ._context import RunContext
+    from threadline.agent._context import RunContext
 
 __all__ = ['ToolStep', 'validate_output']
 

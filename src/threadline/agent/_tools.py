@@ -13,9 +13,9 @@ import typing
 from collections.abc import Callable
 from typing import Any, Generic
 
-from ..exceptions import UserError
-from ..models import ToolDefinition
-from ._context import AgentDepsT, RunContext
+from threadline.agent._context import AgentDepsT, RunContext
+from threadline.exceptions import UserError
+from threadline.models import ToolDefinition
 
 __all__ = ['Tool', 'ToolArgsError', 'takes_run_context', 'validate_with']
 
@@ -268,7 +268,7 @@ class Tool(Generic[AgentDepsT]):
         try:
             return await asyncio.wait_for(self._call(ctx, args), self.timeout)
         except TimeoutError:
-            from ..exceptions import ModelRetry
+            from threadline.exceptions import ModelRetry
 
             raise ModelRetry(f'Timed out after {self.timeout} seconds.') from None
 

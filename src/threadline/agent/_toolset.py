@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from ..exceptions import UserError
-from ._context import AgentDepsT, RunContext
-from ._tools import Tool
-from ._toolsets import AbstractToolset, ToolsetTool
+from threadline.agent._context import AgentDepsT, RunContext
+from threadline.agent._tools import Tool
+from threadline.agent._toolsets import AbstractToolset, ToolsetTool
+from threadline.exceptions import UserError
 
 __all__ = ['FunctionToolset', 'merge_tools']
 

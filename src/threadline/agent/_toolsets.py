@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic
 
-from ..exceptions import UserError
-from ..models import ToolDefinition
-from ._context import AgentDepsT, RunContext
-from ._tools import Tool
+from threadline.agent._context import AgentDepsT, RunContext
+from threadline.agent._tools import Tool
+from threadline.exceptions import UserError
+from threadline.models import ToolDefinition
 
 __all__ = [
     'AbstractToolset',
@@ -266,7 +266,7 @@ class ExternalToolset(AbstractToolset[AgentDepsT]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
-        from ..exceptions import CallDeferred
+        from threadline.exceptions import CallDeferred
 
         raise CallDeferred
 
@@ -275,7 +275,7 @@ def _json_args(raw: Any) -> dict[str, Any]:
     """Arguments checked only for being a JSON object (the application validates them)."""
     import msgspec
 
-    from ._tools import ToolArgsError
+    from threadline.agent._tools import ToolArgsError
 
     try:
         args = msgspec.json.decode(raw or '{}') if isinstance(raw, str) else (raw or {})

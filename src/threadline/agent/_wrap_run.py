@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ..exceptions import UserError
+from threadline.exceptions import UserError
 
 __all__ = ['wrapped_run']
 

@@ -11,11 +11,11 @@ and content-free audit events. See `_report.py` for the verdict precedence and w
 
 from __future__ import annotations
 
-from .._public import publish
-from ._audit import audit_history
-from ._context import AuditContext
-from ._contract import PromptContract, keyed_hash
-from ._records import (
+from threadline._public import publish
+from threadline.audit._audit import audit_history
+from threadline.audit._context import AuditContext
+from threadline.audit._contract import PromptContract, keyed_hash
+from threadline.audit._records import (
     audit_events_from_repair,
     audit_events_from_sanitize,
     reconcile_tool_call,
@@ -23,8 +23,8 @@ from ._records import (
     release_quarantine,
     sanitize_loaded,
 )
-from ._replay_gate import ReplayGate, ReplayRefused
-from ._report import VERDICT_ORDER, AuditReport, GateResult
+from threadline.audit._replay_gate import ReplayGate, ReplayRefused
+from threadline.audit._report import VERDICT_ORDER, AuditReport, GateResult
 
 __all__ = [
     'VERDICT_ORDER',

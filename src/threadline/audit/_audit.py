@@ -9,13 +9,21 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import ConversationNotFound, MessageValidationError, UserError
-from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
-from ..storage import StoredConversation
-from ._context import AuditContext
-from ._contract import resolve_key
-from ._gates import Facts, gate_authority, gate_outcome, gate_prompt, gate_scope, gate_serialization, gate_tools
-from ._report import AuditReport, GateResult, headline
+from threadline.audit._context import AuditContext
+from threadline.audit._contract import resolve_key
+from threadline.audit._gates import (
+    Facts,
+    gate_authority,
+    gate_outcome,
+    gate_prompt,
+    gate_scope,
+    gate_serialization,
+    gate_tools,
+)
+from threadline.audit._report import AuditReport, GateResult, headline
+from threadline.exceptions import ConversationNotFound, MessageValidationError, UserError
+from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+from threadline.storage import StoredConversation
 
 __all__ = ['audit_history']
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from ..exceptions import UserError
-from ..storage import AsyncStore
-from ..trust import Envelope, Keyring
-from ._contract import PromptContract
+from threadline.audit._contract import PromptContract
+from threadline.exceptions import UserError
+from threadline.storage import AsyncStore
+from threadline.trust import Envelope, Keyring
 
 __all__ = ['AuditContext']
 

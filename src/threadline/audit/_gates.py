@@ -10,7 +10,10 @@ from typing import Any
 
 import msgspec
 
-from ..messages import (
+from threadline.audit._context import AuditContext
+from threadline.audit._contract import keyed_hash
+from threadline.audit._report import GateResult
+from threadline.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -20,10 +23,7 @@ from ..messages import (
     ToolReturnPart,
     pairing_report,
 )
-from ..messages._codec import enc_hook
-from ._context import AuditContext
-from ._contract import keyed_hash
-from ._report import GateResult
+from threadline.messages._codec import enc_hook
 
 __all__ = [
     'Facts',
@@ -141,7 +141,7 @@ def gate_authority(facts: Facts, context: AuditContext) -> GateResult:
 
 
 def _envelope_authority(facts: Facts, context: AuditContext) -> GateResult:
-    from ..trust import verify_history
+    from threadline.trust import verify_history
 
     envelope = context.envelope
     assert envelope is not None

@@ -6,14 +6,14 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..capabilities import AbstractCapability
-from ..exceptions import ThreadlineError
-from ._audit import audit_history
-from ._context import AuditContext
-from ._report import AuditReport
+from threadline.audit._audit import audit_history
+from threadline.audit._context import AuditContext
+from threadline.audit._report import AuditReport
+from threadline.capabilities import AbstractCapability
+from threadline.exceptions import ThreadlineError
 
 if TYPE_CHECKING:
-    from ..agent import RunContext
+    from threadline.agent import RunContext
 
 __all__ = ['ReplayGate', 'ReplayRefused']
 

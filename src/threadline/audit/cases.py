@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..messages import (
+from threadline.audit._context import AuditContext
+from threadline.audit._contract import PromptContract, resolve_key
+from threadline.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -22,8 +24,6 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._context import AuditContext
-from ._contract import PromptContract, resolve_key
 
 __all__ = ['SYSTEM_PROMPT', 'AuditCase', 'build_cases']
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from .._public import publish
-from ..agent._capability import AbstractCapability, ModelRequestContext
-from ..agent._chain import CapabilityChain
-from ._compact_when_full import CompactWhenFull
-from ._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
-from ._hooks import CombinedCapability, HandleDeferredToolCalls, Hooks, HookTimeoutError
-from ._instrumentation import Instrumentation, MessageHistoryMutatedWarning
-from ._process_history import ProcessHistory
-from ._reinject import ReinjectSystemPrompt
+from threadline._public import publish
+from threadline.agent._capability import AbstractCapability, ModelRequestContext
+from threadline.agent._chain import CapabilityChain
+from threadline.capabilities._compact_when_full import CompactWhenFull
+from threadline.capabilities._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
+from threadline.capabilities._hooks import CombinedCapability, HandleDeferredToolCalls, Hooks, HookTimeoutError
+from threadline.capabilities._instrumentation import Instrumentation, MessageHistoryMutatedWarning
+from threadline.capabilities._process_history import ProcessHistory
+from threadline.capabilities._reinject import ReinjectSystemPrompt
 
 __all__ = [
     'AbstractCapability',

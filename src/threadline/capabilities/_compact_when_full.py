@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..agent._capability import ModelRequestContext
-from ._process_history import HistoryProcessor, ProcessHistory
+from threadline.agent._capability import ModelRequestContext
+from threadline.capabilities._process_history import HistoryProcessor, ProcessHistory
 
 if TYPE_CHECKING:
-    from ..agent import RunContext
+    from threadline.agent import RunContext
 
 __all__ = ['CompactWhenFull']
 
@@ -44,7 +44,7 @@ class CompactWhenFull(ProcessHistory):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        from ..models._window import context_window_fraction
+        from threadline.models._window import context_window_fraction
 
         used = context_window_fraction(request_context.messages, request_context.model.context_window)
         if used is None or used <= self.threshold:

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..agent._context import RunContext  # at runtime: ProcessHistory reads the annotation
-from ..agent._load import LOAD_KIND
-from ..messages import (
+from threadline.agent._context import RunContext  # at runtime: ProcessHistory reads the annotation
+from threadline.agent._load import LOAD_KIND
+from threadline.messages import (
     CompactionPart,
     ModelMessage,
     ModelRequest,
@@ -38,10 +38,10 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ..messages._codec import encoder
+from threadline.messages._codec import encoder
 
 if TYPE_CHECKING:
-    from ..models import Model
+    from threadline.models import Model
 
 __all__ = ['ClearOldToolResults', 'KeepLastTurns', 'SummarizeOlderTurns', 'turn_starts']
 
@@ -167,7 +167,7 @@ class SummarizeOlderTurns:
         self.model, self.keep_turns, self.instructions = model, keep_turns, instructions
 
     async def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
-        from ..agent import Agent
+        from threadline.agent import Agent
 
         cut = _cut_point(messages, self.keep_turns)
         if cut is None:

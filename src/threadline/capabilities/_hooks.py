@@ -27,8 +27,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..agent._capability import HOOKS, AbstractCapability
-from ..exceptions import AgentRunError
+from threadline.agent._capability import HOOKS, AbstractCapability
+from threadline.exceptions import AgentRunError
 
 __all__ = ['CombinedCapability', 'HandleDeferredToolCalls', 'HookTimeoutError', 'Hooks']
 

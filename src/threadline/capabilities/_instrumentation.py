@@ -17,14 +17,14 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ..agent._capability import AbstractCapability, ModelRequestContext
-from ..messages import ModelMessage, ModelResponse
-from ..messages._codec import encoder
+from threadline.agent._capability import AbstractCapability, ModelRequestContext
+from threadline.messages import ModelMessage, ModelResponse
+from threadline.messages._codec import encoder
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-    from ..agent import AgentRunResult, RunContext
+    from threadline.agent import AgentRunResult, RunContext
 
 __all__ = ['Instrumentation', 'MessageHistoryMutatedWarning']
 

@@ -8,11 +8,11 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent._capability import AbstractCapability, ModelRequestContext
-from ..messages import ModelMessage
+from threadline.agent._capability import AbstractCapability, ModelRequestContext
+from threadline.messages import ModelMessage
 
 if TYPE_CHECKING:
-    from ..agent import RunContext
+    from threadline.agent import RunContext
 
 __all__ = ['ProcessHistory']
 
@@ -36,7 +36,7 @@ class ProcessHistory(AbstractCapability[Any]):
     """
 
     def __init__(self, processor: HistoryProcessor) -> None:
-        from ..agent._tools import takes_run_context
+        from threadline.agent._tools import takes_run_context
 
         self.processor = processor
         self.takes_ctx = takes_run_context(processor)

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..agent._capability import AbstractCapability, ModelRequestContext
-from ..messages import ModelMessage, ModelRequest, SystemPromptPart
+from threadline.agent._capability import AbstractCapability, ModelRequestContext
+from threadline.messages import ModelMessage, ModelRequest, SystemPromptPart
 
 if TYPE_CHECKING:
-    from ..agent import AgentRunResult, RunContext
+    from threadline.agent import AgentRunResult, RunContext
 
 __all__ = ['ReinjectSystemPrompt']
 

@@ -8,8 +8,8 @@ shows the traceback instead.
 
 from __future__ import annotations
 
-from . import _chat, _commands, _conversations, _fix, _memory, _serve  # noqa: F401  (each registers its commands on the group)
-from ._app import cli, main
+from threadline.cli import _chat, _commands, _conversations, _fix, _memory, _serve  # noqa: F401  (each registers its commands on the group)
+from threadline.cli._app import cli, main
 
 __all__ = ['cli', 'main', 'run']
 

@@ -1,5 +1,5 @@
 """`python -m threadline.cli` runs the `threadline` command."""
 
-from . import run
+from threadline.cli import run
 
 run()

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ._app import cli, console, one_line, shared_options, state_for, warn_if_tampered
+from threadline.cli._app import cli, console, one_line, shared_options, state_for, warn_if_tampered
 
 __all__ = ['chat', 'demo', 'prompt']
 
@@ -18,7 +18,7 @@ __all__ = ['chat', 'demo', 'prompt']
 @shared_options
 def demo(db: str | None, scope: str | None, debug: bool) -> None:
     """Run the narrated, offline demo of the whole system (exit 0 only if every step held)."""
-    from ._demo import DemoFailed, run_demo
+    from threadline.cli._demo import DemoFailed, run_demo
 
     if db is None:
         import platformdirs
@@ -52,11 +52,11 @@ def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | Non
 
 
 def _agent_for(state: Any, model: str, system: str | None, key: str | None = None) -> Any:
-    from ..agent import Agent
-    from ..models import infer_model
+    from threadline.agent import Agent
+    from threadline.models import infer_model
 
     if model == 'demo':  # the demo model comes with the demo's support tools
-        from ._support import Payments, support_agent
+        from threadline.cli._support import Payments, support_agent
 
         if system is not None:
             raise click.UsageError('-s/--system is for provider models; the demo model has its own prompt')
@@ -64,7 +64,7 @@ def _agent_for(state: Any, model: str, system: str | None, key: str | None = Non
             Path(state.db).with_name('chat-payments.jsonl') if '://' not in state.db else Path('chat-payments.jsonl')
         )
         return support_agent(state.store, state.scope, Payments(payments), approve_refunds=True)
-    from ..exceptions import UserError
+    from threadline.exceptions import UserError
 
     try:
         resolved = _with_key(infer_model(model), key) if key else infer_model(model)
@@ -76,8 +76,8 @@ def _agent_for(state: Any, model: str, system: str | None, key: str | None = Non
 
 def _in_cli_terms(error: Exception, model: str) -> str:
     """A model error told the way the command line is used (flags, not Python arguments)."""
-    from ..models import UnknownModel
-    from ..models._provider import MissingAPIKey
+    from threadline.models import UnknownModel
+    from threadline.models._provider import MissingAPIKey
 
     if isinstance(error, UnknownModel):
         return (
@@ -108,7 +108,7 @@ def _with_key(model: Any, key: str) -> Any:
 def _conversation_for(state: Any, cont: bool, cid: str | None) -> str:
     """The conversation to talk in: `--cid` (an unknown one is said so, then started under that
     id, so scripts can name their conversations), the latest with -c, else a new one."""
-    from .._uuid import uuid7
+    from threadline._uuid import uuid7
 
     store = state.store
     if cid is not None:
@@ -253,7 +253,7 @@ class _Session:
         return self.store.sync.conversation_state(self.conversation_id, scope=self.scope) or (0, 0)
 
     def turn(self, agent: Any, line: str) -> Any:
-        from ..exceptions import ConflictError
+        from threadline.exceptions import ConflictError
 
         for _ in range(5):
             revision, length = self._state()
@@ -277,7 +277,7 @@ class _Session:
     def _approvals(self, agent: Any, result: Any) -> Any:
         """While the run waits on calls that need approval: ask at the terminal (arguments shown),
         y or n for each, and resume it. Without a terminal every call is denied."""
-        from ..agent import DeferredToolRequests, DeferredToolResults, ToolDenied
+        from threadline.agent import DeferredToolRequests, DeferredToolResults, ToolDenied
 
         while isinstance(result.output, DeferredToolRequests) and result.output.approvals:
             decisions: dict[str, Any] = {}
@@ -298,7 +298,7 @@ class _Session:
 
 
 def _model_errors() -> tuple[type[BaseException], ...]:
-    from ..exceptions import AgentRunError
+    from threadline.exceptions import AgentRunError
 
     errors: list[type[BaseException]] = [AgentRunError, ConnectionError, TimeoutError]
     for module, name in (('openai', 'APIError'), ('anthropic', 'APIError'), ('httpx', 'HTTPError')):

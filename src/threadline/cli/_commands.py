@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ._app import cli, console, dump, group_state, progress, shared_options, state_for
+from threadline.cli._app import cli, console, dump, group_state, progress, shared_options, state_for
 
 __all__ = ['audit', 'db']
 
@@ -56,7 +56,7 @@ def audit(
     debug: bool,
 ) -> None:
     """Audit a stored conversation (by id) or a JSON history file before replaying it."""
-    from ..audit import AuditContext, PromptContract, audit_history
+    from threadline.audit import AuditContext, PromptContract, audit_history
 
     state = state_for(db, scope, debug)
     path = Path(target)
@@ -102,7 +102,7 @@ def audit(
     console.print(f'verdict: [bold]{report.verdict}[/]')
     for line in report.advice:
         console.print(f'  {line}')
-    from ._fix import fix_lines
+    from threadline.cli._fix import fix_lines
 
     for line in fix_lines(report, target, store, state.scope, stored):
         console.print(f'  fix: {escape(line)}')

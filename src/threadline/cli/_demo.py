@@ -26,11 +26,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .._uuid import uuid7
-from ..audit import AuditContext, AuditReport, PromptContract, audit_history, reconcile_tool_call
-from ..audit.cases import build_cases
-from ..storage import MemoryStore, SQLiteStore, StoreSeal, inspect_recovery
-from ._support import SUPPORT_PROMPT, Payments, support_agent
+from threadline._uuid import uuid7
+from threadline.audit import AuditContext, AuditReport, PromptContract, audit_history, reconcile_tool_call
+from threadline.audit.cases import build_cases
+from threadline.cli._support import SUPPORT_PROMPT, Payments, support_agent
+from threadline.storage import MemoryStore, SQLiteStore, StoreSeal, inspect_recovery
 
 __all__ = ['DemoFailed', 'run_demo']
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..storage import open_store
-from ._support import Payments, support_agent
+from threadline.cli._support import Payments, support_agent
+from threadline.storage import open_store
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ._app import cli, dump, shared_options, state_for
+from threadline.cli._app import cli, dump, shared_options, state_for
 
 __all__ = ['fix_lines', 'outcome', 'reconcile']
 
@@ -37,7 +37,7 @@ def reconcile(
 ) -> None:
     """Close a tool call left unknown by a crash (audit: INTERRUPTED_TOOL) with its real result,
     after checking the destination by the ledger's idempotency key. Never re-runs the tool."""
-    from ..audit import reconcile_tool_call
+    from threadline.audit import reconcile_tool_call
 
     state = state_for(db, scope, debug)
     revision = reconcile_tool_call(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from ..exceptions import ConflictError
-from ._app import cli, console, dump, group_state, shared_options, state_for
+from threadline.cli._app import cli, console, dump, group_state, shared_options, state_for
+from threadline.exceptions import ConflictError
 
 __all__ = ['memory']
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ._app import cli, console, shared_options, state_for
+from threadline.cli._app import cli, console, shared_options, state_for
 
 LOOPBACK = ('127.0.0.1', '::1', 'localhost')
 
@@ -68,13 +68,13 @@ def serve(
     try:
         import uvicorn
 
-        from ..server import DEV_SCOPE, create_app
+        from threadline.server import DEV_SCOPE, create_app
     except ImportError:
         raise click.ClickException(
             "threadline serve needs the 'server' extra: pip install 'threadline[server]'"
         ) from None
-    from .. import Agent
-    from ..models import infer_model
+    from threadline import Agent
+    from threadline.models import infer_model
 
     keys = read_keys(keys_file)
     if keys is None and not is_loopback(host):
@@ -97,7 +97,7 @@ def _trust_keys() -> Any:
     process (said so: its envelopes do not survive a restart, nor verify on another server)."""
     import secrets
 
-    from .._keys import Keyring
+    from threadline._keys import Keyring
 
     if os.environ.get('THREADLINE_TRUST_KEYS'):
         return Keyring.from_env()

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..agent import Agent, DeferredToolRequests, RunContext
-from ..models.demo import DemoModel
-from ..storage import StepPersistence, annotate_tool_effect
+from threadline.agent import Agent, DeferredToolRequests, RunContext
+from threadline.models.demo import DemoModel
+from threadline.storage import StepPersistence, annotate_tool_effect
 
 __all__ = ['SUPPORT_PROMPT', 'Payments', 'support_agent']
 

@@ -7,8 +7,8 @@ The notebook lives in the same store as the conversations (one connection, one b
 
 from __future__ import annotations
 
-from .._public import publish
-from ._memory import Memory
+from threadline._public import publish
+from threadline.memory._memory import Memory
 
 __all__ = ['Memory']
 

@@ -30,15 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..agent import RunContext
-from ..agent._tools import Tool
-from ..agent._toolset import FunctionToolset
-from ..capabilities import AbstractCapability, ModelRequestContext
-from ..exceptions import ConflictError, ModelRetry, UserError
-from ..messages import ModelRequest, UserPromptPart
-from ..models._framing import neutralize
-from ..storage import AsyncStore
-from ._notebook import delete_section, excerpt, find_section, parse, write_section
+from threadline.agent import RunContext
+from threadline.agent._tools import Tool
+from threadline.agent._toolset import FunctionToolset
+from threadline.capabilities import AbstractCapability, ModelRequestContext
+from threadline.exceptions import ConflictError, ModelRetry, UserError
+from threadline.memory._notebook import delete_section, excerpt, find_section, parse, write_section
+from threadline.messages import ModelRequest, UserPromptPart
+from threadline.models._framing import neutralize
+from threadline.storage import AsyncStore
 
 __all__ = ['Memory']
 

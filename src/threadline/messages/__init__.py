@@ -7,9 +7,9 @@ whose JSON is the one pydantic-ai writes, so a history written by either loads i
 
 from __future__ import annotations
 
-from .._public import publish
-from ._adapter import ModelMessagesTypeAdapter, to_json, to_jsonable_python
-from ._content import (
+from threadline._public import publish
+from threadline.messages._adapter import ModelMessagesTypeAdapter, to_json, to_jsonable_python
+from threadline.messages._content import (
     AudioUrl,
     BinaryContent,
     BinaryImage,
@@ -25,7 +25,7 @@ from ._content import (
     UserContent,
     VideoUrl,
 )
-from ._events import (
+from threadline.messages._events import (
     AgentRunResultEvent,
     AgentStreamEvent,
     EnqueuedMessagesEvent,
@@ -39,7 +39,7 @@ from ._events import (
     ThinkingPartDelta,
     ToolCallPartDelta,
 )
-from ._messages import (
+from threadline.messages._messages import (
     FinishReason,
     ModelMessage,
     ModelRequest,
@@ -49,8 +49,8 @@ from ._messages import (
     ModelResponsePart,
     ModelResponseState,
 )
-from ._opaque import OpaqueContent, OpaquePart
-from ._parts import (
+from threadline.messages._opaque import OpaqueContent, OpaquePart
+from threadline.messages._parts import (
     BuiltinToolCallPart,
     BuiltinToolReturnPart,
     CompactionPart,
@@ -70,10 +70,17 @@ from ._parts import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._repair import PairingReport, PartRef, RepairEvent, pairing_report, repair_messages, repair_report
-from ._sanitize import SanitizeOptions, StrippedItem, sanitize_messages, sanitize_report
-from ._tool_return import ToolReturn
-from ._usage import RequestUsage, RunUsage
+from threadline.messages._repair import (
+    PairingReport,
+    PartRef,
+    RepairEvent,
+    pairing_report,
+    repair_messages,
+    repair_report,
+)
+from threadline.messages._sanitize import SanitizeOptions, StrippedItem, sanitize_messages, sanitize_report
+from threadline.messages._tool_return import ToolReturn
+from threadline.messages._usage import RequestUsage, RunUsage
 
 __all__ = [
     'ToolCallPartDelta',

@@ -13,10 +13,10 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET
 
-from ._codec import decode_messages, enc_hook, encoder, load_messages
-from ._content import Base64Bytes
-from ._messages import ModelMessage
-from ._opaque import OpaqueContent, OpaquePart
+from threadline.messages._codec import decode_messages, enc_hook, encoder, load_messages
+from threadline.messages._content import Base64Bytes
+from threadline.messages._messages import ModelMessage
+from threadline.messages._opaque import OpaqueContent, OpaquePart
 
 __all__ = ['ModelMessagesTypeAdapter', 'to_json', 'to_jsonable_python', 'to_python']
 

@@ -56,7 +56,7 @@ class _PydanticSerializer:
     def __get__(self, obj: object, cls: type) -> Any:
         from pydantic_core import SchemaSerializer
 
-        from ._pydantic import struct_core_schema
+        from threadline.messages._pydantic import struct_core_schema
 
         serializer = SchemaSerializer(struct_core_schema(cls))
         type.__setattr__(cls, '__pydantic_serializer__', serializer)
@@ -86,7 +86,7 @@ class WireStruct(msgspec.Struct, metaclass=MessageMeta, repr_omit_defaults=True,
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        from ._pydantic import struct_core_schema
+        from threadline.messages._pydantic import struct_core_schema
 
         return struct_core_schema(cls)
 

@@ -18,11 +18,18 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import MessageValidationError
-from ._content import FILE_URL_KINDS, Base64Bytes, BinaryContent, CachePoint, TextContent, UploadedFile
-from ._messages import ModelMessage, ModelRequest, ModelResponse
-from ._opaque import OpaqueContent, OpaquePart
-from ._parts import (
+from threadline.exceptions import MessageValidationError
+from threadline.messages._content import (
+    FILE_URL_KINDS,
+    Base64Bytes,
+    BinaryContent,
+    CachePoint,
+    TextContent,
+    UploadedFile,
+)
+from threadline.messages._messages import ModelMessage, ModelRequest, ModelResponse
+from threadline.messages._opaque import OpaqueContent, OpaquePart
+from threadline.messages._parts import (
     CompactionPart,
     FilePart,
     NativeToolCallPart,
@@ -38,8 +45,8 @@ from ._parts import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._tool_content import MAX_NESTING, rehydrate_tool_content
-from ._usage import RequestUsage, RunUsage
+from threadline.messages._tool_content import MAX_NESTING, rehydrate_tool_content
+from threadline.messages._usage import RequestUsage, RunUsage
 
 __all__ = ['decode_messages', 'dec_hook', 'enc_hook', 'encoder', 'load_messages', 'load_struct']
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlparse
 
-from ._base import WireStruct
-from ._formats import Kind, file_format, kind_of
+from threadline.messages._base import WireStruct
+from threadline.messages._formats import Kind, file_format, kind_of
 
 __all__ = [
     'AudioUrl',

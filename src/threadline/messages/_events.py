@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ._messages import ModelMessage, ModelRequestPart, ModelResponsePart
-    from ._parts import ToolCallPart
+    from threadline.messages._messages import ModelMessage, ModelRequestPart, ModelResponsePart
+    from threadline.messages._parts import ToolCallPart
 
 __all__ = [
     'AgentRunResultEvent',

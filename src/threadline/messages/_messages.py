@@ -8,8 +8,8 @@ from typing import Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._base import WireStruct
-from ._parts import (
+from threadline.messages._base import WireStruct
+from threadline.messages._parts import (
     CompactionPart,
     FilePart,
     NativeToolCallPart,
@@ -25,7 +25,7 @@ from ._parts import (
     UserPromptPart,
     now_utc,
 )
-from ._usage import RequestUsage
+from threadline.messages._usage import RequestUsage
 
 __all__ = [
     'FinishReason',

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._base import WireStruct
-from ._content import BinaryContent, UserContent
+from threadline.messages._base import WireStruct
+from threadline.messages._content import BinaryContent, UserContent
 
 __all__ = [
     'BuiltinToolCallPart',

@@ -16,8 +16,8 @@ __all__ = ['struct_core_schema']
 def struct_core_schema(cls: type) -> core_schema.CoreSchema:
     import msgspec
 
-    from ._adapter import to_python
-    from ._codec import enc_hook, load_struct
+    from threadline.messages._adapter import to_python
+    from threadline.messages._codec import enc_hook, load_struct
 
     def validate(value: Any) -> Any:
         return load_struct(cls, value, cls.__name__)

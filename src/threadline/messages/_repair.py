@@ -33,8 +33,8 @@ from typing import Any, Literal, TypeGuard
 
 import msgspec
 
-from ._messages import ModelMessage, ModelRequest, ModelResponse
-from ._parts import RetryPromptPart, ToolAvailabilityDeltaPart, ToolCallPart, ToolReturnPart
+from threadline.messages._messages import ModelMessage, ModelRequest, ModelResponse
+from threadline.messages._parts import RetryPromptPart, ToolAvailabilityDeltaPart, ToolCallPart, ToolReturnPart
 
 __all__ = [
     'PairingReport',

@@ -36,10 +36,10 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ._content import FileUrl, TextContent, UploadedFile
-from ._messages import ModelMessage, ModelRequest, ModelResponse
-from ._opaque import OpaquePart
-from ._parts import (
+from threadline.messages._content import FileUrl, TextContent, UploadedFile
+from threadline.messages._messages import ModelMessage, ModelRequest, ModelResponse
+from threadline.messages._opaque import OpaquePart
+from threadline.messages._parts import (
     CompactionPart,
     NativeToolCallPart,
     NativeToolReturnPart,
@@ -52,7 +52,7 @@ from ._parts import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._repair import _check
+from threadline.messages._repair import _check
 
 __all__ = ['SanitizeOptions', 'StrippedItem', 'sanitize_messages', 'sanitize_report']
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from ._content import FILE_URL_KINDS, BinaryContent, UploadedFile
+from threadline.messages._content import FILE_URL_KINDS, BinaryContent, UploadedFile
 
 __all__ = ['MAX_NESTING', 'rehydrate_tool_content']
 

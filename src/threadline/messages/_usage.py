@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ._base import MessageMeta, WireStruct
+from threadline.messages._base import MessageMeta, WireStruct
 
 __all__ = ['RequestUsage', 'RunUsage']
 

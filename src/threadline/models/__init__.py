@@ -7,11 +7,18 @@
 
 from __future__ import annotations
 
-from .._public import publish
-from ..exceptions import FallbackExceptionGroup, ModelAPIError, ModelConnectionError, ModelHTTPError, UserError
-from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, OutputObjectDefinition, ToolDefinition
-from ._render import render_history
-from .fallback import FallbackModel
+from threadline._public import publish
+from threadline.exceptions import FallbackExceptionGroup, ModelAPIError, ModelConnectionError, ModelHTTPError, UserError
+from threadline.models._base import (
+    Model,
+    ModelProfile,
+    ModelRequestParameters,
+    ModelSettings,
+    OutputObjectDefinition,
+    ToolDefinition,
+)
+from threadline.models._render import render_history
+from threadline.models.fallback import FallbackModel
 
 __all__ = [
     'FallbackExceptionGroup',
@@ -49,28 +56,28 @@ def infer_model(model: Model | str) -> Model:
     if not isinstance(model, str):
         raise UserError(f'`model` must be a Model instance or a model string, got {type(model).__name__}')
     if model == 'test':
-        from .test import TestModel
+        from threadline.models.test import TestModel
 
         return TestModel()
     if model == 'demo':
-        from .demo import DemoModel
+        from threadline.models.demo import DemoModel
 
         return DemoModel()
     provider, _, name = model.partition(':')
     if provider == 'openai' and name:
-        from .openai import OpenAIChatModel
+        from threadline.models.openai import OpenAIChatModel
 
         return OpenAIChatModel(name)
     if provider == 'anthropic' and name:
-        from .anthropic import AnthropicModel
+        from threadline.models.anthropic import AnthropicModel
 
         return AnthropicModel(name)
     if provider == 'openai-responses' and name:
-        from .openai_responses import OpenAIResponsesModel
+        from threadline.models.openai_responses import OpenAIResponsesModel
 
         return OpenAIResponsesModel(name)
     if provider in ('google', 'google-gla') and name:
-        from .google import GoogleModel
+        from threadline.models.google import GoogleModel
 
         return GoogleModel(name)
     raise UnknownModel(model)

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from ..messages import ModelMessage, ModelResponse
+from threadline.messages import ModelMessage, ModelResponse
 
 __all__ = ['Model', 'ModelProfile', 'ModelRequestParameters', 'ModelSettings', 'ToolDefinition']
 
@@ -131,7 +131,7 @@ class Model(ABC):
     def context_window(self) -> int | None:
         """How many tokens a request to this model may carry: the profile's `context_window`, else
         what genai-prices records for the model, else None (unknown, never a guess)."""
-        from ._prices import known_context_window
+        from threadline.models._prices import known_context_window
 
         declared = self.profile.context_window
         if declared is not None:
@@ -156,7 +156,7 @@ class Model(ABC):
     ) -> AsyncIterator[Any]:
         """Stream the response (a `StreamedResponse`). Models that cannot stream replay their
         whole response as one event per part."""
-        from ._stream import CompleteResponseStream
+        from threadline.models._stream import CompleteResponseStream
 
         response = await self.request(messages, model_settings, model_request_parameters)
         yield CompleteResponseStream(response)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..messages import (
+from threadline.messages import (
     BinaryContent,
     FilePart,
     ModelMessage,
@@ -32,9 +32,9 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._base import ModelProfile
-from ._provider import tool_result_text
-from ._render import render_history
+from threadline.models._base import ModelProfile
+from threadline.models._provider import tool_result_text
+from threadline.models._render import render_history
 
 __all__ = ['estimate_tokens', 'estimate_usage']
 

@@ -30,11 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ..agent import RunContext
-from ..agent._capability import AbstractCapability
-from ..agent._tools import Tool
-from ..agent._toolset import FunctionToolset
-from ..exceptions import ConflictError, ModelRetry, UserError
+from threadline.agent import RunContext
+from threadline.agent._capability import AbstractCapability
+from threadline.agent._tools import Tool
+from threadline.agent._toolset import FunctionToolset
+from threadline.exceptions import ConflictError, ModelRetry, UserError
 
 __all__ = ['ANTHROPIC_MEMORY_TOOL', 'MemoryTool']
 

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from ..exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
-from ..messages import BinaryContent, ModelMessage, ModelResponse
-from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
-from ._stream import StreamedResponse
+from threadline.exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
+from threadline.messages import BinaryContent, ModelMessage, ModelResponse
+from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from threadline.models._stream import StreamedResponse
 
 
 class _Provider(Protocol):
@@ -166,7 +166,7 @@ def tool_result_text(part: Any) -> str:
     `retried` result as `{"error": ...}` (a synthesized `interrupted` return is its text)."""
     import msgspec
 
-    from ..messages._codec import enc_hook
+    from threadline.messages._codec import enc_hook
 
     content = part.content
     if part.outcome in ('failed', 'retried'):
@@ -202,7 +202,7 @@ async def post_json(
     """
     import msgspec
 
-    from ..messages._codec import enc_hook
+    from threadline.messages._codec import enc_hook
 
     options: dict[str, Any] = {'headers': {'content-type': 'application/json', **(headers or {})}}
     if timeout:

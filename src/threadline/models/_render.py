@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from ..messages import (
+from threadline.messages import (
     CompactionPart,
     FilePart,
     ModelMessage,
@@ -48,8 +48,8 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._base import ModelProfile
-from ._framing import CONVERSATION_SUMMARY_PROVENANCE, frame
+from threadline.models._base import ModelProfile
+from threadline.models._framing import CONVERSATION_SUMMARY_PROVENANCE, frame
 
 __all__ = ['NO_OUTPUT_TEXTS', 'render_history', 'standing_prompt_count', 'wrap_system_text']
 

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..messages import ModelResponse, RequestUsage, TextPart, ThinkingPart, ToolCallPart
-from ..messages._events import (
+from threadline.messages import ModelResponse, RequestUsage, TextPart, ThinkingPart, ToolCallPart
+from threadline.messages._events import (
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,

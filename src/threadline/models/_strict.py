@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..exceptions import UserError
-from ._schema_walk import walk_schema
+from threadline.exceptions import UserError
+from threadline.models._schema_walk import walk_schema
 
 __all__ = ['strict_tool_schema']
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..messages import (
+from threadline.messages import (
     BinaryContent,
     CompactionPart,
     ModelMessage,
@@ -28,7 +28,7 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ..messages._codec import encoder
+from threadline.messages._codec import encoder
 
 __all__ = ['context_tokens', 'context_window_fraction', 'estimate_added_tokens']
 
@@ -75,7 +75,7 @@ def estimate_added_tokens(messages: Sequence[ModelMessage]) -> int:
                     elif isinstance(item, BinaryContent) or hasattr(item, 'url'):
                         media += 1
             elif isinstance(part, ToolReturnPart):
-                from ._provider import tool_result_text
+                from threadline.models._provider import tool_result_text
 
                 chars += len(tool_result_text(part))
             elif isinstance(part, RetryPromptPart | RetryFeedbackPart | CompactionPart):

@@ -29,8 +29,8 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ..exceptions import UnexpectedModelBehavior, UserError
-from ..messages import (
+from threadline.exceptions import UnexpectedModelBehavior, UserError
+from threadline.messages import (
     BinaryContent,
     CachePoint,
     DocumentUrl,
@@ -51,12 +51,12 @@ from ..messages import (
     UploadedFile,
     UserPromptPart,
 )
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._memory_tool import ANTHROPIC_MEMORY_BETA, ANTHROPIC_MEMORY_TOOL, MemoryTool
-from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
-from ._render import standing_prompt_count
-from ._schema_walk import json_type_of, walk_schema
-from ._stream import StreamedResponse
+from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._memory_tool import ANTHROPIC_MEMORY_BETA, ANTHROPIC_MEMORY_TOOL, MemoryTool
+from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
+from threadline.models._render import standing_prompt_count
+from threadline.models._schema_walk import json_type_of, walk_schema
+from threadline.models._stream import StreamedResponse
 
 __all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicProvider', 'MemoryTool']
 
@@ -445,7 +445,7 @@ def _tool_result(part: ToolReturnPart) -> dict[str, Any]:
 def _json(value: Any) -> str:
     import msgspec
 
-    from ..messages._codec import enc_hook
+    from threadline.messages._codec import enc_hook
 
     return msgspec.json.encode(value, enc_hook=enc_hook).decode()
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import (
+from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -23,7 +23,7 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ._base import Model, ModelRequestParameters, ModelSettings
+from threadline.models._base import Model, ModelRequestParameters, ModelSettings
 
 __all__ = ['DemoModel']
 

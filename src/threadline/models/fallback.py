@@ -25,9 +25,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from ..exceptions import FallbackExceptionGroup, ModelConnectionError, ModelHTTPError, UserError
-from ..messages import ModelMessage, ModelResponse
-from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from threadline.exceptions import FallbackExceptionGroup, ModelConnectionError, ModelHTTPError, UserError
+from threadline.messages import ModelMessage, ModelResponse
+from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
 
 __all__ = ['FallbackModel', 'default_fallback_on']
 
@@ -51,7 +51,7 @@ class FallbackModel(Model):
         *fallback_models: Model | str,
         fallback_on: FallbackOn = default_fallback_on,
     ) -> None:
-        from . import infer_model
+        from threadline.models import infer_model
 
         self.models: list[Model] = [infer_model(m) for m in (default_model, *fallback_models)]
         if isinstance(fallback_on, type | tuple):

@@ -13,10 +13,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import ModelMessage, ModelResponse, RequestUsage
-from ._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._estimate import estimate_tokens, estimate_usage
-from ._stream import StreamedResponse
+from threadline.messages import ModelMessage, ModelResponse, RequestUsage
+from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._estimate import estimate_tokens, estimate_usage
+from threadline.models._stream import StreamedResponse
 
 __all__ = ['AgentInfo', 'DeltaThinkingPart', 'DeltaToolCall', 'FunctionDef', 'FunctionModel', 'StreamFunctionDef']
 

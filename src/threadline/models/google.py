@@ -33,8 +33,8 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from ..exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
-from ..messages import (
+from threadline.exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
+from threadline.messages import (
     BinaryContent,
     CachePoint,
     FinishReason,
@@ -51,10 +51,10 @@ from ..messages import (
     UploadedFile,
     UserPromptPart,
 )
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._provider import ProviderModel, require_extra
-from ._schema_walk import json_type_of, walk_schema
-from ._stream import StreamedResponse
+from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._provider import ProviderModel, require_extra
+from threadline.models._schema_walk import json_type_of, walk_schema
+from threadline.models._stream import StreamedResponse
 
 __all__ = ['GoogleModel', 'GoogleProvider']
 
@@ -310,7 +310,7 @@ def _user_parts(part: UserPromptPart, index: int, j: int) -> list[dict[str, Any]
 def _function_response(part: ToolReturnPart) -> dict[str, Any]:
     import msgspec
 
-    from ..messages._codec import enc_hook
+    from threadline.messages._codec import enc_hook
 
     content = part.content
     if part.outcome in ('failed', 'retried'):

@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from ..exceptions import UnexpectedModelBehavior, UserError
-from ..messages import (
+from threadline.exceptions import UnexpectedModelBehavior, UserError
+from threadline.messages import (
     AudioUrl,
     BinaryContent,
     CachePoint,
@@ -48,11 +48,17 @@ from ..messages import (
     UserPromptPart,
     VideoUrl,
 )
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings, OutputObjectDefinition, ToolDefinition
-from ._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
-from ._render import standing_prompt_count
-from ._stream import StreamedResponse
-from ._strict import strict_tool_schema
+from threadline.models._base import (
+    ModelProfile,
+    ModelRequestParameters,
+    ModelSettings,
+    OutputObjectDefinition,
+    ToolDefinition,
+)
+from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
+from threadline.models._render import standing_prompt_count
+from threadline.models._stream import StreamedResponse
+from threadline.models._strict import strict_tool_schema
 
 __all__ = ['OpenAIChatModel', 'OpenAIProvider']
 

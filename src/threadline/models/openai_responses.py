@@ -39,8 +39,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Literal
 
-from ..exceptions import UnexpectedModelBehavior, UserError
-from ..messages import (
+from threadline.exceptions import UnexpectedModelBehavior, UserError
+from threadline.messages import (
     BinaryContent,
     CachePoint,
     FinishReason,
@@ -60,12 +60,12 @@ from ..messages import (
     UploadedFile,
     UserPromptPart,
 )
-from ..messages._codec import encoder
-from ._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._provider import ProviderModel, require_extra, tool_result_text
-from ._stream import StreamedResponse
-from ._strict import strict_tool_schema
-from .openai import OpenAIProvider, json_schema_format
+from threadline.messages._codec import encoder
+from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._provider import ProviderModel, require_extra, tool_result_text
+from threadline.models._stream import StreamedResponse
+from threadline.models._strict import strict_tool_schema
+from threadline.models.openai import OpenAIProvider, json_schema_format
 
 __all__ = ['OpenAIResponsesModel', 'OpenAIResponsesModelSettings']
 

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..exceptions import UserError
-from ..messages import (
+from threadline.exceptions import UserError
+from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -31,9 +31,9 @@ from ..messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from ._base import Model, ModelRequestParameters, ModelSettings, ToolDefinition
-from ._estimate import estimate_tokens, estimate_usage
-from ._stream import StreamedResponse
+from threadline.models._base import Model, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._estimate import estimate_tokens, estimate_usage
+from threadline.models._stream import StreamedResponse
 
 __all__ = ['TestModel']
 

@@ -12,8 +12,8 @@ implements `RealtimeModel.connect` (see `_model.py`).
 
 from __future__ import annotations
 
-from .._public import publish
-from ._model import (
+from threadline._public import publish
+from threadline.realtime._model import (
     RealtimeConnection,
     RealtimeModel,
     RealtimeTextDelta,
@@ -21,7 +21,7 @@ from ._model import (
     RealtimeTurnComplete,
     TestRealtimeModel,
 )
-from ._session import AgentRealtime, RealtimeSession, RealtimeToolResult
+from threadline.realtime._session import AgentRealtime, RealtimeSession, RealtimeToolResult
 
 __all__ = [
     'AgentRealtime',

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
-from ..exceptions import UserError
-from ..messages import ModelMessage, ModelRequestPart, ModelResponse, RequestUsage, TextPart, ToolCallPart
-from ..models import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.exceptions import UserError
+from threadline.messages import ModelMessage, ModelRequestPart, ModelResponse, RequestUsage, TextPart, ToolCallPart
+from threadline.models import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 
 __all__ = [
     'RealtimeConnection',
@@ -121,7 +121,7 @@ class _ScriptedConnection(RealtimeConnection):
         self.outbox: asyncio.Queue[RealtimeModelEvent] = asyncio.Queue()
 
     async def send_turn(self, parts: Sequence[ModelRequestPart], *, respond: bool = True) -> None:
-        from ..messages import ModelRequest
+        from threadline.messages import ModelRequest
 
         self.model.turns.append(list(parts))
         self.history.append(ModelRequest(parts=list(parts)))

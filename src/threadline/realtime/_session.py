@@ -8,10 +8,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._uuid import uuid7
-from ..agent._run_setup import new_state
-from ..exceptions import ModelRetry, UserError
-from ..messages import (
+from threadline._uuid import uuid7
+from threadline.agent._run_setup import new_state
+from threadline.exceptions import ModelRetry, UserError
+from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelRequestPart,
@@ -22,12 +22,12 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ..messages._events import EnqueuedMessagesEvent
-from ._model import RealtimeConnection, RealtimeModel, RealtimeTurnComplete
+from threadline.messages._events import EnqueuedMessagesEvent
+from threadline.realtime._model import RealtimeConnection, RealtimeModel, RealtimeTurnComplete
 
 if TYPE_CHECKING:
-    from ..agent import Agent
-    from ..agent._state import RunState
+    from threadline.agent import Agent
+    from threadline.agent._state import RunState
 
 __all__ = ['AgentRealtime', 'RealtimeSession', 'RealtimeToolResult']
 
@@ -210,8 +210,8 @@ class RealtimeSession:
         return [event, *(RealtimeToolResult(r) for r in results)]
 
     async def _run_tool(self, call: ToolCallPart) -> ToolReturnPart:
-        from ..agent._reveal import revealed
-        from ..agent._tools import ToolArgsError
+        from threadline.agent._reveal import revealed
+        from threadline.agent._tools import ToolArgsError
 
         state = self._state
         tool = state.tools.get(call.tool_name)

@@ -34,8 +34,8 @@ Chinese.
 
 from __future__ import annotations
 
-from .._public import publish
-from ._conversation_search import ConversationSearch
+from threadline._public import publish
+from threadline.search._conversation_search import ConversationSearch
 
 __all__ = ['ConversationSearch']
 

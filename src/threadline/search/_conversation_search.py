@@ -24,13 +24,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from ..agent import RunContext
-from ..agent._tools import Tool
-from ..agent._toolset import FunctionToolset
-from ..capabilities import AbstractCapability
-from ..exceptions import ConversationNotFound, ModelRetry, UserError
-from ..storage import AsyncStore, SearchHit
-from ..storage._query import parse_query
+from threadline.agent import RunContext
+from threadline.agent._tools import Tool
+from threadline.agent._toolset import FunctionToolset
+from threadline.capabilities import AbstractCapability
+from threadline.exceptions import ConversationNotFound, ModelRetry, UserError
+from threadline.storage import AsyncStore, SearchHit
+from threadline.storage._query import parse_query
 
 __all__ = ['ConversationSearch']
 

@@ -31,13 +31,13 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from .._keys import Keyring
-from ..agent import Agent
-from ..exceptions import ConflictError, ConversationNotFound
-from ..storage import AsyncStore
-from ._requests import HTTPProblem, field, new_turn, query_int
-from ._stateless import signed_chunks, verified_history
-from ._turns import TurnBusy, TurnGate, turn_response
+from threadline._keys import Keyring
+from threadline.agent import Agent
+from threadline.exceptions import ConflictError, ConversationNotFound
+from threadline.server._requests import HTTPProblem, field, new_turn, query_int
+from threadline.server._stateless import signed_chunks, verified_history
+from threadline.server._turns import TurnBusy, TurnGate, turn_response
+from threadline.storage import AsyncStore
 
 __all__ = ['DEV_SCOPE', 'create_app']
 
@@ -159,7 +159,7 @@ class _Server:
     async def conversation(self, request: Any) -> Any:
         from starlette.responses import JSONResponse, Response
 
-        from ..ui.vercel_ai import VercelAIAdapter
+        from threadline.ui.vercel_ai import VercelAIAdapter
 
         cid = request.path_params['cid']
 
@@ -194,7 +194,7 @@ class _Server:
     async def audit(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        from ..audit import AuditContext, PromptContract, audit_history
+        from threadline.audit import AuditContext, PromptContract, audit_history
 
         cid = request.path_params['cid']
 
@@ -215,7 +215,7 @@ class _Server:
 
     async def chat(self, request: Any) -> Any:
 
-        from ..ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
+        from threadline.ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
 
         async def action(scope: str) -> Any:
             body = await self.body(request)
@@ -236,7 +236,7 @@ class _Server:
           its envelope, for the next request; nothing is stored on the server."""
         from starlette.responses import StreamingResponse
 
-        from ..ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse
+        from threadline.ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse
 
         async def action(scope: str) -> Any:
             assert self.trust is not None
@@ -255,9 +255,9 @@ class _Server:
         each pending call by id with `true` (approve) or `false` (deny); an id that is not
         pending there is a 400. The resumed run streams like a chat turn and is saved the same way."""
 
-        from ..agent import DeferredToolResults, ToolDenied
-        from ..messages import ModelResponse, ToolCallPart
-        from ..ui.vercel_ai import STREAM_HEADERS, sse, ui_message_chunks
+        from threadline.agent import DeferredToolResults, ToolDenied
+        from threadline.messages import ModelResponse, ToolCallPart
+        from threadline.ui.vercel_ai import STREAM_HEADERS, sse, ui_message_chunks
 
         cid = request.path_params['cid']
 
@@ -292,7 +292,7 @@ class _Server:
 
     async def ag_ui(self, request: Any) -> Any:
 
-        from ..ui.ag_ui import AGUIAdapter, ag_ui_events, encode
+        from threadline.ui.ag_ui import AGUIAdapter, ag_ui_events, encode
 
         async def action(scope: str) -> Any:
             body = await self.body(request)
@@ -316,7 +316,7 @@ class _Server:
             return None
 
     async def _record_stripped(self, cid: str, scope: str, stripped: list[Any], exists: bool) -> None:
-        from ..audit import audit_events_from_sanitize
+        from threadline.audit import audit_events_from_sanitize
 
         if stripped and exists:  # a new conversation's are recorded once its first turn is stored
             await self.store.record_audit_events(
@@ -356,7 +356,7 @@ class _Server:
     ) -> AsyncIterator[Any]:
         """The run's events over the stored history; the new messages are saved before the final
         event goes out, and what the turn stripped is recorded (for a new conversation, once stored)."""
-        from ..messages._events import AgentRunResultEvent
+        from threadline.messages._events import AgentRunResultEvent
 
         await self._record_stripped(cid, scope, stripped, stored is not None)
         runs = self.agent.run_stream_events(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..messages import ModelRequest, UserPromptPart
+from threadline.messages import ModelRequest, UserPromptPart
 
 __all__ = ['HTTPProblem', 'field', 'new_turn', 'query_int']
 

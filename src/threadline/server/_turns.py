@@ -25,7 +25,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from ..storage import AsyncStore
+from threadline.storage import AsyncStore
 
 __all__ = ['TurnBusy', 'TurnGate', 'turn_response']
 

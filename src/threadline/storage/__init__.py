@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .._public import publish
-from ..exceptions import (
+from threadline._public import publish
+from threadline.exceptions import (
     BackendError,
     ConflictError,
     ConversationNotFound,
@@ -23,9 +23,17 @@ from ..exceptions import (
     StoreError,
     UserError,
 )
-from ._contract import AuditStore, ConversationStore, FinishedRun, NotebookStore, StepStore, SyncStore, TurnLeases
-from ._face import AsyncStore
-from ._records import (
+from threadline.storage._contract import (
+    AuditStore,
+    ConversationStore,
+    FinishedRun,
+    NotebookStore,
+    StepStore,
+    SyncStore,
+    TurnLeases,
+)
+from threadline.storage._face import AsyncStore
+from threadline.storage._records import (
     EVERY_SCOPE,
     AuditEvent,
     BatchInfo,
@@ -49,16 +57,16 @@ from ._records import (
     ToolEffect,
     WaitRecord,
 )
-from ._recovery import continue_run, fork_run, inspect_recovery
-from ._seal import StoreSeal, TipBook
-from ._sql_store import SQLStore
-from ._step import StepPersistence, annotate_tool_effect
-from .file import FileBackend, FileStore
-from .memory import MemoryStore
-from .sqlite import SQLiteStore
+from threadline.storage._recovery import continue_run, fork_run, inspect_recovery
+from threadline.storage._seal import StoreSeal, TipBook
+from threadline.storage._sql_store import SQLStore
+from threadline.storage._step import StepPersistence, annotate_tool_effect
+from threadline.storage.file import FileBackend, FileStore
+from threadline.storage.memory import MemoryStore
+from threadline.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
-    from .postgres import PostgresStore
+    from threadline.storage.postgres import PostgresStore
 
 __all__ = [
     'EVERY_SCOPE',
@@ -116,7 +124,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == 'PostgresStore':  # imported lazily: its driver is an optional extra
-        from .postgres import PostgresStore
+        from threadline.storage.postgres import PostgresStore
 
         return PostgresStore
     raise AttributeError(name)
@@ -129,7 +137,7 @@ def open_store(target: str) -> AsyncStore[SQLStore] | AsyncStore[FileBackend]:
     if target.startswith('file:'):
         return FileStore(target.removeprefix('file:').removeprefix('//'))
     if target.startswith(('postgresql://', 'postgres://')):
-        from .postgres import PostgresStore
+        from threadline.storage.postgres import PostgresStore
 
         return PostgresStore(target)
     if target == ':memory:':

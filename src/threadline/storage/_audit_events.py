@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..messages import RepairEvent
-from ._face import AsyncStore
-from ._records import AuditEvent
+from threadline.messages import RepairEvent
+from threadline.storage._face import AsyncStore
+from threadline.storage._records import AuditEvent
 
 __all__ = ['audit_events_from_repair', 'keyed_hash', 'record_repair_events']
 

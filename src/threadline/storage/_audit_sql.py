@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ._neutral import now_text, parse_time
-from ._records import AuditEvent, OutcomeReceipt, ReceiptStrength, WaitRecord, check_strength
-from ._sql_base import SQLBase
+from threadline.storage._neutral import now_text, parse_time
+from threadline.storage._records import AuditEvent, OutcomeReceipt, ReceiptStrength, WaitRecord, check_strength
+from threadline.storage._sql_base import SQLBase
 
 __all__ = ['AuditOps']
 

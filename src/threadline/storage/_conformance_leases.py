@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ..exceptions import UserError
-from ._contract import SyncStore
-from ._face import AsyncStore
+from threadline.exceptions import UserError
+from threadline.storage._contract import SyncStore
+from threadline.storage._face import AsyncStore
 
 __all__ = ['LeaseConformance', 'ScopeCountConformance']
 
@@ -62,8 +62,8 @@ class ScopeCountConformance:
     """Behaviour of `scope_counts`, the operator's view across tenants."""
 
     def test_scope_counts_needs_every_scope(self, store: AsyncStore[SyncStore]) -> None:
-        from ._records import EVERY_SCOPE
-        from ._samples import turn
+        from threadline.storage._records import EVERY_SCOPE
+        from threadline.storage._samples import turn
 
         sync = store.sync
         assert sync.scope_counts(EVERY_SCOPE) == {}

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ..exceptions import ConflictError, UserError
-from ._contract import SyncStore
-from ._face import AsyncStore
+from threadline.exceptions import ConflictError, UserError
+from threadline.storage._contract import SyncStore
+from threadline.storage._face import AsyncStore
 
 __all__ = ['NotebookConformance']
 

@@ -10,11 +10,11 @@ from datetime import timedelta
 
 import pytest
 
-from ..exceptions import ConversationNotFound
-from ..messages import RunUsage
-from ._contract import AuditStore, ConversationStore, StepStore, SyncStore
-from ._face import AsyncStore, contract_operations
-from ._records import (
+from threadline.exceptions import ConversationNotFound
+from threadline.messages import RunUsage
+from threadline.storage._contract import AuditStore, ConversationStore, StepStore, SyncStore
+from threadline.storage._face import AsyncStore, contract_operations
+from threadline.storage._records import (
     AuditEvent,
     RunFinish,
     SnapshotMark,
@@ -23,7 +23,7 @@ from ._records import (
     StepWrite,
     ToolEffect,
 )
-from ._samples import T0, turn
+from threadline.storage._samples import T0, turn
 
 __all__ = ['RecordConformance']
 

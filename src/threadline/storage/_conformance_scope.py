@@ -18,11 +18,19 @@ from typing import Any
 
 import pytest
 
-from ..exceptions import ConflictError, ConversationNotFound, RunNotFound, UserError
-from ._contract import SyncStore
-from ._face import AsyncStore
-from ._records import AuditEvent, RunFinish, SnapshotMark, SnapshotRequest, StepEvent, StepWrite, ToolEffect
-from ._samples import T0, SampleResult, turn
+from threadline.exceptions import ConflictError, ConversationNotFound, RunNotFound, UserError
+from threadline.storage._contract import SyncStore
+from threadline.storage._face import AsyncStore
+from threadline.storage._records import (
+    AuditEvent,
+    RunFinish,
+    SnapshotMark,
+    SnapshotRequest,
+    StepEvent,
+    StepWrite,
+    ToolEffect,
+)
+from threadline.storage._samples import T0, SampleResult, turn
 
 __all__ = ['ScopeConformance']
 

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ..messages import ModelMessage, RunUsage
-from ._records import (
+from threadline.messages import ModelMessage, RunUsage
+from threadline.storage._records import (
     AuditEvent,
     ChainCheck,
     ConversationSummary,

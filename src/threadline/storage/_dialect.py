@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ._query import Term
+from threadline.storage._query import Term
 
 __all__ = ['Dialect', 'MessageRow', 'SearchRow']
 

@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, overload
 
-from ._contract import SyncStore
+from threadline.storage._contract import SyncStore
 
 __all__ = ['NOT_NOW', 'AsyncStore', 'NotNow', 'WouldWait']
 

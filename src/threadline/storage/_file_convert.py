@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from ._file_records import (
+from threadline.storage._file_records import (
     AuditEventLine,
     EffectLine,
     EventLine,
@@ -16,8 +16,8 @@ from ._file_records import (
     SnapshotLine,
     WaitLine,
 )
-from ._neutral import now_text, parse_time, to_python_output
-from ._records import (
+from threadline.storage._neutral import now_text, parse_time, to_python_output
+from threadline.storage._records import (
     AuditEvent,
     OutcomeReceipt,
     RunFinish,

@@ -16,22 +16,17 @@ from typing import BinaryIO
 
 import msgspec
 
-from ..exceptions import (
-    BackendError,
-    CorruptRecordError,
-    MessageValidationError,
-    UserError,
-)
-from ..messages import ModelMessage, ModelMessagesTypeAdapter
-from ..messages._codec import encoder
-from ._chain import extend_chain
-from ._file_records import BatchLine, CreateLine, FileRecord, decode_line, file_key
-from ._file_seal import seal_bytes
-from ._file_state import Branch, ConvState, replay
-from ._neutral import check_scope, check_writable, not_found, now_text, run_not_found
-from ._records import Provenance
-from ._seal import GENESIS_TAG, StoreSeal
-from ._text import title_of
+from threadline.exceptions import BackendError, CorruptRecordError, MessageValidationError, UserError
+from threadline.messages import ModelMessage, ModelMessagesTypeAdapter
+from threadline.messages._codec import encoder
+from threadline.storage._chain import extend_chain
+from threadline.storage._file_records import BatchLine, CreateLine, FileRecord, decode_line, file_key
+from threadline.storage._file_seal import seal_bytes
+from threadline.storage._file_state import Branch, ConvState, replay
+from threadline.storage._neutral import check_scope, check_writable, not_found, now_text, run_not_found
+from threadline.storage._records import Provenance
+from threadline.storage._seal import GENESIS_TAG, StoreSeal
+from threadline.storage._text import title_of
 
 _encoder = msgspec.json.Encoder()
 

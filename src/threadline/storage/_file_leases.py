@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ._file_records import file_key
-from ._leases_sql import check_ttl
+from threadline.storage._file_records import file_key
+from threadline.storage._leases_sql import check_ttl
 
 __all__ = ['FileLeases']
 

@@ -10,22 +10,26 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .._uuid import uuid7
-from ..exceptions import (
-    BackendError,
-    ConversationNotFound,
-    UserError,
+from threadline._uuid import uuid7
+from threadline.exceptions import BackendError, ConversationNotFound, UserError
+from threadline.messages import ModelMessage
+from threadline.messages._codec import encoder
+from threadline.storage._chain import GENESIS, extend_chain
+from threadline.storage._contract import FinishedRun
+from threadline.storage._file_convert import result_line, to_effect
+from threadline.storage._file_io import FileBase
+from threadline.storage._file_records import (
+    REV,
+    BranchLine,
+    CreateLine,
+    FileRecord,
+    HeadLine,
+    MaterializeLine,
+    file_key,
 )
-from ..messages import ModelMessage
-from ..messages._codec import encoder
-from ._chain import GENESIS, extend_chain
-from ._contract import FinishedRun
-from ._file_convert import result_line, to_effect
-from ._file_io import FileBase
-from ._file_records import REV, BranchLine, CreateLine, FileRecord, HeadLine, MaterializeLine, file_key
-from ._file_seal import check as check_seals
-from ._file_state import ConvState, replay
-from ._neutral import (
+from threadline.storage._file_seal import check as check_seals
+from threadline.storage._file_state import ConvState, replay
+from threadline.storage._neutral import (
     check_append,
     check_every_scope,
     check_messages,
@@ -36,8 +40,8 @@ from ._neutral import (
     safe_start,
     shared_prefix,
 )
-from ._query import Term, fold, parse_query
-from ._records import (
+from threadline.storage._query import Term, fold, parse_query
+from threadline.storage._records import (
     EVERY_SCOPE,
     BatchInfo,
     ChainCheck,
@@ -49,8 +53,8 @@ from ._records import (
     StoredConversation,
     ToolEffect,
 )
-from ._text import message_text, role_of, time_of
-from ._verify import report
+from threadline.storage._text import message_text, role_of, time_of
+from threadline.storage._verify import report
 
 __all__ = ['FileLogOps']
 

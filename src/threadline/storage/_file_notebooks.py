@@ -17,10 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import BackendError, UserError
-from ._file_records import file_key
-from ._neutral import check_scope, now_text, parse_time, stale_notebook
-from ._records import Notebook, NotebookWrite
+from threadline.exceptions import BackendError, UserError
+from threadline.storage._file_records import file_key
+from threadline.storage._neutral import check_scope, now_text, parse_time, stale_notebook
+from threadline.storage._records import Notebook, NotebookWrite
 
 __all__ = ['FileNotebooks']
 

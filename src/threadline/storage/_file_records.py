@@ -15,12 +15,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..messages import RunUsage
-from ._records import (
-    EventKind,
-    Provenance,
-    ReceiptStrength,
-)
+from threadline.messages import RunUsage
+from threadline.storage._records import EventKind, Provenance, ReceiptStrength
 
 __all__ = [
     'AuditEventLine',

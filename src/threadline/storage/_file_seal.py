@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ._file_records import SealLine, decode_line
-from ._seal import Link, Problem, StoreSeal, Tip, Walk
+from threadline.storage._file_records import SealLine, decode_line
+from threadline.storage._seal import Link, Problem, StoreSeal, Tip, Walk
 
 __all__ = ['SealedBytes', 'check', 'seal_bytes']
 

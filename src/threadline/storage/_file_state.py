@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..messages import RunUsage
-from ._chain import GENESIS
-from ._file_records import (
+from threadline.messages import RunUsage
+from threadline.storage._chain import GENESIS
+from threadline.storage._file_records import (
     AuditEventLine,
     BatchLine,
     BranchLine,
@@ -29,11 +29,9 @@ from ._file_records import (
     WaitLine,
     WaitResolvedLine,
 )
-from ._neutral import parse_time
-from ._records import (
-    RunRecord,
-)
-from ._seal import GENESIS_TAG
+from threadline.storage._neutral import parse_time
+from threadline.storage._records import RunRecord
+from threadline.storage._seal import GENESIS_TAG
 
 __all__ = ['Branch', 'ConvState', 'RunState', 'replay']
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from ..exceptions import UserError
-from ._sql_base import SQLBase
+from threadline.exceptions import UserError
+from threadline.storage._sql_base import SQLBase
 
 __all__ = ['LeaseOps', 'check_ttl']
 

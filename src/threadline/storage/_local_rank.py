@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from ._query import Term, fold
+from threadline.storage._query import Term, fold
 
 __all__ = ['MARK_END', 'MARK_START', 'mark_grams', 'rank_locally', 'snippet_of']
 

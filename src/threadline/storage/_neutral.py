@@ -8,11 +8,11 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
-from ..messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
-from ..messages._adapter import to_python
-from ._chain import canonical_json
-from ._records import StepEvent, StepWrite, ToolEffect
+from threadline.exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
+from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
+from threadline.messages._adapter import to_python
+from threadline.storage._chain import canonical_json
+from threadline.storage._records import StepEvent, StepWrite, ToolEffect
 
 __all__ = [
     'check_every_scope',
@@ -194,7 +194,7 @@ def search_terms(query: str) -> list[str]:
 
 def check_every_scope(scope: object) -> None:
     """An operator action across tenants takes `EVERY_SCOPE` and nothing else."""
-    from ._records import EVERY_SCOPE
+    from threadline.storage._records import EVERY_SCOPE
 
     if scope is not EVERY_SCOPE:
         raise UserError('scope_counts() reaches every tenant: pass scope=EVERY_SCOPE to say so, not one scope')

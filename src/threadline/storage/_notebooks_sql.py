@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ._neutral import check_scope, now_text, parse_time, stale_notebook
-from ._records import Notebook, NotebookWrite
-from ._sql_base import SQLBase
+from threadline.storage._neutral import check_scope, now_text, parse_time, stale_notebook
+from threadline.storage._records import Notebook, NotebookWrite
+from threadline.storage._sql_base import SQLBase
 
 __all__ = ['NotebookOps']
 
@@ -87,7 +87,7 @@ class NotebookOps(SQLBase):
 
 
 def _checked(namespace: str) -> str:
-    from ..exceptions import UserError
+    from threadline.exceptions import UserError
 
     if not isinstance(namespace, str) or not namespace:
         raise UserError(f'a notebook namespace must be a non-empty string (a user or tenant id), not {namespace!r}')

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._grams import gram_phrases
-from ._query import Term
+from threadline.storage._grams import gram_phrases
+from threadline.storage._query import Term
 
 __all__ = ['RANK_CAP', 'best_rows', 'ranked_source', 'tsquery']
 

@@ -16,7 +16,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from ._grams import has_grams, is_gram_char
+from threadline.storage._grams import has_grams, is_gram_char
 
 __all__ = ['MAX_TERMS', 'Term', 'fold', 'parse_query']
 

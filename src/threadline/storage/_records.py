@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-from ..exceptions import UserError
-from ..messages import ModelMessage, RunUsage
+from threadline.exceptions import UserError
+from threadline.messages import ModelMessage, RunUsage
 
 __all__ = [
     'EVERY_SCOPE',

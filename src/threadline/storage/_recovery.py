@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..exceptions import UnresolvedToolEffect
-from ._face import AsyncStore
-from ._records import RecoveryInspection, StoredConversation, ToolEffect
+from threadline.exceptions import UnresolvedToolEffect
+from threadline.storage._face import AsyncStore
+from threadline.storage._records import RecoveryInspection, StoredConversation, ToolEffect
 
 __all__ = ['continue_run', 'fork_run', 'inspect_recovery', 'refuse_unknown_effects']
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from ..messages import (
+from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,

@@ -45,9 +45,9 @@ from pathlib import Path
 
 import msgspec
 
-from .._keys import Keyring, SigningKey
-from ..exceptions import UserError
-from ._neutral import now_text
+from threadline._keys import Keyring, SigningKey
+from threadline.exceptions import UserError
+from threadline.storage._neutral import now_text
 
 __all__ = [
     'GENESIS_TAG',

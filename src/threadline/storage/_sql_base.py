@@ -19,12 +19,12 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import ConversationNotFound, CorruptRecordError, MessageValidationError, UserError
-from ..messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
-from ..messages._codec import encoder
-from ._chain import GENESIS, extend_chain
-from ._dialect import Dialect
-from ._neutral import (
+from threadline.exceptions import ConversationNotFound, CorruptRecordError, MessageValidationError, UserError
+from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
+from threadline.messages._codec import encoder
+from threadline.storage._chain import GENESIS, extend_chain
+from threadline.storage._dialect import Dialect
+from threadline.storage._neutral import (
     check_scope,
     check_writable,
     not_found,
@@ -33,10 +33,10 @@ from ._neutral import (
     run_not_found,
     shared_prefix,
 )
-from ._records import BatchInfo, Provenance
-from ._seal import StoreSeal
-from ._sql_seal import Ident, seal_touched
-from ._text import message_text, title_of
+from threadline.storage._records import BatchInfo, Provenance
+from threadline.storage._seal import StoreSeal
+from threadline.storage._sql_seal import Ident, seal_touched
+from threadline.storage._text import message_text, title_of
 
 __all__ = ['Conversation', 'SQLBase', 'Segment', 'token', 'usage_decoder']
 

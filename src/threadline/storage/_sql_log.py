@@ -10,11 +10,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ..exceptions import ConversationNotFound, UserError
-from ..messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, RunUsage
-from ..messages._codec import encoder
-from ._contract import FinishedRun
-from ._neutral import (
+from threadline.exceptions import ConversationNotFound, UserError
+from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, RunUsage
+from threadline.messages._codec import encoder
+from threadline.storage._contract import FinishedRun
+from threadline.storage._neutral import (
     check_append,
     check_every_scope,
     check_messages,
@@ -25,8 +25,8 @@ from ._neutral import (
     safe_start,
     to_python_output,
 )
-from ._query import parse_query
-from ._records import (
+from threadline.storage._query import parse_query
+from threadline.storage._records import (
     EVERY_SCOPE,
     ChainCheck,
     ConversationSummary,
@@ -35,10 +35,10 @@ from ._records import (
     SearchHit,
     StoredConversation,
 )
-from ._sql_base import Conversation, Segment, SQLBase, usage_decoder
-from ._sql_seal import check as check_seals
-from ._text import message_text, role_and_time
-from ._verify import report
+from threadline.storage._sql_base import Conversation, Segment, SQLBase, usage_decoder
+from threadline.storage._sql_seal import check as check_seals
+from threadline.storage._text import message_text, role_and_time
+from threadline.storage._verify import report
 
 __all__ = ['LogOps']
 
@@ -225,7 +225,7 @@ class LogOps(SQLBase):
 
     def fork(self, conversation_id: str, *, scope: str, at: int | None = None, new_id: str | None = None) -> str:
         """A new conversation sharing the first `at` messages (all by default) without copying them."""
-        from .._uuid import uuid7
+        from threadline._uuid import uuid7
 
         fork_id = new_id or uuid7()
         with self._write() as conn:

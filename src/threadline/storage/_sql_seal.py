@@ -15,12 +15,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._chain import extend_chain
-from ._neutral import now_text
-from ._seal import GENESIS_TAG, Link, Problem, StoreSeal, Tip, Walk, fact_digest
+from threadline.storage._chain import extend_chain
+from threadline.storage._neutral import now_text
+from threadline.storage._seal import GENESIS_TAG, Link, Problem, StoreSeal, Tip, Walk, fact_digest
 
 if TYPE_CHECKING:
-    from ._sql_base import Segment, SQLBase
+    from threadline.storage._sql_base import Segment, SQLBase
 
 __all__ = ['Ident', 'all_idents', 'check', 'describe', 'seal_touched']
 

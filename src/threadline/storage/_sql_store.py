@@ -12,17 +12,17 @@ import json
 import threading
 from datetime import datetime
 
-from ._audit_sql import AuditOps
-from ._dialect import Dialect
-from ._leases_sql import LeaseOps
-from ._neutral import now_text
-from ._notebooks_sql import NotebookOps
-from ._records import EveryScope
-from ._seal import StoreSeal
-from ._sql_log import LogOps
-from ._sql_seal import all_idents
-from ._steps_sql import StepOps
-from ._validate import validated
+from threadline.storage._audit_sql import AuditOps
+from threadline.storage._dialect import Dialect
+from threadline.storage._leases_sql import LeaseOps
+from threadline.storage._neutral import now_text
+from threadline.storage._notebooks_sql import NotebookOps
+from threadline.storage._records import EveryScope
+from threadline.storage._seal import StoreSeal
+from threadline.storage._sql_log import LogOps
+from threadline.storage._sql_seal import all_idents
+from threadline.storage._steps_sql import StepOps
+from threadline.storage._validate import validated
 
 __all__ = ['SQLStore']
 

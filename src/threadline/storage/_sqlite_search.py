@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._dialect import SearchRow
-from ._grams import gram_phrases
-from ._local_rank import MARK_END, MARK_START, rank_locally, snippet_of
-from ._query import Term, fold
-from ._sql_base import token
+from threadline.storage._dialect import SearchRow
+from threadline.storage._grams import gram_phrases
+from threadline.storage._local_rank import MARK_END, MARK_START, rank_locally, snippet_of
+from threadline.storage._query import Term, fold
+from threadline.storage._sql_base import token
 
 __all__ = ['search_fts']
 

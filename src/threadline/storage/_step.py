@@ -63,25 +63,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._errors import error_summary
-from ..capabilities import AbstractCapability, ModelRequestContext
-from ..exceptions import ConflictError, UserError
-from ..messages import ModelMessage, ModelResponse, ToolCallPart
-from ..messages._codec import encoder
-from ._audit_events import record_repair_events
-from ._face import AsyncStore, NotNow
-from ._neutral import quarantined
-from ._records import (
-    RunFinish,
-    RunStart,
-    ToolEffect,
-)
-from ._recovery import refuse_unknown_effects
-from ._step_log import RunLog
+from threadline._errors import error_summary
+from threadline.capabilities import AbstractCapability, ModelRequestContext
+from threadline.exceptions import ConflictError, UserError
+from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
+from threadline.messages._codec import encoder
+from threadline.storage._audit_events import record_repair_events
+from threadline.storage._face import AsyncStore, NotNow
+from threadline.storage._neutral import quarantined
+from threadline.storage._records import RunFinish, RunStart, ToolEffect
+from threadline.storage._recovery import refuse_unknown_effects
+from threadline.storage._step_log import RunLog
 
 if TYPE_CHECKING:
-    from ..agent import AgentNode, AgentRunResult, NodeResult, RunContext
-    from ..models import ToolDefinition
+    from threadline.agent import AgentNode, AgentRunResult, NodeResult, RunContext
+    from threadline.models import ToolDefinition
 
 __all__ = ['StepPersistence', 'annotate_tool_effect']
 
@@ -290,7 +286,7 @@ class StepPersistence(AbstractCapability[Any]):
         raise error
 
     async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
-        from ..agent import CallToolsNode, ModelRequestNode
+        from threadline.agent import CallToolsNode, ModelRequestNode
 
         if not isinstance(node, ModelRequestNode | CallToolsNode):
             return result  # nothing to record: the run start's read may go on behind the next node
@@ -336,7 +332,7 @@ class StepPersistence(AbstractCapability[Any]):
         args: dict[str, Any],
         error: Exception,
     ) -> Any:
-        from ..exceptions import ModelRetry
+        from threadline.exceptions import ModelRetry
 
         await self._finish_tool(ctx, call, 'failed', None if isinstance(error, ModelRetry) else self._error(error))
         raise error
@@ -368,7 +364,7 @@ class StepPersistence(AbstractCapability[Any]):
     async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         import json
 
-        from ._neutral import to_python_output
+        from threadline.storage._neutral import to_python_output
 
         await self._state(ctx)
         state = self._runs.pop(ctx.run_id, None)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from ..messages import ModelMessage
-from ._face import AsyncStore
-from ._records import RunFinish, SnapshotMark, StepEvent, StepWrite, ToolEffect
+from threadline.messages import ModelMessage
+from threadline.storage._face import AsyncStore
+from threadline.storage._records import RunFinish, SnapshotMark, StepEvent, StepWrite, ToolEffect
 
 __all__ = ['RunLog']
 

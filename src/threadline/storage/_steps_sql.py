@@ -8,10 +8,10 @@ from typing import Any
 
 import msgspec
 
-from ..exceptions import ConversationNotFound
-from ..messages import ModelMessage, RunUsage
-from ._neutral import check_scope, check_step_write, not_found, now_text, parse_time, run_not_found
-from ._records import (
+from threadline.exceptions import ConversationNotFound
+from threadline.messages import ModelMessage, RunUsage
+from threadline.storage._neutral import check_scope, check_step_write, not_found, now_text, parse_time, run_not_found
+from threadline.storage._records import (
     RunFinish,
     RunRecord,
     RunStart,
@@ -22,7 +22,7 @@ from ._records import (
     StepWrite,
     ToolEffect,
 )
-from ._sql_base import Conversation, SQLBase
+from threadline.storage._sql_base import Conversation, SQLBase
 
 __all__ = ['StepOps']
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ..messages import (
+from threadline.messages import (
     ModelMessage,
     ModelRequest,
     RetryFeedbackPart,
@@ -21,7 +21,7 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ..messages._codec import decode_messages
+from threadline.messages._codec import decode_messages
 
 __all__ = ['message_text', 'role_and_time', 'role_of', 'time_of', 'title_of']
 

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from ._chain import GENESIS, extend_chain
-from ._records import ChainCheck
-from ._seal import Problem, Walk
+from threadline.storage._chain import GENESIS, extend_chain
+from threadline.storage._records import ChainCheck
+from threadline.storage._seal import Problem, Walk
 
 __all__ = ['report']
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..messages import ModelMessage
-from ._face import AsyncStore
-from ._file_convert import (
+from threadline.messages import ModelMessage
+from threadline.storage._face import AsyncStore
+from threadline.storage._file_convert import (
     audit_event_line,
     effect_line,
     event_line,
@@ -30,12 +30,21 @@ from ._file_convert import (
     to_snapshot,
     to_wait,
 )
-from ._file_leases import FileLeases
-from ._file_log import FileLogOps
-from ._file_notebooks import FileNotebooks
-from ._file_records import REV, BranchLine, FileRecord, OutcomeLine, QuarantineLine, RunLine, WaitLine, WaitResolvedLine
-from ._neutral import check_scope, check_step_write, not_found, now_text, run_not_found
-from ._records import (
+from threadline.storage._file_leases import FileLeases
+from threadline.storage._file_log import FileLogOps
+from threadline.storage._file_notebooks import FileNotebooks
+from threadline.storage._file_records import (
+    REV,
+    BranchLine,
+    FileRecord,
+    OutcomeLine,
+    QuarantineLine,
+    RunLine,
+    WaitLine,
+    WaitResolvedLine,
+)
+from threadline.storage._neutral import check_scope, check_step_write, not_found, now_text, run_not_found
+from threadline.storage._records import (
     AuditEvent,
     EveryScope,
     OutcomeReceipt,
@@ -50,8 +59,8 @@ from ._records import (
     WaitRecord,
     check_strength,
 )
-from ._seal import StoreSeal
-from ._validate import validated
+from threadline.storage._seal import StoreSeal
+from threadline.storage._validate import validated
 
 __all__ = ['FileBackend', 'FileStore']
 

@@ -6,8 +6,8 @@ stores (revisions, forks, search) without touching the disk.
 
 from __future__ import annotations
 
-from ._seal import StoreSeal
-from .sqlite import SQLiteStore
+from threadline.storage._seal import StoreSeal
+from threadline.storage.sqlite import SQLiteStore
 
 __all__ = ['MemoryStore']
 

@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-from ..exceptions import BackendError, UserError
-from ._dialect import MessageRow, SearchRow
-from ._face import AsyncStore
-from ._grams import grams_of
-from ._local_rank import snippet_of
-from ._neutral import now_text
-from ._pg_search import best_rows, ranked_source, tsquery
-from ._query import Term, fold
-from ._schema import migrations
-from ._seal import StoreSeal
-from ._sql_store import SQLStore
+from threadline.exceptions import BackendError, UserError
+from threadline.storage._dialect import MessageRow, SearchRow
+from threadline.storage._face import AsyncStore
+from threadline.storage._grams import grams_of
+from threadline.storage._local_rank import snippet_of
+from threadline.storage._neutral import now_text
+from threadline.storage._pg_search import best_rows, ranked_source, tsquery
+from threadline.storage._query import Term, fold
+from threadline.storage._schema import migrations
+from threadline.storage._seal import StoreSeal
+from threadline.storage._sql_store import SQLStore
 
 GRAM_MIGRATION = 6
 

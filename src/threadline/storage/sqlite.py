@@ -16,17 +16,17 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import BackendError, CorruptRecordError, StoreError
-from ._dialect import MessageRow, SearchRow
-from ._face import AsyncStore, WouldWait
-from ._grams import grams_of, has_grams
-from ._neutral import now_text
-from ._query import Term
-from ._schema import migrations
-from ._seal import StoreSeal
-from ._sql_base import token
-from ._sql_store import SQLStore
-from ._sqlite_search import search_fts
+from threadline.exceptions import BackendError, CorruptRecordError, StoreError
+from threadline.storage._dialect import MessageRow, SearchRow
+from threadline.storage._face import AsyncStore, WouldWait
+from threadline.storage._grams import grams_of, has_grams
+from threadline.storage._neutral import now_text
+from threadline.storage._query import Term
+from threadline.storage._schema import migrations
+from threadline.storage._seal import StoreSeal
+from threadline.storage._sql_base import token
+from threadline.storage._sql_store import SQLStore
+from threadline.storage._sqlite_search import search_fts
 
 __all__ = ['SQLiteDialect', 'SQLiteStore']
 

@@ -20,16 +20,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ..exceptions import ConflictError, ConversationNotFound, UserError
-from ..messages import ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
-from ._conformance_leases import LeaseConformance, ScopeCountConformance
-from ._conformance_notebooks import NotebookConformance
-from ._conformance_records import RecordConformance
-from ._conformance_scope import ScopeConformance
-from ._contract import SyncStore
-from ._face import AsyncStore
-from ._records import EVERY_SCOPE
-from ._samples import T0, SampleResult, turn
+from threadline.exceptions import ConflictError, ConversationNotFound, UserError
+from threadline.messages import ModelRequest, ToolCallPart, ToolReturnPart, UserPromptPart
+from threadline.storage._conformance_leases import LeaseConformance, ScopeCountConformance
+from threadline.storage._conformance_notebooks import NotebookConformance
+from threadline.storage._conformance_records import RecordConformance
+from threadline.storage._conformance_scope import ScopeConformance
+from threadline.storage._contract import SyncStore
+from threadline.storage._face import AsyncStore
+from threadline.storage._records import EVERY_SCOPE
+from threadline.storage._samples import T0, SampleResult, turn
 
 __all__ = ['ConversationStoreConformance', 'turn']
 

@@ -30,9 +30,9 @@ from typing import Literal, get_args
 
 import msgspec
 
-from .._keys import Keyring, now_utc
-from ..exceptions import UserError
-from ..messages import (
+from threadline._keys import Keyring, now_utc
+from threadline.exceptions import UserError
+from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -41,8 +41,8 @@ from ..messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from ..messages._codec import encoder
-from ..storage._chain import canonical_json
+from threadline.messages._codec import encoder
+from threadline.storage._chain import canonical_json
 
 __all__ = ['REASONS', 'Envelope', 'Verification', 'history_digest', 'sign_history', 'verify_history']
 

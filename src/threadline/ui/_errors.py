@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..exceptions import ConflictError
+from threadline.exceptions import ConflictError
 
 __all__ = ['public_error']
 

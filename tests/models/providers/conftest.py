@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 from pydantic import ConfigDict, TypeAdapter
 
+from tests.models.providers.server import ProviderServer
 from threadline import Agent
 from threadline.models import Model
 from threadline.models.anthropic import AnthropicModel, AnthropicProvider
 from threadline.models.openai import OpenAIChatModel, OpenAIProvider
-
-from .server import ProviderServer
 
 
 @pytest.fixture

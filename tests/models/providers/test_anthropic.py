@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.models.providers.conftest import anthropic_model, assert_valid_anthropic, weather_agent
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent
 from threadline.exceptions import UnexpectedModelBehavior, UserError
 from threadline.messages import (
@@ -30,9 +32,6 @@ from threadline.messages import (
 )
 from threadline.models import ModelHTTPError
 from threadline.models.anthropic import AnthropicModel
-
-from .conftest import anthropic_model, assert_valid_anthropic, weather_agent
-from .server import ProviderServer, fixture
 
 HISTORY = [
     ModelRequest(parts=[SystemPromptPart('STANDING'), UserPromptPart('q1')]),

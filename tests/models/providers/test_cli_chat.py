@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import assert_valid_openai
-from .server import ProviderServer, fixture
+from tests.models.providers.conftest import assert_valid_openai
+from tests.models.providers.server import ProviderServer, fixture
 
 
 def _chat(tmp_path: Path, env: dict[str, str], stdin: str) -> subprocess.CompletedProcess[str]:

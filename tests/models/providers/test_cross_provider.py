@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.models.providers.conftest import anthropic_model, assert_valid_anthropic, assert_valid_openai, openai_model
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent
 from threadline.messages import (
     ModelMessagesTypeAdapter,
@@ -20,9 +22,6 @@ from threadline.messages import (
     UserPromptPart,
     repair_messages,
 )
-
-from .conftest import anthropic_model, assert_valid_anthropic, assert_valid_openai, openai_model
-from .server import ProviderServer, fixture
 
 INTERRUPTED = 'The tool call was interrupted before a result was produced.'
 

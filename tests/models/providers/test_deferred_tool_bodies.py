@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.models.providers.conftest import anthropic_model, assert_valid_anthropic, assert_valid_openai, openai_model
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent
 from threadline.messages import (
     ModelRequest,
@@ -17,9 +19,6 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-
-from .conftest import anthropic_model, assert_valid_anthropic, assert_valid_openai, openai_model
-from .server import ProviderServer, fixture
 
 HISTORY = [
     ModelRequest(parts=[UserPromptPart('find the refund tool')]),

@@ -10,14 +10,13 @@ from decimal import Decimal
 
 import pytest
 
+from tests.models.providers.conftest import anthropic_model, openai_model
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent, ModelResponse
 from threadline.agent import UsageLimits
 from threadline.exceptions import FallbackExceptionGroup, ModelConnectionError, UsageLimitExceeded, UserError
 from threadline.models import FallbackModel
 from threadline.models.openai import OpenAIChatModel, OpenAIProvider
-
-from .conftest import anthropic_model, openai_model
-from .server import ProviderServer, fixture
 
 
 def closed_port() -> int:

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.models.providers.conftest import openai_model
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent
 from threadline.messages import (
     ModelMessagesTypeAdapter,
@@ -19,9 +21,6 @@ from threadline.messages import (
 )
 from threadline.models import ModelHTTPError, ModelRequestParameters
 from threadline.models.google import GoogleModel, GoogleProvider
-
-from .conftest import openai_model
-from .server import ProviderServer, fixture
 
 SIGNATURE = base64.b64encode(b'gemini-signature-1').decode()
 

@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
+from tests.models.providers.conftest import anthropic_model, openai_model
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent
 from threadline.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from threadline.models.anthropic import MemoryTool
 from threadline.models.function import AgentInfo, FunctionModel
 from threadline.storage import SQLiteStore
-
-from .conftest import anthropic_model, openai_model
-from .server import ProviderServer, fixture
 
 
 @dataclass

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.models.providers.conftest import assert_valid_openai, openai_model, weather_agent
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent
 from threadline.exceptions import UnexpectedModelBehavior, UserError
 from threadline.messages import (
@@ -29,9 +31,6 @@ from threadline.messages import (
 )
 from threadline.models import ModelHTTPError
 from threadline.models.openai import OpenAIChatModel
-
-from .conftest import assert_valid_openai, openai_model, weather_agent
-from .server import ProviderServer, fixture
 
 HISTORY = [
     ModelRequest(parts=[SystemPromptPart('STANDING'), UserPromptPart('q1')]),

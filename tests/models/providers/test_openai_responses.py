@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 
+from tests.models.providers.conftest import _materialize, _validator
+from tests.models.providers.server import ProviderServer, fixture
 from threadline import Agent
 from threadline.messages import ModelRequest, ModelResponse, TextPart, ThinkingPart, ToolCallPart, UserPromptPart
 from threadline.models.openai import OpenAIProvider
 from threadline.models.openai_responses import OpenAIResponsesModel
 from threadline.storage import SQLiteStore
-
-from .conftest import _materialize, _validator
-from .server import ProviderServer, fixture
 
 AUTO: Any = {'openai_previous_response_id': 'auto'}
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ...messages import (
+from threadline.messages import (
     AudioUrl,
     BinaryContent,
     DocumentUrl,
@@ -47,8 +47,8 @@ from ...messages import (
     VideoUrl,
     sanitize_report,
 )
-from ...messages._content import Base64Bytes
-from ...messages._sanitize import StrippedItem
+from threadline.messages._content import Base64Bytes
+from threadline.messages._sanitize import StrippedItem
 
 __all__ = ['AGUIAdapter']
 
@@ -194,7 +194,7 @@ def _text(value: Any) -> str:
         return value
     import msgspec
 
-    from ...messages._codec import enc_hook
+    from threadline.messages._codec import enc_hook
 
     return msgspec.json.encode(value, enc_hook=enc_hook).decode()
 

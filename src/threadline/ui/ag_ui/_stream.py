@@ -15,8 +15,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ...messages import RetryPromptPart, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
-from ...messages._events import (
+from threadline.messages import RetryPromptPart, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
+from threadline.messages._events import (
     AgentRunResultEvent,
     FunctionToolResultEvent,
     PartDeltaEvent,
@@ -25,8 +25,8 @@ from ...messages._events import (
     TextPartDelta,
     ThinkingPartDelta,
 )
-from .._errors import public_error
-from ._adapter import AGUIAdapter, _text
+from threadline.ui._errors import public_error
+from threadline.ui.ag_ui._adapter import AGUIAdapter, _text
 
 __all__ = ['ag_ui_events', 'encode']
 

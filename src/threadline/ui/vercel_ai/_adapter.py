@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ...messages import (
+from threadline.messages import (
     AudioUrl,
     BinaryContent,
     DocumentUrl,
@@ -52,9 +52,9 @@ from ...messages import (
     VideoUrl,
     sanitize_report,
 )
-from ...messages._content import Base64Bytes
-from ...messages._sanitize import StrippedItem
-from .request_types import (
+from threadline.messages._content import Base64Bytes
+from threadline.messages._sanitize import StrippedItem
+from threadline.ui.vercel_ai.request_types import (
     FileUIPart,
     ReasoningUIPart,
     StepStartUIPart,

@@ -18,8 +18,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ...messages import RetryPromptPart, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
-from ...messages._events import (
+from threadline.messages import RetryPromptPart, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
+from threadline.messages._events import (
     AgentRunResultEvent,
     FunctionToolResultEvent,
     PartDeltaEvent,
@@ -29,7 +29,7 @@ from ...messages._events import (
     ThinkingPartDelta,
     ToolCallPartDelta,
 )
-from .._errors import public_error
+from threadline.ui._errors import public_error
 
 __all__ = ['STREAM_HEADERS', 'sse', 'ui_message_chunks']
 
