@@ -119,7 +119,7 @@ def memory_rows(directory: Path) -> None:
     from pydantic_ai_harness.memory import SqliteMemoryStore
 
     from threadline.memory._notebook import excerpt
-    from threadline.models._framing import neutralize
+    from threadline.messages.framing import neutralize
 
     print('notebook read and write (SQLite, median of 21)')
     for size in (10_000, 1_000_000):

@@ -11,8 +11,7 @@ Callers that were asked for content (`include_content=True`) record the message 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+from threadline.trust.keys import mac_hex, text_bytes
 
 __all__ = ['error_summary']
 
@@ -22,5 +21,5 @@ def error_summary(error: BaseException, *, key: bytes | None = None) -> str:
     text = str(error)
     parts = [f'message: {len(text)} chars']
     if key is not None:
-        parts.append('hmac ' + hmac.new(key, text.encode('utf-8', 'surrogatepass'), hashlib.sha256).hexdigest()[:12])
+        parts.append('hmac ' + mac_hex(key, text_bytes(text))[:12])
     return f'{type(error).__name__} ({", ".join(parts)})'

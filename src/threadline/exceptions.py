@@ -2,12 +2,62 @@
 
 Every error Threadline raises on purpose derives from `ThreadlineError`, so callers can catch the
 library's failures without catching their own. Messages name what is wrong, where (message index,
-part index, field, conversation) and what to do about it.
+part index, field, conversation) and what to do about it, never the content at that place.
+
+    ThreadlineError
+    ├── UserError (RuntimeError)            misuse: bad arguments, a missing extra or key
+    │   ├── UnknownModel                    a model name `infer_model` does not know
+    │   ├── MissingAPIKey                   a provider without its key
+    │   └── UnresolvedToolEffect            a run over a call whose effect a crash left unknown
+    ├── MessageValidationError (ValueError) a history that does not validate, and where
+    ├── AgentRunError (RuntimeError)        a run failed
+    │   ├── ModelAPIError
+    │   │   ├── ModelHTTPError              the provider answered 4xx/5xx
+    │   │   └── ModelConnectionError        the provider could not be reached
+    │   ├── FallbackExceptionGroup          every model of a FallbackModel failed
+    │   ├── UsageLimitExceeded
+    │   ├── UnexpectedModelBehavior
+    │   ├── HookTimeoutError (TimeoutError) a hook registered with `timeout=` overran
+    │   └── UndrainedPendingMessagesError   kept for `except`; never raised
+    ├── RunCancelled                        the caller cancelled a streamed run
+    ├── ReplayRefused (PermissionError)     the audit did not allow a run (in threadline.audit: it
+    │                                       carries an AuditReport, and audit comes after exceptions)
+    └── StoreError
+        ├── ConversationNotFound (LookupError)
+        ├── RunNotFound (LookupError)
+        ├── ConversationQuarantined
+        ├── ConflictError                   a stale write: someone else wrote first
+        ├── CorruptRecordError              a stored record failed to read back
+        └── BackendError                    the database failed; nothing was written
+
+Outside `ThreadlineError`, on purpose, are the exceptions that steer control flow rather than
+report a failure: a user's code raises them, or Threadline raises and catches them itself, and an
+`except ThreadlineError` meant for failures must not swallow them.
+
+    ModelRetry, ToolFailed, ApprovalRequired, CallDeferred   raised by tools and hooks
+    ToolArgsError      arguments that did not validate, sent back to the model as a retry
+    WouldWait          an in-loop store operation that must go to a worker thread
+    HTTPProblem        the server's answer for a bad request (its status and message)
+    TurnBusy           another server holds the conversation's turn lease
+    DemoFailed         a step of `threadline demo` did not do what it says
+    UnknownMediaType (ValueError, KeyError)   a media type with no format name
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    'DemoFailed',
+    'HTTPProblem',
+    'HookTimeoutError',
+    'MissingAPIKey',
+    'RunCancelled',
+    'ToolArgsError',
+    'TurnBusy',
+    'UnknownMediaType',
+    'UnknownModel',
+    'WouldWait',
     'ToolFailed',
     'AgentRunError',
     'ApprovalRequired',
@@ -194,3 +244,67 @@ class UndrainedPendingMessagesError(AgentRunError):
     """Kept so `except UndrainedPendingMessagesError` keeps working; never raised. Every way of
     driving a run (`run`, `AgentRun.next`, a bare `async for`) delivers queued messages before the
     run may end, so none can be left behind."""
+
+
+class HTTPProblem(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class TurnBusy(Exception):
+    """Another server is answering this conversation and did not finish within the wait."""
+
+
+class ToolArgsError(Exception):
+    """The model's arguments did not validate; `errors` is the list sent back to it."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        # `loc` as a list, as the reference keeps it (it is a JSON array on the wire either way).
+        self.errors = [{**e, 'loc': list(e['loc'])} if isinstance(e.get('loc'), tuple) else e for e in errors]
+        super().__init__(str(errors))
+
+
+class RunCancelled(ThreadlineError):
+    """The caller cancelled a streamed run; what arrived was recorded as interrupted."""
+
+
+class HookTimeoutError(AgentRunError, TimeoutError):
+    """A hook function registered with `timeout=` took longer."""
+
+
+class UnknownModel(UserError):
+    """`infer_model` was given a name it does not know (`name` says which)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f'Unknown model {name!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
+            '"google:<model>".'
+        )
+
+
+class MissingAPIKey(UserError):
+    """A provider was made without a key and its environment variable is unset; `provider` and
+    `variable` let a front end (the CLI) say how to give one in its own terms."""
+
+    def __init__(self, provider: str, variable: str) -> None:
+        self.provider, self.variable = provider, variable
+        super().__init__(f'the {provider} provider needs an API key: set {variable}, or pass api_key= to the provider')
+
+
+class WouldWait(Exception):
+    """Raised by a backend operation run in the event loop (`AsyncStore._uncontended`) that would
+    have to wait for another thread or process. It is raised before anything is written, so the
+    operation is simply run again in a worker thread, where waiting is fine."""
+
+
+class DemoFailed(Exception):
+    """A demo step did not do what it says."""
+
+
+class UnknownMediaType(ValueError, KeyError):
+    """A media type with no format name for its kind of content."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ''

@@ -2,18 +2,18 @@
 
 A toolset is a group of tools: a capability gives one to every run (`AbstractCapability.get_toolset`),
 and `Agent(toolsets=[...])` / `run(toolsets=[...])` add them to a run, resolved at each model request
-(see `threadline.agent._toolsets` for the rules).
+(see `threadline.agent.tools._toolsets` for the rules).
 """
 
 from __future__ import annotations
 
 from threadline._public import publish
-from threadline.agent._toolset import FunctionToolset
-from threadline.agent._toolsets import (
+from threadline.agent.tools import (
     AbstractToolset,
     CombinedToolset,
     ExternalToolset,
     FilteredToolset,
+    FunctionToolset,
     PrefixedToolset,
     PreparedToolset,
     RenamedToolset,

@@ -23,7 +23,7 @@ from tests.messages.test_repair_properties import histories
 from threadline import capabilities as our_capabilities
 from threadline import messages as our_messages
 from threadline import toolsets as our_toolsets
-from threadline.agent._load import loaded_capabilities
+from threadline.agent.tools._load import loaded_capabilities
 from threadline.capabilities import ClearOldToolResults, KeepLastTurns, ProcessHistory, SummarizeOlderTurns
 from threadline.exceptions import UserError
 from threadline.messages import (

@@ -205,7 +205,7 @@ def test_a_model_request_wrap_may_answer_without_the_model_and_the_answer_is_rec
 
 def test_a_node_error_hook_recovers_by_naming_the_next_node() -> None:
     from threadline import End
-    from threadline.agent._end import FinalResult
+    from threadline.agent.output._end import FinalResult
 
     class Fallback(AbstractCapability[Any]):
         async def on_node_run_error(self, ctx: Any, *, node: Any, error: Exception) -> Any:

@@ -61,7 +61,7 @@ async def test_the_model_finds_a_turn_compaction_dropped(any_store: AsyncStore[A
 
 
 def ModelMessagesText(messages: list[ModelMessage]) -> str:
-    from threadline.storage._text import message_text
+    from threadline.storage.index._text import message_text
 
     return '\n'.join(message_text(m) for m in messages)
 

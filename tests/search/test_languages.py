@@ -74,7 +74,7 @@ def test_an_older_database_gets_its_gram_index_on_open(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(path) as conn:  # as a database from before the gram index looked
         conn.execute('DROP TABLE message_grams')
-        conn.execute('DELETE FROM threadline_migrations WHERE version = 6')
+        conn.execute("DELETE FROM threadline_schema_migrations WHERE name = 'gram_index'")
     reopened = SQLiteStore(path)
     assert sorted(h.position for h in reopened.sync.search('환불', scope='s', conversation_id='c')) == [0, 1]
     assert [h.position for h in reopened.sync.search('😀', scope='s')] == [1]
@@ -95,7 +95,7 @@ def test_an_older_postgres_database_gets_its_grams_on_open() -> None:
     store.close()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute('DROP TABLE message_grams')
-        conn.execute('DELETE FROM threadline_migrations WHERE version IN (6, 11)')
+        conn.execute("DELETE FROM threadline_schema_migrations WHERE name IN ('gram_index', 'gram_table')")
     reopened = PostgresStore(url)
     try:
         assert sorted(h.position for h in reopened.sync.search('환불', scope='s', conversation_id='c')) == [0, 1]

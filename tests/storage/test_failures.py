@@ -11,14 +11,15 @@ from tests.storage.conftest import fresh_postgres_url, needs_postgres
 from threadline.exceptions import BackendError, ConversationNotFound, CorruptRecordError, StoreError, UserError
 from threadline.messages import ModelRequest, UserPromptPart
 from threadline.storage import SQLiteStore
+from threadline.storage.migrations import MIGRATIONS
 from threadline.storage.testing import turn
 
 
-def test_migrations_are_numbered_and_recorded(tmp_path: Path) -> None:
+def test_migrations_are_named_and_recorded(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / 'a.db')
-    assert store.migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert store.migrations() == [m.name for m in MIGRATIONS]
     store.close()
-    assert SQLiteStore(tmp_path / 'a.db').migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9]  # reopening runs nothing twice
+    assert SQLiteStore(tmp_path / 'a.db').migrations() == [m.name for m in MIGRATIONS]  # reopening runs nothing twice
 
 
 def test_a_corrupt_row_names_conversation_and_position(tmp_path: Path) -> None:
@@ -129,7 +130,7 @@ def test_postgres_schema_is_idempotent_and_migrations_recorded() -> None:
     url = fresh_postgres_url()
     first, second = PostgresStore(url), PostgresStore(url)
     try:
-        assert first.migrations() == second.migrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        assert first.migrations() == second.migrations() == [m.name for m in MIGRATIONS]
     finally:
         first.close()
         second.close()

@@ -69,7 +69,8 @@ def test_a_store_wide_search_ranks_exactly_the_newest_matches_of_its_scope(monke
     import itertools
     import random
 
-    from threadline.storage import PostgresStore, _pg_search
+    from threadline.storage import PostgresStore
+    from threadline.storage.index import _postgres as _pg_search
 
     store = PostgresStore(fresh_postgres_url())
     rng = random.Random(3)

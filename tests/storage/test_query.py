@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from tests._hypothesis import examples
 from threadline.storage import SQLiteStore
-from threadline.storage._query import MAX_TERMS, Term, parse_query
-from threadline.storage._samples import turn
+from threadline.storage.index._query import MAX_TERMS, Term, parse_query
+from threadline.storage.testing._samples import turn
 
 SAFE = re.compile(r'(?:[^\W_]|[^\w\s"])+(?: (?:[^\W_]|[^\w\s"])+)*')  # words, symbols; never a quote
 syntaxy = st.lists(
@@ -80,8 +80,8 @@ def test_folding_and_gram_runs_follow_their_rules_character_by_character(text: s
     """`fold` and the gram helpers work through cached per-character tables; whatever the text,
     they give what the rules give applied one character at a time: lowercase without accents,
     gram characters (never decomposed, so Hangul stays syllables) kept as written."""
-    from threadline.storage._grams import gram_runs, has_grams, is_gram_char
-    from threadline.storage._query import fold
+    from threadline.storage.index._grams import gram_runs, has_grams, is_gram_char
+    from threadline.storage.index._query import fold
 
     assert fold(text) == _fold_slowly(text)
     assert [is_gram_char(c) for c in text] == [_is_gram(c) for c in text]

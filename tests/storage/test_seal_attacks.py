@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from tests._hypothesis import examples
 from tests.storage.conftest import POSTGRES_URL, fresh_postgres_url, needs_postgres
 from threadline.storage import FileStore, SQLiteStore, StoreSeal, SyncStore, ToolEffect
-from threadline.storage._chain import GENESIS, extend_chain
 from threadline.storage.testing import turn
+from threadline.trust._chain import GENESIS, extend_chain
 
 CID, SCOPE = 'conv-1', 'tenant-a'
 T = datetime(2026, 1, 1, tzinfo=UTC)
@@ -423,10 +423,10 @@ def test_the_audit_no_longer_turns_a_forged_provenance_into_ready(tmp_path: Path
 
 
 def _as_before_seals(db: SQL) -> None:
-    """Make the database look like one written before seals existed (migrations 1-3 only)."""
+    """Make the database look like one written before seals existed (without the seals migration)."""
     db('DROP TABLE seals')
     db("DELETE FROM threadline_meta WHERE key = 'seals'")
-    db('DELETE FROM threadline_migrations WHERE version = 4')
+    db("DELETE FROM threadline_schema_migrations WHERE name = 'seals'")
 
 
 @pytest.mark.parametrize('backend', ['sqlite', pytest.param('postgres', marks=needs_postgres)])

@@ -82,7 +82,7 @@ def test_scoped_hits_are_exactly_the_messages_holding_every_term(words: list[lis
 def small_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SQLiteStore:
     """A store where a term in more than 5 messages is frequent, and frequent terms are ranked
     among the newest 8 matches, so a test store has frequent terms."""
-    from threadline.storage import _sqlite_search
+    from threadline.storage.index import _sqlite as _sqlite_search
 
     monkeypatch.setattr(_sqlite_search, 'FREQUENT', 5)
     monkeypatch.setattr(_sqlite_search, 'WINDOW', 8)

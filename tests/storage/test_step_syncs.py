@@ -2,7 +2,7 @@
 
 Counted on SQLite through its statement trace: a write transaction is `BEGIN IMMEDIATE` ...
 `COMMIT`, and in WAL mode only a commit under `synchronous=FULL` syncs. The rules are in the
-docstring of `threadline.storage._step`.
+docstring of `threadline.steps._persistence`.
 """
 
 from __future__ import annotations

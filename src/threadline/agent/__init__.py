@@ -17,13 +17,13 @@ from threadline.agent._graph import (
     UserPromptNode,
 )
 from threadline.agent._limits import UsageLimits
-from threadline.agent._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
-from threadline.agent._output_types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
 from threadline.agent._result import AgentRunResult, RunResult
 from threadline.agent._run import AgentRun
 from threadline.agent._streamed import EventStream, RunCancelled, StreamedRunResult
 from threadline.agent._streamed_sync import StreamedRunResultSync
-from threadline.agent._tools import Tool
+from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
+from threadline.agent.tools._tool import Tool
 
 __all__ = [
     'capture_run_messages',

@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 from threadline.agent._capability import AbstractCapability
 from threadline.agent._capture import captured_messages
 from threadline.agent._context import AgentDepsT, RunContext
-from threadline.agent._end import End
 from threadline.agent._event_handler import EventStreamHandler, drive_with_handler
 from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptNode
-from threadline.agent._output import OutputSpec
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
 from threadline.agent._run_setup import (
@@ -34,9 +32,11 @@ from threadline.agent._run_setup import (
 from threadline.agent._state import RunState
 from threadline.agent._streamed import EventStream, StreamedRunResult, open_stream, stream_events
 from threadline.agent._streamed_sync import StreamedRunResultSync
-from threadline.agent._tools import Tool
-from threadline.agent._toolsets import AbstractToolset
 from threadline.agent._wrap_run import wrapped_run
+from threadline.agent.output._end import End
+from threadline.agent.output._output import OutputSpec
+from threadline.agent.tools._tool import Tool
+from threadline.agent.tools._toolsets import AbstractToolset
 from threadline.exceptions import UserError
 from threadline.messages import AgentRunResultEvent, AgentStreamEvent, SystemPromptPart, UserContent
 from threadline.models import Model, ModelSettings, infer_model
@@ -156,7 +156,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def realtime(self, model: Any) -> Any:
         """This agent on a realtime model: `async with agent.realtime(model).session() as s:`
         (see `threadline.realtime`)."""
-        from threadline.realtime import AgentRealtime
+        from threadline.agent.realtime import AgentRealtime
 
         return AgentRealtime(self, model)
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
     from threadline.agent._result import AgentRunResult
-    from threadline.agent._toolset import FunctionToolset
+    from threadline.agent.tools._function import FunctionToolset
 
 __all__ = ['AbstractCapability', 'ModelRequestContext', 'overridden_hooks']
 
@@ -57,7 +57,7 @@ class AbstractCapability(Generic[AgentDepsT]):
     """What it does, listed in the catalog of deferred capabilities."""
     defer_loading: bool = False
     """Keep its tools, instructions and hooks out of the run until the model loads it with the
-    `load_capability` tool (see `threadline.agent._load`)."""
+    `load_capability` tool (see `threadline.agent.tools._load`)."""
 
     def get_toolset(self) -> FunctionToolset[Any] | None:
         """Tools this capability gives every run it is part of (None: no tools)."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
     from threadline.agent._result import AgentRunResult
-    from threadline.agent._toolset import FunctionToolset
+    from threadline.agent.tools._function import FunctionToolset
 
 __all__ = ['CapabilityChain', 'flatten']
 
@@ -53,7 +53,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
 
     def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:
-        from threadline.agent._load import check_deferred
+        from threadline.agent.tools._load import check_deferred
 
         self._all = tuple(flatten(capabilities))
         self.deferred = check_deferred(self._all)
@@ -83,7 +83,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
 
     def instructions(self) -> list[str]:
         """The deferred-capability catalog, then each active capability's instructions."""
-        from threadline.agent._load import catalog
+        from threadline.agent.tools._load import catalog
 
         texts = [catalog(self.deferred)] if self.deferred else []
         texts.extend(text for c in self._forward if (text := c.get_instructions()))
@@ -122,8 +122,8 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
                 tools_of[capability.id] = list(toolset.tools)
             named.append((f'capability {type(capability).__name__}', toolset))
         if self.deferred:
-            from threadline.agent._load import load_tool
-            from threadline.agent._toolset import FunctionToolset
+            from threadline.agent.tools._function import FunctionToolset
+            from threadline.agent.tools._load import load_tool
 
             named.append(('deferred capability loading', FunctionToolset([load_tool(self.deferred, tools_of)])))
         return named

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from threadline._uuid import uuid7
+from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, RunUsage, UserContent
 from threadline.models import Model
+from threadline.models.budget import context_tokens, context_window_fraction
 
 if TYPE_CHECKING:
     from threadline.agent._agent import Agent
@@ -54,7 +56,6 @@ class RunContext(Generic[AgentDepsT]):
         """The tokens the next request will carry: the last response's reported input and output
         tokens plus an estimate of what the history gained since (see `models._window`); None
         before the first response or when that response reported no usage."""
-        from threadline.models._window import context_tokens
 
         return context_tokens(self.messages)
 
@@ -63,7 +64,6 @@ class RunContext(Generic[AgentDepsT]):
         """`context_tokens` as a share of the model's `context_window` (a `FallbackModel`: the
         smallest of its models'); None when either is unknown, never a misleading 0.0. Use it to
         compact a history before it overflows (see `CompactWhenFull`)."""
-        from threadline.models._window import context_window_fraction
 
         return context_window_fraction(self.messages, self.model.context_window)
 
@@ -71,7 +71,6 @@ class RunContext(Generic[AgentDepsT]):
         """Inject content into this run (see `threadline.agent._enqueue` for the delivery rules);
         returns the enqueue id, or None for an empty call. From inside a tool, parts-only content
         lands right after the tool's result."""
-        from threadline.exceptions import UserError
 
         if self.queue is None:
             raise UserError('enqueue needs a RunContext of a running agent (this one has no queue)')

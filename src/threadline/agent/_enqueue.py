@@ -28,11 +28,18 @@ import msgspec
 
 from threadline._uuid import uuid7
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolReturnPart, UserPromptPart
-from threadline.messages._content import MULTIMODAL_TYPES, CachePoint, TextContent
-from threadline.messages._events import EnqueuedMessagesEvent
-from threadline.messages._parts import CompactionPart as _CompactionPart
-from threadline.messages._parts import _RequestPart
+from threadline.messages import (
+    CachePoint,
+    EnqueuedMessagesEvent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextContent,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from threadline.messages import CompactionPart as _CompactionPart
+from threadline.messages.wire import MULTIMODAL_TYPES, RequestPartBase
 
 __all__ = ['EnqueueQueue', 'Priority']
 
@@ -68,7 +75,7 @@ def _coalesce(items: Sequence[Any]) -> list[ModelMessage]:
     for index, item in enumerate(items):
         if isinstance(item, _USER_CONTENT):
             content.append(item)
-        elif isinstance(item, (_RequestPart, _CompactionPart)):
+        elif isinstance(item, (RequestPartBase, _CompactionPart)):
             flush_content()
             parts.append(item)
         elif isinstance(item, (ModelRequest, ModelResponse)):
@@ -105,7 +112,7 @@ class EnqueueQueue:
         if not items:
             return None
         messages = _coalesce(items)
-        parts_only = all(isinstance(i, (*_USER_CONTENT, _RequestPart, _CompactionPart)) for i in items)
+        parts_only = all(isinstance(i, (*_USER_CONTENT, RequestPartBase, _CompactionPart)) for i in items)
         entry = _Entry(uuid7(), messages, tool_call_id if parts_only else None)
         (self.asap if priority == 'asap' else self.when_idle).append(entry)
         return entry.enqueue_id

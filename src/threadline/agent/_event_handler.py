@@ -19,7 +19,7 @@ from threadline.agent._context import RunContext
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
 from threadline.agent._run import AgentRun
 from threadline.agent._streamed import model_events
-from threadline.messages._events import AgentStreamEvent
+from threadline.messages import AgentStreamEvent
 
 __all__ = ['EventStreamHandler', 'drive_with_handler']
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from threadline.agent._capability import ModelRequestContext
-from threadline.agent._end import End, FinalResult
-from threadline.agent._output import DeferredToolResults
-from threadline.agent._reveal import visible
 from threadline.agent._state import RunState, now_utc
-from threadline.agent._tool_step import ToolStep, validate_output
-from threadline.agent._tools import ToolArgsError
+from threadline.agent.output._end import End, FinalResult
+from threadline.agent.output._output import DeferredToolResults
+from threadline.agent.tools._reveal import visible
+from threadline.agent.tools._step import ToolStep, validate_output
+from threadline.agent.tools._tool import ToolArgsError
 from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
 from threadline.messages import (
     ModelRequest,
@@ -41,6 +41,7 @@ from threadline.messages import (
     repair_report,
 )
 from threadline.models import ToolDefinition, render_history
+from threadline.models.budget import price_of
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
 
@@ -383,7 +384,6 @@ def _type_calls(state: RunState, response: ModelResponse) -> None:
 
 def _cost(response: ModelResponse, model: Any) -> Any:
     """What the response cost at the answering model's genai-prices price, else None."""
-    from threadline.models._prices import price_of
 
     usage = response.usage
     if not (usage.input_tokens or usage.output_tokens) or response.model_name is None:

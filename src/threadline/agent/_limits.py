@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from threadline.exceptions import UsageLimitExceeded, UserError
 from threadline.messages import ModelMessage, RunUsage
+from threadline.models.budget import context_tokens, estimate_added_tokens, price_of, priced
 
 if TYPE_CHECKING:
     from threadline.models import Model
@@ -75,7 +76,6 @@ class UsageLimits:
         """At run start: a `cost_limit` needs a price for every model the run may use."""
         if self.cost_limit is None:
             return
-        from threadline.models._prices import priced
 
         unpriced = [m.model_name for m in _candidates(model) if not priced(_ref(m))]
         if unpriced:
@@ -89,8 +89,6 @@ class UsageLimits:
         """Before a request: would sending it (its estimated input alone) cross `cost_limit`?"""
         if self.cost_limit is None:
             return
-        from threadline.models._prices import price_of
-        from threadline.models._window import context_tokens, estimate_added_tokens
 
         tokens = context_tokens(messages)
         if tokens is None:

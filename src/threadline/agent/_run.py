@@ -8,6 +8,7 @@ from threadline.agent._graph import AgentNode, End, FinalResult, NodeResult
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._state import RunState
 from threadline.exceptions import UserError
+from threadline.messages import ModelRequest
 
 __all__ = ['AgentRun']
 
@@ -168,7 +169,6 @@ class AgentRun(Generic[OutputDataT]):
 def _redirect(request: Any) -> NodeResult:
     """The run would have ended, but queued content arrived: one more model request with it."""
     from threadline.agent._graph import ModelRequestNode
-    from threadline.messages import ModelRequest
 
     assert isinstance(request, ModelRequest)
     return ModelRequestNode(request)

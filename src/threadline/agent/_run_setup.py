@@ -18,11 +18,11 @@ from threadline.agent._chain import CapabilityChain
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._limits import UsageLimits
-from threadline.agent._output import DeferredToolResults
 from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
 from threadline.agent._state import RunState
-from threadline.agent._toolset import merge_tools
-from threadline.agent._toolsets import AbstractToolset, CombinedToolset
+from threadline.agent.output._output import DeferredToolResults
+from threadline.agent.tools._function import merge_tools
+from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset
 from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, RunUsage
 from threadline.models import Model, ModelSettings, infer_model

@@ -22,21 +22,23 @@ from typing import Any, Generic, TypeVar
 from threadline.agent._graph import End, ModelRequestNode
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
-from threadline.exceptions import ThreadlineError, UserError
-from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage, TextPart
-from threadline.messages._events import (
+from threadline.exceptions import RunCancelled, UserError
+from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
+    FinalResultEvent,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
+    RunUsage,
+    TextPart,
     TextPartDelta,
+    ToolCallPart,
 )
 
 __all__ = ['EventStream', 'RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
-
-
-class RunCancelled(ThreadlineError):
-    """The caller cancelled a streamed run; what arrived was recorded as interrupted."""
 
 
 class StreamedRunResult(Generic[OutputDataT]):
@@ -200,7 +202,6 @@ def _text_of(event: Any) -> str | None:
 
 async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
     """Drive `agent_run` until the model starts streaming its final response, and hand that over."""
-    from threadline.messages import ToolCallPart
 
     state = agent_run._state
     node = agent_run.next_node
@@ -276,8 +277,6 @@ async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEv
 async def model_events(state: Any, streamed: Any) -> AsyncIterator[Any]:
     """A model response's stream events, with a `FinalResultEvent` after the first part that can
     be the output (text when text is allowed, or a call to an output tool)."""
-    from threadline.messages import ToolCallPart
-    from threadline.messages._events import FinalResultEvent
 
     output_tools = {t.name for t in state.output.output_tools}
     final_sent = False

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from threadline.audit._events import keyed_hash
 from threadline.exceptions import UserError
-from threadline.storage._audit_events import keyed_hash
 
 __all__ = ['PromptContract', 'keyed_hash', 'resolve_key']
 

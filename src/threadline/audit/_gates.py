@@ -23,7 +23,8 @@ from threadline.messages import (
     ToolReturnPart,
     pairing_report,
 )
-from threadline.messages._codec import enc_hook
+from threadline.messages.wire import enc_hook
+from threadline.trust import verify_history
 
 __all__ = [
     'Facts',
@@ -141,7 +142,6 @@ def gate_authority(facts: Facts, context: AuditContext) -> GateResult:
 
 
 def _envelope_authority(facts: Facts, context: AuditContext) -> GateResult:
-    from threadline.trust import verify_history
 
     envelope = context.envelope
     assert envelope is not None

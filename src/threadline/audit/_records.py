@@ -9,13 +9,20 @@ from typing import Any, Unpack
 
 import msgspec
 
+from threadline.audit._events import audit_events_from_repair, record_repair_events
 from threadline.audit._gates import RECONCILED_METADATA_KEY
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, ModelRequest, SanitizeOptions, ToolCallPart, ToolReturnPart
-from threadline.messages._repair import SYNTHESIZED_METADATA_KEY
-from threadline.messages._sanitize import StrippedItem
+from threadline.messages import (
+    ModelMessage,
+    ModelRequest,
+    SanitizeOptions,
+    StrippedItem,
+    ToolCallPart,
+    ToolReturnPart,
+    sanitize_report,
+)
+from threadline.messages.wire import SYNTHESIZED_METADATA_KEY
 from threadline.storage import AsyncStore, AuditEvent
-from threadline.storage._audit_events import audit_events_from_repair, record_repair_events
 
 __all__ = [
     'audit_events_from_repair',
@@ -111,7 +118,6 @@ def sanitize_loaded(
     """Sanitize a history loaded from an untrusted source and record, content-free, what was
     stripped (one audit event per stripped item) against `conversation_id`. Options are those of
     `sanitize_messages`. Returns the sanitized history."""
-    from threadline.messages import sanitize_report
 
     sanitized, stripped = sanitize_report(messages, **options)
     if stripped and store.sync.conversation_state(conversation_id, scope=scope) is not None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from threadline._public import publish
-from threadline.agent._capability import AbstractCapability, ModelRequestContext
-from threadline.agent._chain import CapabilityChain
+from threadline.agent.capability import AbstractCapability, CapabilityChain, ModelRequestContext
 from threadline.capabilities._compact_when_full import CompactWhenFull
 from threadline.capabilities._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
 from threadline.capabilities._hooks import CombinedCapability, HandleDeferredToolCalls, Hooks, HookTimeoutError

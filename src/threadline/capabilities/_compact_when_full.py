@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from threadline.agent._capability import ModelRequestContext
+from threadline.agent.capability import ModelRequestContext
 from threadline.capabilities._process_history import HistoryProcessor, ProcessHistory
+from threadline.models.budget import context_window_fraction
 
 if TYPE_CHECKING:
     from threadline.agent import RunContext
@@ -44,7 +45,6 @@ class CompactWhenFull(ProcessHistory):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        from threadline.models._window import context_window_fraction
 
         used = context_window_fraction(request_context.messages, request_context.model.context_window)
         if used is None or used <= self.threshold:

@@ -24,8 +24,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from threadline.agent._context import RunContext  # at runtime: ProcessHistory reads the annotation
-from threadline.agent._load import LOAD_KIND
+from threadline.agent import (
+    Agent,
+    RunContext,  # at runtime: ProcessHistory reads the annotation
+)
+from threadline.agent.tools import LOAD_KIND
 from threadline.messages import (
     CompactionPart,
     ModelMessage,
@@ -38,7 +41,7 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from threadline.messages._codec import encoder
+from threadline.messages.wire import encoder
 
 if TYPE_CHECKING:
     from threadline.models import Model
@@ -167,7 +170,6 @@ class SummarizeOlderTurns:
         self.model, self.keep_turns, self.instructions = model, keep_turns, instructions
 
     async def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
-        from threadline.agent import Agent
 
         cut = _cut_point(messages, self.keep_turns)
         if cut is None:

@@ -27,14 +27,10 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from threadline.agent._capability import HOOKS, AbstractCapability
-from threadline.exceptions import AgentRunError
+from threadline.agent.capability import HOOKS, AbstractCapability
+from threadline.exceptions import HookTimeoutError
 
 __all__ = ['CombinedCapability', 'HandleDeferredToolCalls', 'HookTimeoutError', 'Hooks']
-
-
-class HookTimeoutError(AgentRunError, TimeoutError):
-    """A hook function registered with `timeout=` took longer."""
 
 
 def _method_name(name: str) -> str:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from threadline.agent._capability import AbstractCapability, ModelRequestContext
+from threadline.agent.capability import AbstractCapability, ModelRequestContext
 from threadline.messages import ModelMessage, ModelResponse
-from threadline.messages._codec import encoder
+from threadline.messages.wire import encoder
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

@@ -8,7 +8,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from threadline.agent._capability import AbstractCapability, ModelRequestContext
+from threadline.agent.capability import AbstractCapability, ModelRequestContext
+from threadline.agent.tools import takes_run_context
 from threadline.messages import ModelMessage
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ class ProcessHistory(AbstractCapability[Any]):
     """
 
     def __init__(self, processor: HistoryProcessor) -> None:
-        from threadline.agent._tools import takes_run_context
 
         self.processor = processor
         self.takes_ctx = takes_run_context(processor)

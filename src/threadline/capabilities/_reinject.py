@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from threadline.agent._capability import AbstractCapability, ModelRequestContext
+from threadline.agent.capability import AbstractCapability, ModelRequestContext
 from threadline.messages import ModelMessage, ModelRequest, SystemPromptPart
 
 if TYPE_CHECKING:

@@ -12,6 +12,9 @@ from typing import Any
 import click
 from rich.console import Console
 
+from threadline.exceptions import ConversationNotFound, ThreadlineError
+from threadline.storage import FileStore, SQLiteStore, open_store
+
 __all__ = [
     'refuse_if_tampered',
     'one_line',
@@ -73,8 +76,6 @@ class State:
     def store(self) -> Any:
         """The store, for commands that write (created, with its directories, if it is new)."""
         if self._store is None:
-            from threadline.storage import open_store
-
             self._store = open_store(self.db)
         return self._store
 
@@ -94,7 +95,6 @@ class State:
         created, and a SQLite file is opened read-only (so it can be read in a read-only place)."""
         if self._store is not None:
             return self._store
-        from threadline.storage import FileStore, SQLiteStore, open_store
 
         if self.db.startswith(('postgresql://', 'postgres://')) or self.db == ':memory:':
             self._store = open_store(self.db)
@@ -208,7 +208,6 @@ def group_state(ctx: click.Context, db: str | None, scope: str | None, debug: bo
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `threadline` console script: errors become one line and exit code 1."""
-    from threadline.exceptions import ConversationNotFound, ThreadlineError
 
     args = sys.argv[1:] if argv is None else argv
     debug = '--debug' in args

@@ -9,7 +9,11 @@ from typing import Any
 
 import click
 
+from threadline._uuid import uuid7
+from threadline.agent import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from threadline.cli._app import cli, console, one_line, shared_options, state_for, warn_if_tampered
+from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
+from threadline.models import UnknownModel, infer_model
 
 __all__ = ['chat', 'demo', 'prompt']
 
@@ -52,8 +56,6 @@ def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | Non
 
 
 def _agent_for(state: Any, model: str, system: str | None, key: str | None = None) -> Any:
-    from threadline.agent import Agent
-    from threadline.models import infer_model
 
     if model == 'demo':  # the demo model comes with the demo's support tools
         from threadline.cli._support import Payments, support_agent
@@ -64,7 +66,6 @@ def _agent_for(state: Any, model: str, system: str | None, key: str | None = Non
             Path(state.db).with_name('chat-payments.jsonl') if '://' not in state.db else Path('chat-payments.jsonl')
         )
         return support_agent(state.store, state.scope, Payments(payments), approve_refunds=True)
-    from threadline.exceptions import UserError
 
     try:
         resolved = _with_key(infer_model(model), key) if key else infer_model(model)
@@ -76,8 +77,6 @@ def _agent_for(state: Any, model: str, system: str | None, key: str | None = Non
 
 def _in_cli_terms(error: Exception, model: str) -> str:
     """A model error told the way the command line is used (flags, not Python arguments)."""
-    from threadline.models import UnknownModel
-    from threadline.models._provider import MissingAPIKey
 
     if isinstance(error, UnknownModel):
         return (
@@ -108,7 +107,6 @@ def _with_key(model: Any, key: str) -> Any:
 def _conversation_for(state: Any, cont: bool, cid: str | None) -> str:
     """The conversation to talk in: `--cid` (an unknown one is said so, then started under that
     id, so scripts can name their conversations), the latest with -c, else a new one."""
-    from threadline._uuid import uuid7
 
     store = state.store
     if cid is not None:
@@ -253,7 +251,6 @@ class _Session:
         return self.store.sync.conversation_state(self.conversation_id, scope=self.scope) or (0, 0)
 
     def turn(self, agent: Any, line: str) -> Any:
-        from threadline.exceptions import ConflictError
 
         for _ in range(5):
             revision, length = self._state()
@@ -277,7 +274,6 @@ class _Session:
     def _approvals(self, agent: Any, result: Any) -> Any:
         """While the run waits on calls that need approval: ask at the terminal (arguments shown),
         y or n for each, and resume it. Without a terminal every call is denied."""
-        from threadline.agent import DeferredToolRequests, DeferredToolResults, ToolDenied
 
         while isinstance(result.output, DeferredToolRequests) and result.output.approvals:
             decisions: dict[str, Any] = {}
@@ -298,7 +294,6 @@ class _Session:
 
 
 def _model_errors() -> tuple[type[BaseException], ...]:
-    from threadline.exceptions import AgentRunError
 
     errors: list[type[BaseException]] = [AgentRunError, ConnectionError, TimeoutError]
     for module, name in (('openai', 'APIError'), ('anthropic', 'APIError'), ('httpx', 'HTTPError')):

@@ -11,6 +11,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from threadline.audit import AuditContext, PromptContract, audit_history
 from threadline.cli._app import cli, console, dump, group_state, progress, shared_options, state_for
 
 __all__ = ['audit', 'db']
@@ -56,7 +57,6 @@ def audit(
     debug: bool,
 ) -> None:
     """Audit a stored conversation (by id) or a JSON history file before replaying it."""
-    from threadline.audit import AuditContext, PromptContract, audit_history
 
     state = state_for(db, scope, debug)
     path = Path(target)
@@ -156,7 +156,9 @@ def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> 
         return
     key = f'{seal.key_id} ({seal.source})' if seal.key_id else f'none configured here ({seal.source})'
     click.echo(
-        f'database: {state.db}\nmigrations: {migrations}\nscope {state.scope!r}: {len(rows)} conversations, '
+        f'database: {state.db}\nmigrations: {len(migrations)} applied'
+        + (f' (latest: {migrations[-1]})' if migrations else '')
+        + f'\nscope {state.scope!r}: {len(rows)} conversations, '
         f'{sum(r.message_count for r in rows)} messages' + (f'\nsize: {size / 1e6:.2f} MB' if size else '')
     )
     click.echo(f'store key: {key}')

@@ -12,6 +12,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from threadline._uuid import uuid7
 from threadline.cli._app import (
     cli,
     console,
@@ -23,7 +24,9 @@ from threadline.cli._app import (
     state_for,
     warn_if_tampered,
 )
-from threadline.exceptions import MessageValidationError
+from threadline.exceptions import ConversationNotFound, MessageValidationError
+from threadline.messages import ModelMessagesTypeAdapter
+from threadline.storage import EVERY_SCOPE
 
 __all__ = ['conversations']
 
@@ -113,7 +116,6 @@ def _tokens(usage: Any) -> dict[str, int]:
 
 def _other_scopes(store: Any, scope: str) -> None:
     """When this scope holds nothing, say which scopes do (the usual cause is a wrong --scope)."""
-    from threadline.storage import EVERY_SCOPE
 
     others = {name: n for name, n in store.scope_counts(EVERY_SCOPE).items() if name != scope and n}
     hints = ', '.join(f'--scope {name} holds {n} conversation{"s" if n != 1 else ""}' for name, n in others.items())
@@ -146,7 +148,6 @@ def show(
     debug: bool,
 ) -> None:
     """One conversation's messages (through a pager at a terminal when longer than the screen)."""
-    from threadline.messages import ModelMessagesTypeAdapter
 
     state = state_for(db, scope, debug)
     stored = state.reader.sync.load(conversation_id, scope=state.scope)
@@ -277,7 +278,6 @@ def delete(conversation_id: str, as_json: bool, db: str | None, scope: str | Non
 @shared_options
 def export(conversation_id: str, force: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """The conversation's history as wire-format JSON (as stored; checked before it is written)."""
-    from threadline.messages import ModelMessagesTypeAdapter
 
     state = state_for(db, scope, debug)
     refuse_if_tampered(state.reader, conversation_id, state.scope, force=force, doing='export')
@@ -340,8 +340,6 @@ def _import(
 ) -> tuple[str, int]:
     """Store the history in `data`; (its conversation id, how many messages were added). `step` is
     called once the file is checked (the caller counts the storing that follows)."""
-    from threadline._uuid import uuid7
-    from threadline.messages import ModelMessagesTypeAdapter
 
     messages = ModelMessagesTypeAdapter.validate_json(data)
     step()
@@ -371,7 +369,6 @@ def _import(
 
 
 def _wire(messages: Sequence[Any]) -> bytes:
-    from threadline.messages import ModelMessagesTypeAdapter
 
     return ModelMessagesTypeAdapter.dump_json(list(messages))
 
@@ -432,7 +429,6 @@ def prune(
 def _prune_every_scope(store: Any, cutoff: datetime | None, keep_last: int | None) -> list[str]:
     """Prune scope by scope with a bar over the scopes, then once across every scope for what the
     loop could not see (a scope made meanwhile, notebooks in a scope without conversations)."""
-    from threadline.storage import EVERY_SCOPE
 
     deleted: list[str] = []
     scopes = sorted(store.scope_counts(EVERY_SCOPE))
@@ -449,7 +445,6 @@ def _prune_every_scope(store: Any, cutoff: datetime | None, keep_last: int | Non
 def _delete_each(store: Any, conversation_ids: list[str], scope: str) -> list[str]:
     """Delete the conversations one by one, with a progress bar at a terminal; the ids deleted (one
     deleted meanwhile by someone else is skipped)."""
-    from threadline.exceptions import ConversationNotFound
 
     deleted: list[str] = []
     with progress() as bar:

@@ -30,15 +30,12 @@ from threadline._uuid import uuid7
 from threadline.audit import AuditContext, AuditReport, PromptContract, audit_history, reconcile_tool_call
 from threadline.audit.cases import build_cases
 from threadline.cli._support import SUPPORT_PROMPT, Payments, support_agent
+from threadline.exceptions import DemoFailed
 from threadline.storage import MemoryStore, SQLiteStore, StoreSeal, inspect_recovery
 
 __all__ = ['DemoFailed', 'run_demo']
 
 SCOPE = 'demo'
-
-
-class DemoFailed(Exception):
-    """A demo step did not do what it says."""
 
 
 def _check(condition: bool, what: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from threadline.audit import reconcile_tool_call
 from threadline.cli._app import cli, dump, shared_options, state_for
 
 __all__ = ['fix_lines', 'outcome', 'reconcile']
@@ -37,7 +38,6 @@ def reconcile(
 ) -> None:
     """Close a tool call left unknown by a crash (audit: INTERRUPTED_TOOL) with its real result,
     after checking the destination by the ledger's idempotency key. Never re-runs the tool."""
-    from threadline.audit import reconcile_tool_call
 
     state = state_for(db, scope, debug)
     revision = reconcile_tool_call(

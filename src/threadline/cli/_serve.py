@@ -9,7 +9,10 @@ from typing import Any
 
 import click
 
+from threadline.agent import Agent
 from threadline.cli._app import cli, console, shared_options, state_for
+from threadline.models import infer_model
+from threadline.trust import Keyring
 
 LOOPBACK = ('127.0.0.1', '::1', 'localhost')
 
@@ -73,9 +76,6 @@ def serve(
         raise click.ClickException(
             "threadline serve needs the 'server' extra: pip install 'threadline[server]'"
         ) from None
-    from threadline import Agent
-    from threadline.models import infer_model
-
     keys = read_keys(keys_file)
     if keys is None and not is_loopback(host):
         raise click.UsageError(
@@ -96,8 +96,6 @@ def _trust_keys() -> Any:
     """The keys that sign client-held histories: `THREADLINE_TRUST_KEYS`, or a key made for this
     process (said so: its envelopes do not survive a restart, nor verify on another server)."""
     import secrets
-
-    from threadline._keys import Keyring
 
     if os.environ.get('THREADLINE_TRUST_KEYS'):
         return Keyring.from_env()

@@ -30,14 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from threadline.agent import RunContext
-from threadline.agent._tools import Tool
-from threadline.agent._toolset import FunctionToolset
+from threadline.agent import RunContext, Tool
+from threadline.agent.tools import FunctionToolset
 from threadline.capabilities import AbstractCapability, ModelRequestContext
 from threadline.exceptions import ConflictError, ModelRetry, UserError
 from threadline.memory._notebook import delete_section, excerpt, find_section, parse, write_section
 from threadline.messages import ModelRequest, UserPromptPart
-from threadline.models._framing import neutralize
+from threadline.messages.framing import neutralize
 from threadline.storage import AsyncStore
 
 __all__ = ['Memory']

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from threadline.exceptions import UnknownMediaType
+
 __all__ = ['FORMATS', 'UnknownMediaType', 'file_format', 'kind_of']
 
 Kind = Literal['image', 'audio', 'video', 'document']
@@ -45,13 +47,6 @@ FORMATS: dict[Kind, dict[str, str]] = {
         'application/vnd.ms-excel': 'xls',
     },
 }
-
-
-class UnknownMediaType(ValueError, KeyError):
-    """A media type with no format name for its kind of content."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ''
 
 
 def kind_of(media_type: str) -> Kind:

@@ -8,7 +8,14 @@
 from __future__ import annotations
 
 from threadline._public import publish
-from threadline.exceptions import FallbackExceptionGroup, ModelAPIError, ModelConnectionError, ModelHTTPError, UserError
+from threadline.exceptions import (
+    FallbackExceptionGroup,
+    ModelAPIError,
+    ModelConnectionError,
+    ModelHTTPError,
+    UnknownModel,
+    UserError,
+)
 from threadline.models._base import (
     Model,
     ModelProfile,
@@ -36,17 +43,6 @@ __all__ = [
     'infer_model',
     'render_history',
 ]
-
-
-class UnknownModel(UserError):
-    """`infer_model` was given a name it does not know (`name` says which)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        super().__init__(
-            f'Unknown model {name!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
-            '"google:<model>".'
-        )
 
 
 def infer_model(model: Model | str) -> Model:

@@ -8,8 +8,15 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from threadline.exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
+from threadline.exceptions import (
+    MissingAPIKey,
+    ModelConnectionError,
+    ModelHTTPError,
+    UnexpectedModelBehavior,
+    UserError,
+)
 from threadline.messages import BinaryContent, ModelMessage, ModelResponse
+from threadline.messages.wire import enc_hook
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
 from threadline.models._stream import StreamedResponse
 
@@ -141,15 +148,6 @@ def require_extra(module: str, extra: str) -> Any:
         ) from None
 
 
-class MissingAPIKey(UserError):
-    """A provider was made without a key and its environment variable is unset; `provider` and
-    `variable` let a front end (the CLI) say how to give one in its own terms."""
-
-    def __init__(self, provider: str, variable: str) -> None:
-        self.provider, self.variable = provider, variable
-        super().__init__(f'the {provider} provider needs an API key: set {variable}, or pass api_key= to the provider')
-
-
 def env_key(value: str | None, variable: str, provider: str) -> str:
     key = value or os.environ.get(variable)
     if not key:
@@ -165,8 +163,6 @@ def tool_result_text(part: Any) -> str:
     """A tool result as the model reads it: text as is, other values as JSON; a `failed` or
     `retried` result as `{"error": ...}` (a synthesized `interrupted` return is its text)."""
     import msgspec
-
-    from threadline.messages._codec import enc_hook
 
     content = part.content
     if part.outcome in ('failed', 'retried'):
@@ -201,8 +197,6 @@ async def post_json(
     built into the SDK's model leniently (`construct`), as the SDKs themselves do.
     """
     import msgspec
-
-    from threadline.messages._codec import enc_hook
 
     options: dict[str, Any] = {'headers': {'content-type': 'application/json', **(headers or {})}}
     if timeout:

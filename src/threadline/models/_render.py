@@ -48,8 +48,8 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from threadline.messages.framing import CONVERSATION_SUMMARY_PROVENANCE, frame
 from threadline.models._base import ModelProfile
-from threadline.models._framing import CONVERSATION_SUMMARY_PROVENANCE, frame
 
 __all__ = ['NO_OUTPUT_TEXTS', 'render_history', 'standing_prompt_count', 'wrap_system_text']
 

@@ -6,13 +6,17 @@ from collections.abc import AsyncIterator, Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
 
-from threadline.messages import ModelResponse, RequestUsage, TextPart, ThinkingPart, ToolCallPart
-from threadline.messages._events import (
+from threadline.messages import (
+    ModelResponse,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
+    RequestUsage,
+    TextPart,
     TextPartDelta,
+    ThinkingPart,
     ThinkingPartDelta,
+    ToolCallPart,
     ToolCallPartDelta,
 )
 

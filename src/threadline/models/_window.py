@@ -28,7 +28,7 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from threadline.messages._codec import encoder
+from threadline.messages.wire import encoder
 
 __all__ = ['context_tokens', 'context_window_fraction', 'estimate_added_tokens']
 

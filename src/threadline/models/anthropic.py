@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from threadline.exceptions import UnexpectedModelBehavior, UserError
 from threadline.messages import (
@@ -51,14 +51,20 @@ from threadline.messages import (
     UploadedFile,
     UserPromptPart,
 )
+from threadline.messages.wire import enc_hook
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
-from threadline.models._memory_tool import ANTHROPIC_MEMORY_BETA, ANTHROPIC_MEMORY_TOOL, MemoryTool
 from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
 from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import StreamedResponse
 
+if TYPE_CHECKING:
+    from threadline.memory.anthropic import MemoryTool
+
 __all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicProvider', 'MemoryTool']
+
+_TOOL_BETAS = {'memory_20250818': 'context-management-2025-06-27'}
+"""Anthropic tool types offered only behind a beta header (`MemoryTool`'s `memory`), by type."""
 
 INLINE_SYSTEM_PROMPT_MODELS = (
     'claude-fable-5',
@@ -129,8 +135,11 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         return AnthropicProvider()
 
     def _headers(self, body: dict[str, Any]) -> dict[str, str]:
-        if any(tool.get('type') == ANTHROPIC_MEMORY_TOOL['type'] for tool in body.get('tools', ())):
-            return {'anthropic-beta': ANTHROPIC_MEMORY_BETA}
+        betas = sorted(
+            {_TOOL_BETAS[kind] for tool in body.get('tools', ()) if (kind := tool.get('type')) in _TOOL_BETAS}
+        )
+        if betas:
+            return {'anthropic-beta': ','.join(betas)}
         return {}
 
     # -- requests -------------------------------------------------------------------------------
@@ -445,8 +454,6 @@ def _tool_result(part: ToolReturnPart) -> dict[str, Any]:
 def _json(value: Any) -> str:
     import msgspec
 
-    from threadline.messages._codec import enc_hook
-
     return msgspec.json.encode(value, enc_hook=enc_hook).decode()
 
 
@@ -489,3 +496,13 @@ def _place_system_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({'role': 'user', 'content': [{'type': 'text', 'text': '(continue)'}]})
         out.extend(pending)
     return out
+
+
+def __getattr__(name: str) -> Any:
+    # `MemoryTool` lives in `threadline.memory`, which comes after `models` in the package order;
+    # the documents import it from here, so it resolves lazily (tests/test_architecture.py lists it).
+    if name == 'MemoryTool':
+        from threadline.memory.anthropic import MemoryTool
+
+        return MemoryTool
+    raise AttributeError(name)

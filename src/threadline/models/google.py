@@ -51,6 +51,7 @@ from threadline.messages import (
     UploadedFile,
     UserPromptPart,
 )
+from threadline.messages.wire import enc_hook
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._provider import ProviderModel, require_extra
 from threadline.models._schema_walk import json_type_of, walk_schema
@@ -309,8 +310,6 @@ def _user_parts(part: UserPromptPart, index: int, j: int) -> list[dict[str, Any]
 
 def _function_response(part: ToolReturnPart) -> dict[str, Any]:
     import msgspec
-
-    from threadline.messages._codec import enc_hook
 
     content = part.content
     if part.outcome in ('failed', 'retried'):

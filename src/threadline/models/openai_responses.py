@@ -60,7 +60,7 @@ from threadline.messages import (
     UploadedFile,
     UserPromptPart,
 )
-from threadline.messages._codec import encoder
+from threadline.messages.wire import encoder
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._provider import ProviderModel, require_extra, tool_result_text
 from threadline.models._stream import StreamedResponse

@@ -6,7 +6,7 @@ Rules (each tested):
   run. `reach='conversation'` (the default) searches the run's own conversation, every branch of
   it, so turns a history processor or compaction dropped from what the model sees are found;
   `reach='scope'` searches every conversation of the scope and never beyond it.
-- The query syntax is the store's (`threadline.storage._query`): words, "phrases", prefix*; any
+- The query syntax is the store's (`threadline.storage.index._query`): words, "phrases", prefix*; any
   other character is a separator, never search-engine syntax. An empty query is a tool error
   the model can act on (`ModelRetry`).
 - Filters: a run id, a time window (`since`, `until`, ISO 8601) and roles (user, assistant,
@@ -24,13 +24,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from threadline.agent import RunContext
-from threadline.agent._tools import Tool
-from threadline.agent._toolset import FunctionToolset
+from threadline.agent import RunContext, Tool
+from threadline.agent.tools import FunctionToolset
 from threadline.capabilities import AbstractCapability
 from threadline.exceptions import ConversationNotFound, ModelRetry, UserError
 from threadline.storage import AsyncStore, SearchHit
-from threadline.storage._query import parse_query
+from threadline.storage.index import parse_query
 
 __all__ = ['ConversationSearch']
 

@@ -25,19 +25,21 @@ Rules (each tested):
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from threadline._keys import Keyring
-from threadline.agent import Agent
+from threadline.agent import Agent, DeferredToolResults, ToolDenied
+from threadline.audit import AuditContext, PromptContract, audit_events_from_sanitize, audit_history
 from threadline.exceptions import ConflictError, ConversationNotFound
+from threadline.messages import AgentRunResultEvent, ModelResponse, ToolCallPart
 from threadline.server._requests import HTTPProblem, field, new_turn, query_int
 from threadline.server._stateless import signed_chunks, verified_history
 from threadline.server._turns import TurnBusy, TurnGate, turn_response
 from threadline.storage import AsyncStore
+from threadline.trust import Keyring
+from threadline.trust.keys import same_tag
 
 __all__ = ['DEV_SCOPE', 'create_app']
 
@@ -101,7 +103,7 @@ class _Server:
         given = header[7:] if header.lower().startswith('bearer ') else request.headers.get('x-api-key', '')
         found = None
         for key, scope in self.keys.items():  # every key is compared, so timing says nothing of which
-            if hmac.compare_digest(key.encode(), given.encode()):
+            if same_tag(key, given):
                 found = scope
         if not given or found is None:
             raise HTTPProblem(401, 'an API key is required (Authorization: Bearer <key>)')
@@ -194,8 +196,6 @@ class _Server:
     async def audit(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        from threadline.audit import AuditContext, PromptContract, audit_history
-
         cid = request.path_params['cid']
 
         async def action(scope: str) -> Any:
@@ -255,8 +255,6 @@ class _Server:
         each pending call by id with `true` (approve) or `false` (deny); an id that is not
         pending there is a 400. The resumed run streams like a chat turn and is saved the same way."""
 
-        from threadline.agent import DeferredToolResults, ToolDenied
-        from threadline.messages import ModelResponse, ToolCallPart
         from threadline.ui.vercel_ai import STREAM_HEADERS, sse, ui_message_chunks
 
         cid = request.path_params['cid']
@@ -316,7 +314,6 @@ class _Server:
             return None
 
     async def _record_stripped(self, cid: str, scope: str, stripped: list[Any], exists: bool) -> None:
-        from threadline.audit import audit_events_from_sanitize
 
         if stripped and exists:  # a new conversation's are recorded once its first turn is stored
             await self.store.record_audit_events(
@@ -356,7 +353,6 @@ class _Server:
     ) -> AsyncIterator[Any]:
         """The run's events over the stored history; the new messages are saved before the final
         event goes out, and what the turn stripped is recorded (for a new conversation, once stored)."""
-        from threadline.messages._events import AgentRunResultEvent
 
         await self._record_stripped(cid, scope, stripped, stored is not None)
         runs = self.agent.run_stream_events(

@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from threadline.exceptions import HTTPProblem
 from threadline.messages import ModelRequest, UserPromptPart
 
 __all__ = ['HTTPProblem', 'field', 'new_turn', 'query_int']
-
-
-class HTTPProblem(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
 
 
 def field(body: Any, name: str, kind: type) -> Any:

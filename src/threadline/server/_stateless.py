@@ -7,16 +7,15 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from threadline._keys import Keyring
+from threadline.messages import AgentRunResultEvent, ModelMessagesTypeAdapter
 from threadline.server._requests import HTTPProblem
+from threadline.trust import Envelope, Keyring, sign_history, verify_history
 
 __all__ = ['signed_chunks', 'verified_history']
 
 
 def verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) -> list[Any]:
     """The history a stateless client sent back, if its envelope vouches for it (else 400)."""
-    from threadline.messages import ModelMessagesTypeAdapter
-    from threadline.trust import Envelope, verify_history
 
     if body.get('history') is None and body.get('envelope') is None:
         return []  # a first turn
@@ -38,9 +37,6 @@ async def signed_chunks(
     events: AsyncIterator[Any], cid: str, scope: str, keys: Keyring
 ) -> AsyncIterator[dict[str, Any]]:
     """The run's UI message chunks, with the new history and its envelope just before `finish`."""
-    from threadline.messages import ModelMessagesTypeAdapter
-    from threadline.messages._events import AgentRunResultEvent
-    from threadline.trust import sign_history
     from threadline.ui.vercel_ai import ui_message_chunks
 
     results: list[Any] = []

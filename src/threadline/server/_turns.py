@@ -25,15 +25,12 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from threadline.exceptions import TurnBusy
 from threadline.storage import AsyncStore
 
 __all__ = ['TurnBusy', 'TurnGate', 'turn_response']
 
 logger = logging.getLogger('threadline.server')
-
-
-class TurnBusy(Exception):
-    """Another server is answering this conversation and did not finish within the wait."""
 
 
 class TurnGate:

@@ -57,16 +57,19 @@ from threadline.storage._records import (
     ToolEffect,
     WaitRecord,
 )
-from threadline.storage._recovery import continue_run, fork_run, inspect_recovery
-from threadline.storage._seal import StoreSeal, TipBook
-from threadline.storage._sql_store import SQLStore
-from threadline.storage._step import StepPersistence, annotate_tool_effect
 from threadline.storage.file import FileBackend, FileStore
 from threadline.storage.memory import MemoryStore
+from threadline.storage.sql._store import SQLStore
 from threadline.storage.sqlite import SQLiteStore
+from threadline.trust.sealing import StoreSeal, TipBook
 
 if TYPE_CHECKING:
+    from threadline.steps import StepPersistence, annotate_tool_effect, continue_run, fork_run, inspect_recovery
     from threadline.storage.postgres import PostgresStore
+
+# Step persistence lives in `threadline.steps`, which builds on this package; the documents import
+# it from here, so these names resolve lazily (tests/test_architecture.py lists every such re-export).
+_FROM_STEPS = frozenset({'StepPersistence', 'annotate_tool_effect', 'continue_run', 'fork_run', 'inspect_recovery'})
 
 __all__ = [
     'EVERY_SCOPE',
@@ -127,6 +130,10 @@ def __getattr__(name: str) -> Any:
         from threadline.storage.postgres import PostgresStore
 
         return PostgresStore
+    if name in _FROM_STEPS:
+        import threadline.steps
+
+        return getattr(threadline.steps, name)
     raise AttributeError(name)
 
 

@@ -153,7 +153,7 @@ class ConversationStore(Protocol):
     ) -> builtins.list[SearchHit]:
         """Ranked full-text matches within the scope, or one conversation's history (with
         `include_dropped`: every branch of it, so turns a rewrite or compaction dropped too).
-        `query` follows `threadline.storage._query` (words, "phrases", prefix*)."""
+        `query` follows `threadline.storage.index._query` (words, "phrases", prefix*)."""
         ...
 
     def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:

@@ -16,15 +16,10 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, overload
 
+from threadline.exceptions import WouldWait
 from threadline.storage._contract import SyncStore
 
 __all__ = ['NOT_NOW', 'AsyncStore', 'NotNow', 'WouldWait']
-
-
-class WouldWait(Exception):
-    """Raised by a backend operation run in the event loop (`AsyncStore._uncontended`) that would
-    have to wait for another thread or process. It is raised before anything is written, so the
-    operation is simply run again in a worker thread, where waiting is fine."""
 
 
 class NotNow:

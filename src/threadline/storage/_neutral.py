@@ -10,9 +10,9 @@ import msgspec
 
 from threadline.exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
 from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
-from threadline.messages._adapter import to_python
-from threadline.storage._chain import canonical_json
+from threadline.messages.wire import to_python
 from threadline.storage._records import StepEvent, StepWrite, ToolEffect
+from threadline.trust.sealing import canonical_json
 
 __all__ = [
     'check_every_scope',

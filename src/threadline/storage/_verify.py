@@ -7,9 +7,8 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from threadline.storage._chain import GENESIS, extend_chain
 from threadline.storage._records import ChainCheck
-from threadline.storage._seal import Problem, Walk
+from threadline.trust.sealing import GENESIS, Problem, Walk, extend_chain
 
 __all__ = ['report']
 

@@ -6,8 +6,8 @@ stores (revisions, forks, search) without touching the disk.
 
 from __future__ import annotations
 
-from threadline.storage._seal import StoreSeal
 from threadline.storage.sqlite import SQLiteStore
+from threadline.trust.sealing import StoreSeal
 
 __all__ = ['MemoryStore']
 

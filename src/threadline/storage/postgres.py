@@ -17,18 +17,15 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 from threadline.exceptions import BackendError, UserError
-from threadline.storage._dialect import MessageRow, SearchRow
 from threadline.storage._face import AsyncStore
-from threadline.storage._grams import grams_of
-from threadline.storage._local_rank import snippet_of
-from threadline.storage._neutral import now_text
-from threadline.storage._pg_search import best_rows, ranked_source, tsquery
-from threadline.storage._query import Term, fold
-from threadline.storage._schema import migrations
-from threadline.storage._seal import StoreSeal
-from threadline.storage._sql_store import SQLStore
-
-GRAM_MIGRATION = 6
+from threadline.storage.index._grams import grams_of
+from threadline.storage.index._postgres import best_rows, ranked_source, tsquery
+from threadline.storage.index._query import Term, fold
+from threadline.storage.index._rank import snippet_of
+from threadline.storage.migrations import applied, migrate
+from threadline.storage.sql._dialect import MessageRow, SearchRow
+from threadline.storage.sql._store import SQLStore
+from threadline.trust.sealing import StoreSeal
 
 __all__ = ['PostgresDialect', 'PostgresStore']
 
@@ -73,8 +70,8 @@ class PostgresStore(AsyncStore[SQLStore]):
     def __repr__(self) -> str:
         return 'PostgresStore()'
 
-    def migrations(self) -> list[int]:
-        """The migration versions applied to this database."""
+    def migrations(self) -> list[str]:
+        """The names of the migrations applied to this database, in order."""
         return self.dialect.migrations()
 
 
@@ -136,23 +133,19 @@ class PostgresDialect:
     def migrate(self) -> None:
         with self.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('threadline_schema'))")
-            conn.execute(
-                'CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)'
+            migrate(
+                conn,
+                'postgres',
+                has_table=_has_table,
+                run_script=_run_script,
+                steps={'index_grams_of_older_messages': self._index_grams_of_older_messages},
+                placeholder='%s',
             )
-            done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations').fetchall()}
-            for version, script in migrations('postgres'):
-                if version not in done:
-                    conn.execute(script)
-                    conn.execute(
-                        'INSERT INTO threadline_migrations (version, applied_at) VALUES (%s, %s)', (version, now_text())
-                    )
-                    if version == GRAM_MIGRATION:
-                        self._index_grams_of_older_messages(conn)
 
-    def migrations(self) -> list[int]:
-        """The migration versions applied to this database."""
+    def migrations(self) -> list[str]:
+        """The names of the migrations applied to this database, in order."""
         with self.read() as conn:
-            return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version').fetchall()]
+            return applied(conn, 'postgres', has_table=_has_table)
 
     @contextmanager
     def write(self, *, durable: bool = True) -> Iterator[Any]:
@@ -298,3 +291,15 @@ def _probe(psycopg: Any, url: str, timeout: float) -> None:
 
 def _describe(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _has_table(conn: Any, name: str) -> bool:
+    row = conn.execute('SELECT to_regclass(%s) IS NOT NULL', (name,)).fetchone()
+    return bool(row and row[0])
+
+
+def _run_script(conn: Any, script: str) -> None:
+    """PostgreSQL takes a whole script in one simple-protocol query (no parameters), inside the
+    caller's transaction."""
+    if script.strip():
+        conn.execute(script)

@@ -17,20 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from threadline.exceptions import BackendError, CorruptRecordError, StoreError
-from threadline.storage._dialect import MessageRow, SearchRow
 from threadline.storage._face import AsyncStore, WouldWait
-from threadline.storage._grams import grams_of, has_grams
-from threadline.storage._neutral import now_text
-from threadline.storage._query import Term
-from threadline.storage._schema import migrations
-from threadline.storage._seal import StoreSeal
-from threadline.storage._sql_base import token
-from threadline.storage._sql_store import SQLStore
-from threadline.storage._sqlite_search import search_fts
+from threadline.storage.index._grams import grams_of, has_grams
+from threadline.storage.index._query import Term
+from threadline.storage.index._sqlite import search_fts
+from threadline.storage.migrations import applied, migrate
+from threadline.storage.sql._base import token
+from threadline.storage.sql._dialect import MessageRow, SearchRow
+from threadline.storage.sql._store import SQLStore
+from threadline.trust.sealing import StoreSeal
 
 __all__ = ['SQLiteDialect', 'SQLiteStore']
 
-GRAM_MIGRATION = 6
 _AUTOCHECKPOINT = 1000
 """WAL pages after which a commit made in a thread checkpoints (SQLite's default)."""
 
@@ -61,8 +59,8 @@ class SQLiteStore(AsyncStore[SQLStore]):
     def __repr__(self) -> str:
         return f'SQLiteStore({self.path!r})'
 
-    def migrations(self) -> list[int]:
-        """The migration versions applied to this database."""
+    def migrations(self) -> list[str]:
+        """The names of the migrations applied to this database, in order."""
         return self.dialect.migrations()
 
     def _uncontended(self) -> AbstractContextManager[bool]:
@@ -115,21 +113,14 @@ class SQLiteDialect:
 
     def migrate(self) -> None:
         with self.write() as conn:
-            conn.execute(
-                'CREATE TABLE IF NOT EXISTS threadline_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)'
+            migrate(
+                conn,
+                'sqlite',
+                has_table=_has_table,
+                run_script=_run_script,
+                steps={'index_grams_of_older_messages': self._index_grams_of_older_messages},
+                placeholder='?',
             )
-            done = {row[0] for row in conn.execute('SELECT version FROM threadline_migrations')}
-            for version, script in migrations('sqlite'):
-                if version in done:
-                    continue
-                for statement in script.split(';'):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(
-                    'INSERT INTO threadline_migrations (version, applied_at) VALUES (?, ?)', (version, now_text())
-                )
-                if version == GRAM_MIGRATION:
-                    self._index_grams_of_older_messages(conn)
 
     def q(self, sql: str) -> str:
         return sql
@@ -137,10 +128,10 @@ class SQLiteDialect:
     def lock_conversation(self, conn: Any, conversation_id: str) -> None:
         """`BEGIN IMMEDIATE` already holds the database's write lock."""
 
-    def migrations(self) -> list[int]:
-        """The migration versions applied to this database."""
+    def migrations(self) -> list[str]:
+        """The names of the migrations applied to this database, in order."""
         with self.read() as conn:
-            return [r[0] for r in conn.execute('SELECT version FROM threadline_migrations ORDER BY version')]
+            return applied(conn, 'sqlite', has_table=_has_table)
 
     @contextmanager
     def write(self, *, durable: bool = True) -> Iterator[Any]:
@@ -273,12 +264,15 @@ def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
             f'{uri}?{mode}', uri=True, check_same_thread=False, isolation_level=None, timeout=busy_timeout
         )
         try:
-            connection.execute('SELECT count(*) FROM threadline_migrations').fetchone()
-        except sqlite3.OperationalError as exc:
+            known = _has_table(connection, 'threadline_schema_migrations') or _has_table(
+                connection, 'threadline_migrations'
+            )
+        except sqlite3.OperationalError:  # a damaged file raises DatabaseError, reported by the caller
             connection.close()
-            if 'no such table' in str(exc):
-                raise BackendError(f'{path} is not a Threadline database') from None
             continue
+        if not known:
+            connection.close()
+            raise BackendError(f'{path} is not a Threadline database')
         return connection
     raise BackendError(f'cannot open the SQLite database at {path} for reading')
 
@@ -294,3 +288,19 @@ def _backend_error(exc: sqlite3.Error, what: str) -> StoreError:
     if 'full' in text:
         return BackendError(f'{what}: the disk is full ({text}); free space and retry')
     return BackendError(f'{what}: {text}')
+
+
+def _has_table(conn: Any, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def _run_script(conn: Any, script: str) -> None:
+    """Execute `script` one statement at a time, each cut where SQLite's own parser says a
+    statement is complete (so a `;` inside a string, a comment or a trigger body is not a cut)."""
+    start = 0
+    for end, char in enumerate(script):
+        if char == ';' and sqlite3.complete_statement(script[start : end + 1]):
+            conn.execute(script[start : end + 1])
+            start = end + 1
+    if script[start:].strip():
+        conn.execute(script[start:])  # comments after the last statement, or one without its `;`

@@ -12,9 +12,9 @@ authority gate. See `_envelope.py` for the canonical form and exactly what is ac
 
 from __future__ import annotations
 
-from threadline._keys import Keyring, SigningKey
 from threadline._public import publish
 from threadline.trust._envelope import REASONS, Envelope, Verification, history_digest, sign_history, verify_history
+from threadline.trust._keys import Keyring, SigningKey
 
 __all__ = [
     'REASONS',

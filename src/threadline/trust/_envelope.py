@@ -21,8 +21,6 @@ Every refusal has a reason code (`REASONS`).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +28,6 @@ from typing import Literal, get_args
 
 import msgspec
 
-from threadline._keys import Keyring, now_utc
 from threadline.exceptions import UserError
 from threadline.messages import (
     ModelMessage,
@@ -41,8 +38,10 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from threadline.messages._codec import encoder
-from threadline.storage._chain import canonical_json
+from threadline.messages.wire import encoder
+from threadline.trust._chain import GENESIS, extend_chain
+from threadline.trust._keys import Keyring, now_utc
+from threadline.trust._mac import mac_hex, same_tag, text_bytes
 
 __all__ = ['REASONS', 'Envelope', 'Verification', 'history_digest', 'sign_history', 'verify_history']
 
@@ -104,15 +103,11 @@ class Verification:
 
 def history_digest(messages: Sequence[ModelMessage]) -> str:
     """The chained digest of `messages` in canonical form (see the module docstring)."""
-    digest = bytes(32)
-    for message in messages:
-        digest = hashlib.sha256(digest + hashlib.sha256(canonical_json(encoder.encode(message))).digest()).digest()
-    return digest.hex()
+    return extend_chain(GENESIS, (encoder.encode(message) for message in messages))
 
 
 def _mac(secret: bytes, fields: Sequence[str]) -> str:
-    payload = '\x1f'.join(fields).encode('utf-8', 'surrogatepass')
-    return hmac.new(secret, payload, hashlib.sha256).hexdigest()
+    return mac_hex(secret, text_bytes('\x1f'.join(fields)))
 
 
 def _signed_fields(envelope: Envelope) -> list[str]:
@@ -167,7 +162,7 @@ def verify_history(
     if key == 'unknown_key' or key == 'retired_key':
         return Verification(False, key)
     expected = _mac(key.secret, _signed_fields(envelope))
-    if envelope.version != VERSION or not hmac.compare_digest(expected, envelope.signature):
+    if envelope.version != VERSION or not same_tag(expected, envelope.signature):
         return Verification(False, 'bad_signature', key_id=key.key_id)
     if envelope.conversation_id != conversation_id:
         return Verification(False, 'other_conversation', key_id=key.key_id)

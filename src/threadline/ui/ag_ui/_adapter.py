@@ -37,6 +37,7 @@ from threadline.messages import (
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
+    StrippedItem,
     SystemPromptPart,
     TextContent,
     TextPart,
@@ -47,8 +48,7 @@ from threadline.messages import (
     VideoUrl,
     sanitize_report,
 )
-from threadline.messages._content import Base64Bytes
-from threadline.messages._sanitize import StrippedItem
+from threadline.messages.wire import Base64Bytes, enc_hook
 
 __all__ = ['AGUIAdapter']
 
@@ -193,8 +193,6 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     import msgspec
-
-    from threadline.messages._codec import enc_hook
 
     return msgspec.json.encode(value, enc_hook=enc_hook).decode()
 

@@ -42,6 +42,7 @@ from threadline.messages import (
     NativeToolCallPart,
     NativeToolReturnPart,
     RetryPromptPart,
+    StrippedItem,
     SystemPromptPart,
     TextContent,
     TextPart,
@@ -52,8 +53,7 @@ from threadline.messages import (
     VideoUrl,
     sanitize_report,
 )
-from threadline.messages._content import Base64Bytes
-from threadline.messages._sanitize import StrippedItem
+from threadline.messages.wire import Base64Bytes
 from threadline.ui.vercel_ai.request_types import (
     FileUIPart,
     ReasoningUIPart,

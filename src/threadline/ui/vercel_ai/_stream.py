@@ -18,16 +18,20 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from threadline.messages import RetryPromptPart, TextPart, ThinkingPart, ToolCallPart, ToolReturnPart
-from threadline.messages._events import (
+from threadline.messages import (
     AgentRunResultEvent,
     FunctionToolResultEvent,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
+    RetryPromptPart,
+    TextPart,
     TextPartDelta,
+    ThinkingPart,
     ThinkingPartDelta,
+    ToolCallPart,
     ToolCallPartDelta,
+    ToolReturnPart,
 )
 from threadline.ui._errors import public_error
 

@@ -1,0 +1,400 @@
+"""What a run produces: text, a structured value through the output tool, or deferred tool calls."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from threadline.exceptions import UserError
+from threadline.messages import ToolCallPart
+from threadline.models import OutputObjectDefinition, ToolDefinition
+
+__all__ = [
+    'DeferredToolRequests',
+    'DeferredToolResults',
+    'OutputSpec',
+    'ToolApproved',
+    'ToolDenied',
+]
+
+OUTPUT_TOOL_NAME = 'final_result'
+
+
+@dataclass
+class DeferredToolRequests:
+    """The output of a run that paused on tool calls the application must resolve.
+
+    `approvals` are calls to tools declared `requires_approval=True`; `calls` are calls the
+    application executes itself. Resume with `deferred_tool_results=` in a new run.
+    """
+
+    calls: list[ToolCallPart] = field(default_factory=list)
+    approvals: list[ToolCallPart] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def build_results(
+        self,
+        *,
+        approvals: dict[str, bool | ToolApproved | ToolDenied] | None = None,
+        calls: dict[str, Any] | None = None,
+        approve_all: bool = False,
+    ) -> DeferredToolResults:
+        """The `DeferredToolResults` that answer these requests; `approve_all` approves every call
+        waiting for approval that `approvals` does not name. An id that is not pending is a
+        `ValueError` naming it."""
+        approvals, calls = dict(approvals or {}), dict(calls or {})
+        approval_ids = {c.tool_call_id for c in self.approvals}
+        call_ids = {c.tool_call_id for c in self.calls}
+        if extra := sorted(set(approvals) - approval_ids):
+            raise ValueError(f'`approvals` names tool call ids that are not waiting for approval: {extra}')
+        if extra := sorted(set(calls) - call_ids):
+            raise ValueError(f'`calls` names tool call ids that are not waiting for a result: {extra}')
+        if approve_all:
+            approvals.update({cid: ToolApproved() for cid in approval_ids - set(approvals)})
+        return DeferredToolResults(calls=calls, approvals=approvals)
+
+
+@dataclass
+class ToolApproved:
+    """Approve a deferred call, optionally with arguments that replace the model's."""
+
+    override_args: dict[str, Any] | None = None
+
+
+@dataclass
+class ToolDenied:
+    """Deny a deferred call; `message` is what the model is told."""
+
+    message: str = 'The tool call was denied.'
+
+
+@dataclass
+class DeferredToolResults:
+    """Results for the calls a `DeferredToolRequests` listed, keyed by tool call id."""
+
+    calls: dict[str, Any] = field(default_factory=dict)
+    approvals: dict[str, bool | ToolApproved | ToolDenied] = field(default_factory=dict)
+
+
+def _members(output_type: Any) -> list[Any]:
+    if isinstance(output_type, (list, tuple)):
+        return [m for item in output_type for m in _members(item)]
+    if typing.get_origin(output_type) in (typing.Union, types.UnionType):
+        return [m for item in typing.get_args(output_type) for m in _members(item)]
+    return [output_type]
+
+
+def _is_function(target: Any) -> bool:
+    return callable(target) and not isinstance(target, type) and typing.get_origin(target) is None
+
+
+def _label(target: Any) -> str:
+    return getattr(target, '__name__', None) or str(target)
+
+
+class _Output:
+    """One structured output as the model fills it in: a type to validate into, or a function
+    whose parameters are the arguments and whose return value is the output."""
+
+    def __init__(self, target: Any, tool_name: str, description: str | None, strict: bool | None, retries: int | None):
+        from threadline.agent.tools._tool import Tool, _clean_schema
+
+        self.target, self.name, self.strict, self.max_retries = target, tool_name, strict, retries
+        self.function: Tool[Any] | None = None
+        self.wrapped = False
+        self.doc: str | None = None
+        if _is_function(target):
+            self.function = Tool(target, name=tool_name, description=description)
+            self.schema = self.function.tool_def.parameters_json_schema
+            self.full_schema = self.schema
+            self.description = description if description is not None else self.function.description
+            return
+        import pydantic
+
+        adapter = pydantic.TypeAdapter(target)
+        schema = adapter.json_schema()
+        if schema.get('type') != 'object' or 'properties' not in schema:  # not model-like (a dict, a list...)
+            self.wrapped = True
+            adapter = pydantic.TypeAdapter(pydantic.create_model('final_result', response=(target, ...)))
+            schema = adapter.json_schema()
+        self.adapter = adapter
+        doc = inspect.getdoc(target) if isinstance(target, type) and target.__doc__ and not self.wrapped else None
+        cleaned = _clean_schema(schema)
+        # As the reference offers it: the type's own title stays (it names the output) and property
+        # titles go; a docstring describes the tool (after a given description), not its arguments.
+        self.schema = {
+            key: cleaned.get(key, value)
+            for key, value in schema.items()
+            if not (key == 'title' and self.wrapped) and not (key == 'description' and doc)
+        }
+        self.full_schema = self.schema
+        self.description = '. '.join(text for text in (description, doc) if text) or None
+        self.doc = doc
+
+    def tool_def(self, multiple: bool) -> ToolDefinition:
+        text = self.description or 'The final response which ends this conversation'
+        if multiple and self.description is None:
+            text = f'{_label(self.target)}: {text}'
+        return ToolDefinition(self.name, self.schema, text, kind='output', strict=self.strict)
+
+    def validate(self, args: Any) -> Any:
+        """The model's arguments validated: the type's value, or the function's keyword arguments
+        (raises `ToolArgsError`)."""
+        from threadline.agent.tools._tool import validate_with
+
+        if self.function is not None:
+            return self.function.validate_args(args)
+        value = validate_with(self.adapter, args)
+        return value.response if self.wrapped else value
+
+    async def process(self, ctx: Any, value: Any) -> Any:
+        """The output from a validated value: the output function's result, or the value."""
+        if self.function is not None:
+            return await self.function.call(ctx, value)
+        return value
+
+
+@dataclass
+class OutputContext:
+    """What output hooks are told about the output in hand (pydantic-ai's fields)."""
+
+    mode: str
+    output_type: Any
+    object_def: OutputObjectDefinition | None
+    has_function: bool
+    function_name: str | None = None
+    tool_call: Any = None
+    tool_def: ToolDefinition | None = None
+    allows_text: bool = False
+    allows_image: bool = False
+    allows_deferred_tools: bool = False
+
+
+PROMPTED_TEMPLATE = (
+    "Always respond with a JSON object that's compatible with this schema:\n\n{schema}\n\n"
+    "Don't include any text or Markdown fencing before or after."
+)
+
+
+class OutputSpec:
+    """How a run's output type is offered to the model and turned into the output.
+
+    Rules (pydantic-ai 2.62's, checked against it):
+    - `str` allows a text answer, `TextOutput(fn)` one passed through `fn`; `DeferredToolRequests`
+      allows pausing on deferred calls; `None` is not an output.
+    - Structured outputs (types, functions, `ToolOutput`) are output tools: `final_result` when
+      there is one, `final_result_<Name>` each when there are several (a `ToolOutput` names its
+      own). A type's docstring (a function's) describes its tool.
+    - `NativeOutput` / `PromptedOutput` ask for JSON text instead: one schema, the member's own, or
+      for several members `{"result": {"kind": <Name>, "data": ...}}`. They exclude output tools.
+    """
+
+    def __init__(self, output_type: Any) -> None:
+        from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput
+
+        members = _members(output_type)
+        if all(m is None or m is type(None) for m in members):
+            raise UserError('At least one output type must be provided other than `None`.')
+        self.allow_deferred = DeferredToolRequests in members
+        self.text_function: Any = next((m.output_function for m in members if isinstance(m, TextOutput)), None)
+        self.allow_text = str in members or self.text_function is not None
+        modes = [m for m in members if isinstance(m, (NativeOutput, PromptedOutput))]
+        structured = [
+            m
+            for m in members
+            if m not in (str, DeferredToolRequests, None, type(None))
+            and not isinstance(m, (TextOutput, NativeOutput, PromptedOutput))
+        ]
+        if modes and len(members) > 1:
+            raise UserError(f'`{type(modes[0]).__name__}` must be the only output type.')
+        self.mode = 'text'
+        self.output_object: OutputObjectDefinition | None = None
+        self.template: str | None = None
+        self._tools: dict[str, _Output] = {}
+        self._tool_defs: dict[str, ToolDefinition] = {}
+        self._json: list[_Output] = []
+        self._structured = structured
+        if modes:
+            self._build_json(modes[0])
+        elif structured:
+            self.mode = 'tool'
+        if not self.allow_text and self.mode == 'text':
+            raise UserError('output_type must include `str` or a structured type, not only DeferredToolRequests')
+        if self.mode in ('native', 'prompted'):
+            self.allow_text = True
+
+    # -- output tools ---------------------------------------------------------------------------
+    @property
+    def output_tools(self) -> list[ToolDefinition]:
+        if self.mode != 'tool':
+            return []
+        if not self._tools:
+            self._build_tools()
+        return list(self._tool_defs.values())
+
+    def _build_tools(self) -> None:
+        from threadline.agent.output._types import ToolOutput
+
+        multiple = len(self._structured) > 1
+        for member in self._structured:
+            spec = member if isinstance(member, ToolOutput) else ToolOutput(member)
+            name = spec.name or (f'final_result_{_label(spec.output)}' if multiple else OUTPUT_TOOL_NAME)
+            if name in self._tools:
+                raise UserError(
+                    f'two output tools would be called {name!r}: give one a name with ToolOutput(..., name=)'
+                )
+            self._tools[name] = _Output(spec.output, name, spec.description, spec.strict, spec.max_retries)
+        # Built once: every request offers the same definitions.
+        self._tool_defs = {name: o.tool_def(len(self._tools) > 1) for name, o in self._tools.items()}
+
+    def max_retries(self, tool_name: str) -> int | None:
+        output = self._tools.get(tool_name)
+        return output.max_retries if output is not None else None
+
+    def context(
+        self, output: _Output | None, call: Any = None, tool_def: ToolDefinition | None = None
+    ) -> OutputContext:
+        target = output.target if output is not None else str
+        function = output is not None and output.function is not None
+        return OutputContext(
+            mode=self.mode,
+            output_type=target if isinstance(target, type) else None,
+            object_def=self.output_object,
+            has_function=function or self.text_function is not None,
+            function_name=_label(target) if function else None,
+            tool_call=call,
+            tool_def=tool_def,
+            allows_text=self.allow_text,
+            allows_deferred_tools=self.allow_deferred,
+        )
+
+    async def from_call(self, ctx: Any, chain: Any, call: Any) -> Any:
+        """The output an output tool call carries (raises `ToolArgsError` or `ModelRetry`), through
+        the capabilities' output hooks."""
+        if not self._tools:
+            self._build_tools()
+        output = self._tools[call.tool_name]
+        if not chain.has_output_hooks():
+            return await output.process(ctx, output.validate(call.args))
+        context = self.context(output, call, self._tool_defs[call.tool_name])
+        return await _lifecycles(ctx, chain, context, call.args, output.validate, output.process)
+
+    # -- JSON text (native / prompted) ------------------------------------------------------------
+    def _build_json(self, marker: Any) -> None:
+        from threadline.agent.output._types import NativeOutput
+
+        self.mode = 'native' if isinstance(marker, NativeOutput) else 'prompted'
+        self._json = [_Output(m, _label(m), None, None, None) for m in marker.outputs]
+        if len(self._json) == 1:
+            only = self._json[0]
+            schema = only.full_schema
+            name = marker.name or schema.get('title') or _label(only.target)
+            description = marker.description or only.description
+        else:
+            schema = {
+                'type': 'object',
+                'properties': {'result': {'anyOf': [self._kind_schema(o) for o in self._json]}},
+                'required': ['result'],
+                'additionalProperties': False,
+            }
+            name, description = marker.name, marker.description
+        strict = getattr(marker, 'strict', None)
+        self.output_object = OutputObjectDefinition(schema, name=name, description=description, strict=strict)
+        template = getattr(marker, 'template', None)
+        if self.mode == 'prompted' and template is not False:
+            shown = {**schema, **({'description': description} if description else {})}
+            self.template = (template or PROMPTED_TEMPLATE).replace('{schema}', json.dumps(shown))
+
+    @staticmethod
+    def _kind_schema(output: _Output) -> dict[str, Any]:
+        data = {k: v for k, v in output.full_schema.items() if k != 'title'}
+        schema = {
+            'type': 'object',
+            'properties': {'kind': {'type': 'string', 'const': _label(output.target)}, 'data': data},
+            'required': ['kind', 'data'],
+            'additionalProperties': False,
+            'title': _label(output.target),
+        }
+        return {**schema, 'description': output.doc} if output.doc else schema
+
+    async def from_text(self, ctx: Any, chain: Any, text: str) -> Any:
+        """The output a text answer carries (raises `ToolArgsError` or `ModelRetry`), through the
+        capabilities' output hooks."""
+        chosen: list[_Output] = []
+
+        def validate(raw: Any) -> Any:
+            if self.mode not in ('native', 'prompted'):
+                return raw
+            output, value = self._json_member(raw)
+            chosen.append(output)
+            return value
+
+        async def process(ctx: Any, value: Any) -> Any:
+            if chosen:
+                return await chosen[-1].process(ctx, value)
+            return await self._text_function(ctx, value)
+
+        if not chain.has_output_hooks():
+            return await process(ctx, validate(text))
+        only = self._json[0] if len(self._json) == 1 else None
+        if self.mode not in ('native', 'prompted'):  # plain text is not validated, only processed
+            return await chain.output_lifecycle(ctx, 'process', self.context(only), text, partial(process, ctx))
+        return await _lifecycles(ctx, chain, self.context(only), text, validate, process)
+
+    async def _text_function(self, ctx: Any, text: str) -> Any:
+        if self.text_function is None:
+            return text
+        from threadline.agent.tools._tool import takes_run_context
+
+        fn = self.text_function
+        result = fn(ctx, text) if takes_run_context(fn) else fn(text)
+        return await result if inspect.isawaitable(result) else result
+
+    def _json_member(self, text: str) -> tuple[_Output, Any]:
+        """The member a JSON answer is for, and its validated value."""
+        from threadline.agent.tools._tool import ToolArgsError
+
+        if len(self._json) == 1:
+            return self._json[0], self._json[0].validate(text)
+        import msgspec
+
+        try:
+            document = msgspec.json.decode(text)
+        except msgspec.DecodeError as exc:
+            raise ToolArgsError(
+                [{'type': 'json_invalid', 'loc': [], 'msg': f'Invalid JSON: {exc}', 'input': text}]
+            ) from None
+        result = document.get('result') if isinstance(document, dict) else None
+        kind = result.get('kind') if isinstance(result, dict) else None
+        chosen = next((o for o in self._json if _label(o.target) == kind), None)
+        if chosen is None or not isinstance(result, dict):
+            kinds = [_label(o.target) for o in self._json]
+            raise ToolArgsError(
+                [
+                    {
+                        'type': 'union_tag_invalid',
+                        'loc': ['result', 'kind'],
+                        'msg': f'kind must be one of {kinds}',
+                        'input': kind,
+                    }
+                ]
+            )
+        return chosen, chosen.validate(result.get('data'))
+
+
+async def _lifecycles(ctx: Any, chain: Any, context: OutputContext, raw: Any, validate: Any, process: Any) -> Any:
+    """Validation, then processing, each as a hook lifecycle of `chain`."""
+
+    async def validating(value: Any) -> Any:
+        return validate(value)
+
+    async def processing(value: Any) -> Any:
+        return await process(ctx, value)
+
+    validated = await chain.output_lifecycle(ctx, 'validate', context, raw, validating)
+    return await chain.output_lifecycle(ctx, 'process', context, validated, processing)

@@ -1,0 +1,432 @@
+"""Running one response's tool calls: approvals and deferred results, concurrency, retries,
+output tools, and the capability hooks around each tool body."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from threadline.agent._state import RunState, now_utc
+from threadline.agent.output._end import End, FinalResult
+from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from threadline.agent.tools._reveal import delta_part, revealed, visible
+from threadline.agent.tools._tool import Tool, ToolArgsError
+from threadline.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ModelRetry,
+    ToolFailed,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    UserError,
+)
+from threadline.messages import (
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelRequest,
+    ModelRequestPart,
+    RetryFeedbackPart,
+    RetryInfo,
+    ToolCallPart,
+    ToolReturn,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+if TYPE_CHECKING:
+    from threadline.agent._context import RunContext
+
+__all__ = ['ToolStep', 'validate_output']
+
+
+async def validate_output(state: RunState, output: Any) -> Any:
+    for validator in state.output_validators:
+        takes_ctx = len(inspect.signature(validator).parameters) >= 2
+        result = validator(state.ctx, output) if takes_ctx else validator(output)
+        if inspect.isawaitable(result):
+            result = await result
+        output = result
+    return output
+
+
+class ToolStep:
+    """One response's tool calls: validated, executed (concurrently), answered in call order.
+
+    `run()` returns the parts of the next request (tool results, retries), or `End` when an
+    output tool produced the final result or calls wait on approval or external execution.
+    """
+
+    def __init__(self, state: RunState, calls: list[ToolCallPart], deferred: DeferredToolResults | None) -> None:
+        self.state = state
+        self.calls = calls
+        self.deferred = deferred
+        self.final: FinalResult[Any] | None = None
+        self.pending_approvals: list[ToolCallPart] = []
+        self.pending_calls: list[ToolCallPart] = []
+        self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
+        self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
+        self.callable = _callable_tools(state)
+        self.outcomes: dict[str, str] = {}  # tool call id -> 'failed' once an error hook recovered it
+        self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
+
+    async def _handle_deferred(self, slots: list[Any]) -> None:
+        """Let `handle_deferred_tool_calls` hooks answer the calls waiting on approval or an
+        outside result, so the run goes on; calls they leave unanswered still end the run."""
+        state = self.state
+        requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
+        results = await state.capabilities.handle_deferred_tool_calls(state.ctx, requests)
+        if results is None:
+            return
+        waiting = {c.tool_call_id for c in (*self.pending_calls, *self.pending_approvals)}
+        self.deferred, self.pending_calls, self.pending_approvals = results, [], []
+        for index, call in enumerate(self.calls):
+            if slots[index] is None and call.tool_call_id in waiting:
+                slots[index] = await self._function_call(call, self.callable[call.tool_name])
+
+    async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
+        state = self.state
+        output_names = {t.name for t in state.output.output_tools}
+        runnable = [c for c in self.calls if c.tool_name in self.callable]
+        try:
+            state.limits.check_tool_calls(state.ctx.usage, len(runnable))
+        except UsageLimitExceeded:
+            state.append(ModelRequest(parts=[], state='interrupted', timestamp=now_utc()))
+            raise
+        slots: list[Any] = [None] * len(self.calls)
+        seen: set[str] = set()
+        outputs: list[int] = []
+        functions: list[int] = []
+        for index, call in enumerate(self.calls):
+            if call.tool_call_id in seen:
+                slots[index] = self._duplicate(call)
+            elif call.tool_name in output_names:
+                outputs.append(index)
+            elif call.tool_name in self.callable:
+                functions.append(index)
+            else:
+                slots[index] = self._retry(call, self._unknown_tool_message(call), 'model_retry', None)
+            seen.add(call.tool_call_id)
+        if state.end_strategy == 'early':
+            for index in outputs:
+                slots[index] = await self._output_call(self.calls[index])
+            if self.final is not None:
+                for index in functions:
+                    slots[index] = ToolReturnPart(
+                        self.calls[index].tool_name,
+                        'Tool not executed - a final result was already processed.',
+                        self.calls[index].tool_call_id,
+                    )
+            else:
+                await self._run_functions(functions, slots)
+            # As the reference records it: the output tools' results first.
+            order = [*outputs, *(i for i in range(len(slots)) if i not in set(outputs))]
+            slots = [slots[i] for i in order]
+        else:
+            await self._run_functions(functions, slots)
+            for index in outputs:
+                slots[index] = await self._output_call(self.calls[index])
+            if self.final is not None and any(_retried(slots[i]) for i in functions):
+                self._defer_final(slots)
+        if (self.pending_approvals or self.pending_calls) and state.capabilities.has('handle_deferred_tool_calls'):
+            await self._handle_deferred(slots)
+        return await self._next(self._assemble(slots))
+
+    async def _run_functions(self, functions: list[int], slots: list[Any]) -> None:
+        """Run the function tools at `functions` concurrently, their results into `slots`."""
+        state = self.state
+        for index in functions:
+            state.emit(FunctionToolCallEvent(self.calls[index]))
+        for batch in _batches(functions, lambda i: self.callable[self.calls[i].tool_name].tool_def.sequential):
+            tasks = [self._function_call(self.calls[i], self.callable[self.calls[i].tool_name]) for i in batch]
+            results = await _gather_cancelling(tasks)
+            for index, result in zip(batch, results, strict=True):
+                slots[index] = result
+                if result is not None:
+                    state.emit(FunctionToolResultEvent(result))
+
+    def _defer_final(self, slots: list[Any]) -> None:
+        """A function tool asked for a retry in the step that produced the output: the output is
+        not final, so the model addresses the retry first (`graceful` and `exhaustive`)."""
+        assert self.final is not None
+        for index, part in enumerate(slots):
+            if isinstance(part, ToolReturnPart) and part.tool_call_id == self.final.tool_call_id:
+                slots[index] = ToolReturnPart(
+                    part.tool_name,
+                    'Output not used as the final result - addressing tool retries from this round first.',
+                    part.tool_call_id,
+                )
+        self.final = None
+
+    def _assemble(self, slots: list[Any]) -> list[Any]:
+        """The step's parts in call order, each reveal right after its result, then any content
+        tools sent beside their results (see `ToolReturn`)."""
+        shown = revealed(self.state.history) if self.reveals else set()
+        parts: list[Any] = []
+        kinds = {c.tool_call_id: c.tool_kind for c in self.calls if c.tool_kind} if self.state.typed_tools else {}
+        for part in slots:
+            if part is None:
+                continue
+            if kinds and isinstance(part, ToolReturnPart) and part.tool_kind is None:
+                part.tool_kind = kinds.get(part.tool_call_id)
+            parts.append(part)
+            names = self.reveals.get(part.tool_call_id) if isinstance(part, ToolReturnPart) else None
+            delta = delta_part(names, shown, part.tool_call_id) if names else None
+            if delta is not None:
+                parts.append(delta)
+        return [*parts, *self.trailing]
+
+    async def _next(self, parts: list[Any]) -> list[ModelRequestPart] | End[FinalResult[Any]]:
+        state = self.state
+        if self.final is not None:
+            state.append(ModelRequest(parts=parts, timestamp=now_utc()))
+            return End(self.final)
+        if self.pending_approvals or self.pending_calls:
+            if not state.output.allow_deferred:
+                raise UserError(
+                    'A tool call needs approval or external execution, but DeferredToolRequests is not among the '
+                    'output types: pass output_type=[str, DeferredToolRequests] (or a union with it).'
+                )
+            if parts:
+                state.append(ModelRequest(parts=parts, timestamp=now_utc()))
+            requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
+            return End(FinalResult(requests))
+        return parts
+
+    def _unknown_tool_message(self, call: ToolCallPart) -> str:
+        names = sorted([*self.callable, *(t.name for t in self.state.output.output_tools)])
+        available = ', '.join(repr(n) for n in names) if names else 'none'
+        return f'Unknown tool name: {call.tool_name!r}. Available tools: {available}'
+
+    def _duplicate(self, call: ToolCallPart) -> RetryFeedbackPart:
+        message = (
+            f'Tool call id {call.tool_call_id!r} appears more than once in your response; the repeated call was '
+            'not run. Give every tool call its own id.'
+        )
+        self.state.output_retries += 1
+        if self.state.output_retries > self.state.max_retries:
+            raise UnexpectedModelBehavior(f'Exceeded maximum retries ({self.state.max_retries}): {message}')
+        return RetryFeedbackPart(message, retry=RetryInfo('model_retry', attempt=self.state.output_retries))
+
+    def _retry(self, call: ToolCallPart, content: Any, cause: str, max_retries: int | None) -> ToolReturnPart:
+        state = self.state
+        limit = state.max_retries if max_retries is None else max_retries
+        # Failed calls of one tool in one response share an attempt number, as in the reference:
+        # the model made one attempt at using the tool, however many calls it put in it.
+        count = self.step_retries.get(call.tool_name)
+        if count is None:
+            count = self.step_retries[call.tool_name] = state.ctx.retries.get(call.tool_name, 0) + 1
+        state.ctx.retries[call.tool_name] = count
+        if count > limit:
+            raise UnexpectedModelBehavior(f'Tool {call.tool_name!r} exceeded max retries count of {limit}')
+        return ToolReturnPart(
+            call.tool_name,
+            content,
+            call.tool_call_id,
+            outcome='retried',
+            retry=RetryInfo(cause, attempt=count, max_retries=limit),
+        )
+
+    async def _output_call(self, call: ToolCallPart) -> ToolReturnPart:
+        exhaustive = self.state.end_strategy == 'exhaustive'
+        if self.final is not None and not exhaustive:
+            return ToolReturnPart(
+                call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id
+            )
+        output = self.state.output
+        limit = output.max_retries(call.tool_name)
+        ctx = self.state.ctx.for_tool(
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            retry=self.state.ctx.retries.get(call.tool_name, 0),
+            max_retries=self.state.max_retries if limit is None else limit,
+            approved=False,
+        )
+        try:
+            value = await validate_output(self.state, await output.from_call(ctx, self.state.capabilities, call))
+        except ToolArgsError as exc:
+            return self._retry(call, exc.errors, 'validation_error', limit)
+        except ModelRetry as retry:
+            return self._retry(call, retry.message, 'model_retry', limit)
+        if self.final is not None:  # exhaustive: validated, but the first output stays final
+            message = 'Output tool processed, but its value will not be the final result of the agent run.'
+            return ToolReturnPart(call.tool_name, message, call.tool_call_id)
+        self.final = FinalResult(value, call.tool_name, call.tool_call_id)
+        return ToolReturnPart(call.tool_name, 'Final result processed.', call.tool_call_id)
+
+    async def _function_call(self, call: ToolCallPart, tool: Tool[Any]) -> ToolReturnPart | None:
+        deferred = self.deferred
+        approved = False
+        override: dict[str, Any] | None = None
+        if deferred is not None and call.tool_call_id in deferred.calls:
+            return _external_result(call, deferred.calls[call.tool_call_id])
+        if deferred is not None and call.tool_call_id in deferred.approvals:
+            decision = deferred.approvals[call.tool_call_id]
+            if decision is False or isinstance(decision, ToolDenied):
+                message = decision.message if isinstance(decision, ToolDenied) else ToolDenied().message
+                return ToolReturnPart(call.tool_name, message, call.tool_call_id, outcome='denied')
+            approved = True
+            override = decision.override_args if isinstance(decision, ToolApproved) else None
+        if tool.requires_approval and not approved:
+            self.pending_approvals.append(call)
+            return None
+        try:
+            return await self._execute(call, tool, approved, override)
+        except ApprovalRequired:
+            if approved:
+                raise UserError(f'tool {call.tool_name!r} asked for approval again after it was approved') from None
+            self.pending_approvals.append(call)
+            return None
+        except CallDeferred:
+            self.pending_calls.append(call)
+            return None
+
+    async def _execute(
+        self, call: ToolCallPart, tool: Tool[Any], approved: bool, override: dict[str, Any] | None
+    ) -> ToolReturnPart:
+        state = self.state
+        limit = state.max_retries if tool.max_retries is None else tool.max_retries
+        tool_ctx = state.ctx.for_tool(
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            retry=state.ctx.retries.get(call.tool_name, 0),
+            max_retries=limit,
+            approved=approved,
+        )
+        raw = override if override is not None else call.args
+        try:
+            return await self._validated_and_run(call, tool, tool_ctx, raw, limit)
+        except ToolFailed as failed:  # done, and failed for good: no retry asked, none counted
+            return ToolReturnPart(call.tool_name, failed.message, call.tool_call_id, outcome='failed')
+
+    async def _validated_and_run(
+        self, call: ToolCallPart, tool: Tool[Any], tool_ctx: RunContext[Any], raw: Any, limit: int
+    ) -> ToolReturnPart:
+        state, chain, tool_def = self.state, self.state.capabilities, tool.tool_def
+        try:
+            # With no wrap hooks the chain calls the handler straight away.
+            validate = partial(self._validate, tool_ctx, call, tool)
+            args = await chain.wrap_tool_validate(tool_ctx, call, tool_def, raw, validate)
+        except ToolArgsError as exc:
+            return self._retry(call, exc.errors, 'validation_error', limit)
+        except ModelRetry as retry:
+            return self._retry(call, retry.message, 'model_retry', limit)
+        self.outcomes[call.tool_call_id] = 'success'
+        try:
+            execute = partial(self._run_tool, tool_ctx, call, tool)
+            result = await chain.wrap_tool_execute(tool_ctx, call, tool_def, args, execute)
+        except ModelRetry as retry:
+            return self._retry(call, retry.message, 'model_retry', limit)
+        outcome = self.outcomes.pop(call.tool_call_id)
+        for usage in (state.ctx.usage, state.run_usage):
+            usage.tool_calls += 1  # as in the reference: a call counts once it ran, not when it asked for a retry
+        if outcome == 'success':
+            state.ctx.retries.pop(call.tool_name, None)  # a success ends the tool's run of retries
+        if isinstance(result, ToolReturnPart):
+            return result
+        if isinstance(result, ToolReturn):
+            return self._unpack(call, result, outcome)
+        return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
+
+    async def _validate(self, ctx: RunContext[Any], call: ToolCallPart, tool: Tool[Any], raw: Any) -> dict[str, Any]:
+        """The validation lifecycle: `before_tool_validate`, validation (errors to the
+        `on_tool_validate_error` hooks), `after_tool_validate`."""
+        chain, tool_def = self.state.capabilities, tool.tool_def
+        raw = await chain.before_tool_validate(ctx, call, tool_def, raw)
+        try:
+            args = tool.validate_args(raw)
+            await tool.check_args(ctx, args)
+        except (ToolArgsError, ModelRetry) as error:
+            if not chain.has('on_tool_validate_error'):
+                raise
+            args = await chain.on_tool_validate_error(ctx, call, tool_def, raw, error)
+        return await chain.after_tool_validate(ctx, call, tool_def, args)
+
+    async def _run_tool(self, ctx: RunContext[Any], call: ToolCallPart, tool: Tool[Any], args: dict[str, Any]) -> Any:
+        """The execution lifecycle: `before_tool_execute`, the tool (errors to the
+        `on_tool_execute_error` hooks; a recovered error records the call as failed),
+        `after_tool_execute`."""
+        chain, tool_def = self.state.capabilities, tool.tool_def
+        try:
+            args = await chain.before_tool_execute(ctx, call, tool_def, args)
+            result = await tool.call(ctx, args)
+            return await chain.after_tool_execute(ctx, call, tool_def, args, result)
+        except (ApprovalRequired, CallDeferred) as waiting:
+            # Not a failure: the call waits outside the run (see `_function_call`). The error hooks
+            # still hear of it, so a ledger closes the row (nothing was done), whatever they answer.
+            with contextlib.suppress(Exception):
+                await chain.on_tool_execute_error(ctx, call, tool_def, args, waiting)
+            raise
+        except ToolFailed:
+            raise
+        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
+            result = await chain.on_tool_execute_error(ctx, call, tool_def, args, error)
+            self.outcomes[call.tool_call_id] = 'failed'
+            return result
+
+    def _unpack(self, call: ToolCallPart, result: ToolReturn, outcome: str) -> ToolReturnPart:
+        if result.tools:
+            self.reveals[call.tool_call_id] = list(result.tools)
+        if result.content:
+            content = result.content if isinstance(result.content, str) else list(result.content)
+            self.trailing.append(UserPromptPart(content))
+        return ToolReturnPart(
+            call.tool_name,
+            result.return_value,
+            call.tool_call_id,
+            metadata=result.metadata,
+            outcome=outcome,  # type: ignore[arg-type]
+        )
+
+
+def _callable_tools(state: RunState) -> dict[str, Tool[Any]]:
+    """The tools the model may call now: deferred ones only once revealed (see `_reveal`)."""
+    if not any(t.tool_def.defer_loading for t in state.tools.values()):
+        return state.tools
+    shown = {d.name for d in visible((t.tool_def for t in state.tools.values()), state.history)}
+    return {name: t for name, t in state.tools.items() if name in shown}
+
+
+def _batches(indexes: list[int], sequential: Any) -> list[list[int]]:
+    """The calls in groups that run concurrently: a sequential tool's call is a group of its own,
+    so calls before it finish first and calls after it wait."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for index in indexes:
+        if sequential(index):
+            groups.extend(g for g in (current, [index]) if g)
+            current = []
+        else:
+            current.append(index)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _retried(part: Any) -> bool:
+    return isinstance(part, ToolReturnPart) and part.outcome == 'retried'
+
+
+async def _gather_cancelling(calls: list[Any]) -> list[Any]:
+    """Run the calls concurrently; when one raises, cancel its siblings (and wait for them to
+    stop) before the error goes on, so no tool keeps running after its run has failed."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _external_result(call: ToolCallPart, value: Any) -> ToolReturnPart:
+    if isinstance(value, ToolReturnPart):
+        return value
+    if isinstance(value, ModelRetry):
+        return ToolReturnPart(
+            call.tool_name, value.message, call.tool_call_id, outcome='retried', retry=RetryInfo('model_retry')
+        )
+    return ToolReturnPart(call.tool_name, value, call.tool_call_id)

@@ -1,0 +1,275 @@
+"""Tools: plain functions the model can call, with a JSON schema and argument validation built
+from the function's signature and docstring (by pydantic, imported when the first tool is made)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import functools
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from typing import Any, Generic
+
+from threadline.agent._context import AgentDepsT, RunContext
+from threadline.exceptions import ModelRetry, ToolArgsError, UserError
+from threadline.models import ToolDefinition
+
+__all__ = ['Tool', 'ToolArgsError', 'takes_run_context', 'validate_with']
+
+
+def validate_with(validator: Any, args: str | dict[str, Any] | None) -> Any:
+    """`args` (JSON text or a dict; empty means `{}`) through a pydantic validator (anything with
+    `validate_json` / `validate_python`: a `TypeAdapter`, a model's schema validator); its errors
+    become a `ToolArgsError`, the list sent back to the model."""
+    import pydantic
+
+    try:
+        if isinstance(args, str):
+            return validator.validate_json(args or '{}')
+        return validator.validate_python(args or {})
+    except pydantic.ValidationError as exc:
+        raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
+
+
+def takes_run_context(function: Callable[..., Any]) -> bool:
+    """Whether the first parameter's resolved annotation is `RunContext` (or `RunContext[...]`).
+
+    Rules: hints are resolved at runtime; an annotation that cannot be resolved raises `UserError`
+    naming it (a silent guess would call the function with the wrong arguments); a missing
+    annotation means the function does not take a context.
+    """
+    target = function
+    if not (inspect.isfunction(target) or inspect.ismethod(target)) and callable(target):
+        target = type(target).__call__  # a callable instance: read its __call__
+    params = [p for p in inspect.signature(function).parameters.values()]
+    if not params:
+        return False
+    try:
+        hints = typing.get_type_hints(target)
+    except NameError as exc:
+        name = getattr(function, '__qualname__', repr(function))
+        raise UserError(
+            f'Unable to resolve the type annotations of {name!r}: {exc}. Import every annotated type at '
+            'runtime (not only under `if TYPE_CHECKING:`).'
+        ) from None
+    hint = hints.get(params[0].name)
+    return hint is RunContext or typing.get_origin(hint) is RunContext
+
+
+_SECTION = re.compile(r'^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$')
+_PARAM_LINE = re.compile(r'^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$')
+
+
+def _parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
+    """The description (text before the first section) and Google-style `Args:` descriptions."""
+    if not doc:
+        return None, {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        header = _SECTION.match(line)
+        if header:
+            section, current = header.group(1), None
+            continue
+        if section is None:
+            description.append(line)
+        elif section in ('Args', 'Arguments', 'Parameters'):
+            match = _PARAM_LINE.match(line)
+            if match and (line.startswith('    ') or not line.startswith(' ')) and len(line) - len(line.lstrip()) <= 4:
+                current = match.group(1).lstrip('*')
+                params[current] = match.group(2).strip()
+            elif current and line.strip():
+                params[current] = f'{params[current]} {line.strip()}'.strip()
+    text = '\n'.join(description).strip()
+    return text or None, params
+
+
+def _clean_schema(schema: Any) -> Any:
+    """Drop pydantic's `title` keywords (not property names called `title`)."""
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if key == 'title' and isinstance(value, str):
+                continue
+            if key in ('properties', '$defs', 'definitions') and isinstance(value, dict):
+                out[key] = {name: _clean_schema(sub) for name, sub in value.items()}
+            else:
+                out[key] = _clean_schema(value)
+        return out
+    if isinstance(schema, list):
+        return [_clean_schema(item) for item in schema]
+    return schema
+
+
+class Tool(Generic[AgentDepsT]):
+    """A function the model may call.
+
+    The JSON schema of its arguments comes from the signature (the `RunContext` parameter, when
+    there is one, is not an argument) and parameter descriptions from a Google-style docstring.
+    `requires_approval=True` defers every call until the application approves it. `strict` asks a
+    provider that has a strict mode (OpenAI) to make the arguments always match the schema: None
+    (the default) uses it when the schema allows it, False never, True always (rewriting the
+    schema to fit, or refusing one that cannot). `defer_loading=True` hides the tool from the
+    model until another tool reveals it (`ToolReturn(tools=[name])`; see `threadline.agent.tools._reveal`).
+
+    Options, as pydantic-ai's: `prepare(ctx, tool_def)` reshapes the definition each step (None
+    hides the tool); `args_validator(ctx, **args)` checks validated arguments and may raise
+    `ModelRetry`; `timeout` seconds, past which the model is told the call timed out and may retry;
+    `sequential=True` runs the tool alone, never beside other calls; `metadata` is the
+    application's, kept on the definition and never sent.
+    """
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        takes_ctx: bool | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        max_retries: int | None = None,
+        requires_approval: bool = False,
+        strict: bool | None = None,
+        defer_loading: bool = False,
+        prepare: Callable[..., Any] | None = None,
+        args_validator: Callable[..., Any] | None = None,
+        timeout: float | None = None,
+        sequential: bool = False,
+        metadata: dict[str, Any] | None = None,
+        include_return_schema: bool | None = None,
+    ) -> None:
+        self.function = function
+        self.defer_loading = defer_loading
+        self.prepare, self.args_validator, self.timeout = prepare, args_validator, timeout
+        self.sequential, self.metadata = sequential, metadata
+        self.include_return_schema = include_return_schema
+        self.takes_ctx = takes_run_context(function) if takes_ctx is None else takes_ctx
+        self.name = name or function.__name__
+        self.max_retries = max_retries
+        self.requires_approval = requires_approval
+        self.strict = strict
+        doc_description, self._param_docs = _parse_docstring(function.__doc__)
+        self.description = description if description is not None else doc_description
+        self._is_async = inspect.iscoroutinefunction(function)
+        self._validator: Any = None
+        self._param_names: list[str] = []
+        self._tool_def: ToolDefinition | None = None
+
+    def __repr__(self) -> str:
+        return f'Tool({self.name!r})'
+
+    @property
+    def tool_def(self) -> ToolDefinition:
+        if self._tool_def is None:
+            self._build()
+        assert self._tool_def is not None
+        return self._tool_def
+
+    def _build(self) -> None:
+        import pydantic
+
+        signature = inspect.signature(self.function)
+        params = list(signature.parameters.values())
+        if self.takes_ctx:
+            if not params:
+                raise UserError(f'Tool {self.name!r} takes a RunContext but has no parameters')
+            params = params[1:]
+        try:
+            hints = typing.get_type_hints(self.function, include_extras=True)
+        except NameError as exc:
+            raise UserError(f'Unable to resolve the type annotations of tool {self.name!r}: {exc}') from None
+        fields: dict[str, Any] = {}
+        for param in params:
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise UserError(f'Tool {self.name!r}: *args and **kwargs parameters are not supported')
+            annotation = hints.get(param.name, Any)
+            default = ... if param.default is param.empty else param.default
+            doc = self._param_docs.get(param.name)
+            fields[param.name] = (annotation, pydantic.Field(default, description=doc) if doc else default)
+            self._param_names.append(param.name)
+        config = pydantic.ConfigDict(extra='forbid', arbitrary_types_allowed=True)
+        model = pydantic.create_model(f'{self.name}_args', __config__=config, **fields)
+        self._validator = model
+        schema = _clean_schema(model.model_json_schema())
+        self._tool_def = ToolDefinition(
+            self.name,
+            schema,
+            self.description,
+            kind='unapproved' if self.requires_approval else 'function',
+            strict=self.strict,
+            defer_loading=self.defer_loading,
+            metadata=self.metadata,
+            sequential=self.sequential,
+            return_schema=self._return_schema(hints) if self.include_return_schema else None,
+            include_return_schema=self.include_return_schema,
+        )
+
+    def _return_schema(self, hints: dict[str, Any]) -> dict[str, Any] | None:
+        """The JSON schema of the return annotation (property titles dropped, the type's own kept);
+        None when there is nothing meaningful to say (no annotation, `None`, `Any`)."""
+        import pydantic
+
+        annotation = hints.get('return')
+        if annotation is None or annotation is type(None) or annotation is Any:
+            return None
+        schema = pydantic.TypeAdapter(annotation).json_schema()
+        cleaned = _clean_schema(schema)
+        return {key: cleaned.get(key, value) for key, value in schema.items()}
+
+    def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
+        """The arguments as keyword arguments for the function; raises `ToolArgsError`."""
+        if self._validator is None:
+            self._build()
+        validated = validate_with(self._validator.__pydantic_validator__, args)
+        return {name: getattr(validated, name) for name in self._param_names}
+
+    async def check_args(self, ctx: RunContext[Any], args: dict[str, Any]) -> None:
+        """`args_validator(ctx, **args)`, when the tool has one: it may raise `ModelRetry`."""
+        if self.args_validator is None:
+            return
+        result = self.args_validator(ctx, **args)
+        if inspect.isawaitable(result):
+            await result
+
+    async def prepared(self, ctx: RunContext[Any]) -> Tool[AgentDepsT] | None:
+        """The tool as `prepare(ctx, tool_def)` shapes it for this step (None: hidden)."""
+        if self.prepare is None:
+            return self
+        shaped = self.prepare(ctx, self.tool_def)
+        if inspect.isawaitable(shaped):
+            shaped = await shaped
+        if shaped is None:
+            return None
+        if shaped is self.tool_def:
+            return self
+        view = copy.copy(self)
+        view._tool_def = shaped
+        return view
+
+    async def call(self, ctx: RunContext[Any], args: dict[str, Any]) -> Any:
+        """Run the function (a sync one in a worker thread, so it cannot block the event loop);
+        past `timeout` seconds the model is told so and may try again (`ModelRetry`)."""
+        if self.timeout is None:
+            return await self._call(ctx, args)
+        try:
+            return await asyncio.wait_for(self._call(ctx, args), self.timeout)
+        except TimeoutError:
+            raise ModelRetry(f'Timed out after {self.timeout} seconds.') from None
+
+    async def _call(self, ctx: RunContext[Any], args: dict[str, Any]) -> Any:
+        positional = (ctx,) if self.takes_ctx else ()
+        if self._is_async:
+            return await self.function(*positional, **args)
+        # Copy the context so context variables set around the call (StepPersistence's ledger scope)
+        # are visible inside the worker thread.
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(None, functools.partial(context.run, self.function, *positional, **args))
+        if inspect.isawaitable(result):
+            result = await result
+        return result

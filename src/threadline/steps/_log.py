@@ -1,0 +1,176 @@
+"""One run's pending records and the writes that carry them to the store (for `StepPersistence`).
+
+What the hooks record (events, ledger rows, the snapshot due) waits here until a write takes it,
+together with the messages the run added since the last write. Writes of one run never overlap:
+each takes the run's lock, so parallel tool calls share the revision they expect. A write that
+fails leaves everything it carried pending again, so the next write (or the failure record)
+carries it; nothing is dropped and nothing is written twice.
+
+A write can also go *behind*: prepared now, committed in a worker thread while the run goes on,
+and awaited by the next write before it starts. Only a write that need not be on disk before
+anything happens outside the process may go behind: the one before the first model request, and
+the tool results before the next one (no tool runs until the next write, which waits). Its error
+surfaces at the next write. A write the run waits for may run in the event loop instead of a
+thread (`AsyncStore._in_loop_or_thread`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from threadline.messages import ModelMessage
+from threadline.storage import AsyncStore, RunFinish, SnapshotMark, StepEvent, StepWrite, ToolEffect
+
+__all__ = ['RunLog']
+
+
+@dataclass
+class _Undo:
+    """What a prepared write took from the log, to put back if it fails."""
+
+    stored: int
+    first: ModelMessage | None
+    last: ModelMessage | None
+    events: list[StepEvent]
+    effects: list[ToolEffect]
+    snapshot: Literal['complete', 'interrupted'] | None
+    registered: bool
+    snapshot_index: int
+
+
+@dataclass
+class RunLog:
+    """The pending records of one run in one conversation, and its position in the stored log."""
+
+    store: AsyncStore[Any]
+    conversation_id: str
+    scope: str
+    revision: int | None
+    stored: int = 0
+    """How many messages of the run's history the store holds (`first`/`last` pin which ones)."""
+    first: ModelMessage | None = None
+    last: ModelMessage | None = None
+    events: list[StepEvent] = field(default_factory=list)
+    effects: list[ToolEffect] = field(default_factory=list)
+    snapshot: Literal['complete', 'interrupted'] | None = None
+    """The state of the snapshot the next write records (None: no snapshot is due)."""
+    registered: bool = False
+    event_index: int = 0
+    snapshot_index: int = 0
+    repairs_recorded: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    behind: asyncio.Future[None] | None = None
+
+    def event(self, ctx: Any, kind: str, *, at: tuple[int, datetime] | None = None, **fields: Any) -> None:
+        """Record an event of the run's current step, now (or at the `(step, time)` it happened)."""
+        step, when = at if at is not None else (ctx.run_step, datetime.now(tz=UTC))
+        key = f'{self.event_index}:{step}:{kind}:{fields.get("tool_call_id") or ""}'
+        self.event_index += 1
+        self.events.append(StepEvent(ctx.run_id, kind, step, when, idempotency_key=key, **fields))  # type: ignore[arg-type]
+
+    def pin(self, history: list[ModelMessage], length: int) -> None:
+        """The store holds `history[:length]`."""
+        self.stored, self.first, self.last = length, history[0], history[length - 1]
+
+    async def flush(
+        self,
+        ctx: Any,
+        *,
+        durable: bool,
+        finish: RunFinish | None = None,
+        needed: ToolEffect | None = None,
+        raise_behind: bool = True,
+    ) -> None:
+        """Write what is pending in one transaction. With `needed`, only if no write has carried
+        that ledger row yet (a sibling call's group commit may have). A failed write that went
+        behind is raised here, unless `raise_behind=False` (its records are pending again)."""
+        async with self.lock:
+            await self._settle_behind(raise_behind)
+            if needed is not None and not any(e is needed for e in self.effects):
+                return
+            prepared = self._prepare(ctx, durable=durable, finish=finish)
+            if prepared is not None:
+                await self._commit(*prepared, waited=True)
+
+    def write_behind(self, ctx: Any, *, durable: bool = False) -> None:
+        """Prepare a write now and commit it while the run goes on."""
+        if self.lock.locked() or self.behind is not None:
+            return  # a write is under way: what is pending rides with the next one
+        prepared = self._prepare(ctx, durable=durable, finish=None)
+        if prepared is not None:
+            self.behind = asyncio.ensure_future(self._commit(*prepared, waited=False))
+
+    async def _settle_behind(self, raise_error: bool) -> None:
+        behind, self.behind = self.behind, None
+        if behind is None:
+            return
+        try:
+            await behind
+        except Exception:
+            if raise_error:
+                raise
+
+    def _prepare(self, ctx: Any, *, durable: bool, finish: RunFinish | None) -> tuple[StepWrite, _Undo] | None:
+        """Take what is pending into one `StepWrite` (None when only events are pending: they
+        wait for the next write); the log advances as if it were written."""
+        history: list[ModelMessage] = ctx.messages
+        unchanged = len(history) >= self.stored and (
+            self.stored == 0 or (history[0] is self.first and history[self.stored - 1] is self.last)
+        )
+        new = history[self.stored :] if unchanged else []
+        rewritten = None if unchanged else list(history)
+        if self.registered and not (new or rewritten or self.effects or self.snapshot or finish):
+            return None
+        undo = _Undo(
+            self.stored,
+            self.first,
+            self.last,
+            self.events,
+            self.effects,
+            self.snapshot,
+            self.registered,
+            self.snapshot_index,
+        )
+        mark = None
+        if self.snapshot is not None:
+            key = f'{self.snapshot_index}:{ctx.run_step}:{self.snapshot}'
+            mark = SnapshotMark(self.snapshot, ctx.run_step, key)
+            self.snapshot_index += 1
+        write = StepWrite(
+            self.conversation_id,
+            self.scope,
+            ctx.run_id,
+            self.revision,
+            messages=new,
+            history=rewritten,
+            events=self.events,
+            snapshot=mark,
+            effects=self.effects,
+            register=not self.registered,
+            finish=finish,
+            durable=durable,
+        )
+        self.events, self.effects, self.snapshot, self.registered = [], [], None, True
+        if history:
+            self.pin(history, len(history))
+        return write, undo
+
+    async def _commit(self, write: StepWrite, undo: _Undo, *, waited: bool) -> None:
+        """Commit `write`: in a worker thread, or, when the run waits for it and it is bounded by
+        one step (no rewritten history), in the event loop if the store can start it at once."""
+        try:
+            if waited and write.history is None:
+                revision = await self.store._in_loop_or_thread(self.store.sync.step_write, write)
+            else:
+                revision = await self.store.step_write(write)
+        except BaseException:
+            # Nothing was written: what it carried is pending again, ahead of what came since.
+            self.stored, self.first, self.last = undo.stored, undo.first, undo.last
+            self.events, self.effects = undo.events + self.events, undo.effects + self.effects
+            self.snapshot = self.snapshot or undo.snapshot
+            self.registered, self.snapshot_index = undo.registered, undo.snapshot_index
+            raise
+        self.revision = revision

@@ -1,0 +1,431 @@
+"""`StepPersistence`: record what each run did, as it does it.
+
+At the boundaries of a run the capability writes, each time in one transaction: the messages the
+run added since the last write (appended to the conversation log, so a crash loses at most the
+step in flight), the events of the step, a snapshot (a position in the log plus `state`:
+`'complete'` when every call is answered, else `'interrupted'`), and the tool ledger's rows, keyed
+by `(run_id, tool_call_id)`. Events and snapshots carry idempotency keys, so a retried write is
+dropped rather than doubled. A tool records its idempotency key with `annotate_tool_effect`
+before its external effect.
+
+Which writes are synced to disk, and why. A tool-calling turn costs three syncs, and the run
+waits for two of them:
+1. Before a tool body runs: the response that called it and the ledger row `started`. After a
+   crash, even a power loss, a call with an effect in the world must never be missing from the
+   ledger. The calls of one response share this commit (a group commit).
+2. When the run ends, finished or failed: the last response and the run record, so a run the
+   caller saw finish stays finished.
+3. The run's registration and its new prompt, before the first model request. Nothing requires
+   this one to be durable, but it goes behind that request (below), so its sync costs the run
+   nothing, and the next sync, which the run does wait for, then carries only its own pages.
+Everything else is committed, atomically and so that killing the process loses none of it,
+without waiting for the disk (`StepWrite.durable=False`); the next sync makes it durable, since
+the database's log is synced in order. That covers a final response before its output is
+processed, events, and the answers to a response's tool calls: the tool results, the rows
+`completed`/`failed` and a settled snapshot, in one commit that goes behind the next model
+request. A power loss before the next sync loses that commit whole, results and rows together,
+so the rows read `started` (effect unknown), exactly what a crash inside the tool leaves: no row
+ever claims an effect whose result was lost. That is the step in flight, which is what the log
+may lose anyway. Writes with nothing but events wait for the next write.
+
+The write before a model request goes *behind* it: it commits in a worker thread while the
+request is made, and the next write waits for it (and raises its error, such as a conflict). A
+crash at any instant leaves the store either before or after that commit, as it would if the run
+had waited, so going behind changes what the run waits for, never what a crash may lose. So that
+no first model request is made for a conversation the store would refuse, the run start checks
+what the first write would: the stored tip (`ConflictError`) and quarantine
+(`ConversationQuarantined`), and the ledger (`UnresolvedToolEffect`). A writer that changes the
+conversation during the run is caught by the next write, after at most one more model request.
+
+The run start's read is made in `before_run`, in the event loop when the store can make it at
+once (see "What runs in the event loop" below). Else it goes behind the run's setup in the same
+way as a write: `before_run` starts it in a worker thread, and the first hook that needs the run's
+records waits for it, which is at the latest before the first model request or tool call. Its
+checks are made against the history the run started with. A run that fails before any hook waited
+reports the refusal, if the read refused the run, as it would have had `before_run` waited.
+
+What runs in the event loop. A thread hop costs two thread wake-ups, about 0.35 ms on a VM whose
+CPUs idle while the model answers: more than the run start's read costs, and a third of a synced
+write. So the operations a run waits for and that are bounded by one step (the run start's read,
+the two synced writes above, unless a write rewrites the history) run in the event loop when the
+store can start them at once, and in a worker thread otherwise (the rules are listed on
+`AsyncStore._in_loop_or_thread`). Writes that go behind a model request stay in threads: they
+overlap it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from threadline._errors import error_summary
+from threadline.agent import CallToolsNode, ModelRequestNode
+from threadline.audit import record_repair_events
+from threadline.capabilities import AbstractCapability, ModelRequestContext
+from threadline.exceptions import ConflictError, ModelRetry, UserError
+from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
+from threadline.messages.wire import encoder
+from threadline.steps._log import RunLog
+from threadline.steps._recovery import refuse_unknown_effects
+from threadline.storage import AsyncStore, RunFinish, RunStart, ToolEffect
+from threadline.storage.extend import NotNow, quarantined, to_python_output
+
+if TYPE_CHECKING:
+    from threadline.agent import AgentNode, AgentRunResult, NodeResult, RunContext
+    from threadline.models import ToolDefinition
+
+__all__ = ['StepPersistence', 'annotate_tool_effect']
+
+
+def _now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+@dataclass(frozen=True)
+class _ToolScope:
+    persistence: StepPersistence
+    state: RunLog
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    started_at: datetime
+
+
+_current_tool: contextvars.ContextVar[_ToolScope | None] = contextvars.ContextVar('threadline_tool_scope', default=None)
+
+
+class StepPersistence(AbstractCapability[Any]):
+    """Persists a run step by step into `store` under `scope` (a string, or a function of the
+    `RunContext`, e.g. reading the tenant from deps). The scope is the server's decision.
+
+    Put it first among capabilities so it records the history other capabilities hand on.
+
+    Errors in step events and the ledger are recorded without their message (type, length and an
+    HMAC under the store's audit key; see `threadline._errors`) unless `include_content=True`:
+    an exception's text often carries the data the tool failed on.
+
+    Safe by default after a crash: a run over a conversation whose ledger holds a tool call that
+    started and never finished (its effect is unknown) is refused with `UnresolvedToolEffect`
+    naming the call, until `reconcile_tool_call` records what really happened. Pass
+    `allow_unknown_effects=True` only when the tools are idempotent at their destination.
+    """
+
+    def __init__(
+        self,
+        store: AsyncStore[Any],
+        *,
+        scope: str | Callable[[Any], str],
+        include_content: bool = False,
+        allow_unknown_effects: bool = False,
+    ) -> None:
+        self.store = store
+        self._scope = scope
+        self.include_content = include_content
+        self.allow_unknown_effects = allow_unknown_effects
+        self._runs: dict[str, RunLog] = {}
+        self._opening: dict[str, asyncio.Future[None]] = {}
+        self._key: bytes | None = None
+
+    def _error(self, error: BaseException) -> str:
+        if self.include_content:
+            return repr(error)
+        if self._key is None:
+            self._key = self.store.sync.audit_key()
+        return error_summary(error, key=self._key)
+
+    def _scope_for(self, ctx: Any) -> str:
+        scope = self._scope(ctx) if callable(self._scope) else self._scope
+        if not isinstance(scope, str) or not scope:
+            raise UserError('StepPersistence scope must resolve to a non-empty string')
+        return scope
+
+    # -- hooks ------------------------------------------------------------------------------
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        scope = self._scope_for(ctx)
+        started, repaired = (ctx.run_step, _now()), bool(ctx.repair_events)
+        # The run start's read is a few index descents: done here when the store can do it at
+        # once (`AsyncStore._in_loop_or_thread`), and checked against the history as it is now.
+        start = self.store._try_in_loop(self._read_start, ctx.conversation_id, scope)
+        if not isinstance(start, NotNow):
+            self._open(ctx, scope, start, ctx.messages, repaired, started)
+            return
+        # Else it goes behind the run's setup (module docstring): the first hook that needs the
+        # run's records waits for it, and no model request or tool runs before that. The history
+        # is copied, since the run may change it in place before the read is back.
+        read = asyncio.get_running_loop().run_in_executor(None, self._read_start, ctx.conversation_id, scope)
+        history = list(ctx.messages)
+        self._opening[ctx.run_id] = asyncio.ensure_future(
+            self._open_behind(ctx, scope, read, history, repaired, started)
+        )
+
+    def _read_start(self, conversation_id: str, scope: str) -> RunStart | None:
+        """What a run start needs from the store, in one read."""
+        store = self.store.sync
+        if self._key is None and not self.include_content:
+            self._key = store.audit_key()
+        start: RunStart | None = store.run_start(conversation_id, scope=scope)
+        if start is not None and start.quarantined:
+            # Refused before the first model request: the first write, which the store would
+            # refuse too, goes behind that request (see the module docstring).
+            raise quarantined(conversation_id)
+        return start
+
+    async def _open_behind(
+        self,
+        ctx: RunContext[Any],
+        scope: str,
+        read: asyncio.Future[RunStart | None],
+        history: list[ModelMessage],
+        repaired: bool,
+        started: tuple[int, datetime],
+    ) -> None:
+        self._open(ctx, scope, await read, history, repaired, started)
+
+    def _open(
+        self,
+        ctx: RunContext[Any],
+        scope: str,
+        start: RunStart | None,
+        history: list[ModelMessage],
+        repaired: bool,
+        started: tuple[int, datetime],
+    ) -> None:
+        """Check what the read found against the history the run started with, then keep the
+        run's records: refused on unresolved tool effects, or if another writer got there first."""
+        if start is not None and not self.allow_unknown_effects:
+            refuse_unknown_effects(ctx.conversation_id, start.unresolved)
+        state = RunLog(self.store, ctx.conversation_id, scope, start.revision if start else None)
+        if start is not None and start.tip is not None and not repaired:
+            self._check_not_stale(state, history, start.length, start.tip)
+        state.event(ctx, 'run_started', at=started)
+        self._runs[ctx.run_id] = state
+
+    async def _state(self, ctx: RunContext[Any]) -> RunLog | None:
+        """The run's records, once its start is checked (waiting for that, and raising its error)."""
+        opening = self._opening.get(ctx.run_id)
+        if opening is not None:
+            try:
+                await asyncio.shield(opening)  # every hook of the run waits for the same opening
+            finally:
+                if opening.done():  # else (the hook was cancelled) `wrap_run` settles it
+                    self._opening.pop(ctx.run_id, None)
+        return self._runs.get(ctx.run_id)
+
+    async def _settle_opening(self, ctx: RunContext[Any]) -> BaseException | None:
+        """Wait for a run start still under way when the run ends; its error, if it refused the
+        run (returned, not raised: the caller decides which error the run reports)."""
+        opening = self._opening.pop(ctx.run_id, None)
+        if opening is None:
+            return None
+        try:
+            await asyncio.shield(opening)
+        except Exception as refusal:  # noqa: BLE001 - handed to the caller
+            return refusal
+        return None
+
+    def _check_not_stale(self, state: RunLog, history: list[ModelMessage], length: int, tip: ModelMessage) -> None:
+        """The run's history must hold what is stored: the same stored tip, at the same place. A
+        run over a history loaded before another writer appended to it would otherwise store its
+        turn on top of theirs (or rewrite them away); it is refused with `ConflictError` instead.
+        A history that run-start repair changed is stored as a rewrite (a branch), as before."""
+        if len(history) >= length and encoder.encode(tip) == encoder.encode(history[length - 1]):
+            state.pin(history, length)
+            return
+        raise ConflictError(
+            f'conversation {state.conversation_id!r} holds {length} stored messages that this run was not given '
+            f'(it was given {len(history)}): another writer changed it since it was loaded, or a window of it was '
+            'passed. Load it again and run over what is stored.',
+            conversation_id=state.conversation_id,
+            expected=None,
+            actual=state.revision,
+        )
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        state = await self._state(ctx)
+        if state is not None:
+            state.event(ctx, 'model_request_started')
+            if not state.registered:
+                # The first write registers the run and stores what the store has not seen, with
+                # a snapshot: a crash during this first request is resumable too.
+                state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
+            # Committed while the request goes on; only the first is synced (module docstring).
+            state.write_behind(ctx, durable=not state.registered)
+            if ctx.repair_events and not state.repairs_recorded:
+                # The run-start repair changed the stored history: keep content-free audit events.
+                state.repairs_recorded = True
+                await asyncio.to_thread(
+                    record_repair_events,
+                    self.store,
+                    list(ctx.repair_events),
+                    conversation_id=state.conversation_id,
+                    scope=state.scope,
+                )
+        return request_context
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        state = await self._state(ctx)
+        if state is not None:
+            state.event(ctx, 'model_request_completed')
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        state = await self._state(ctx)
+        if state is not None:
+            state.event(ctx, 'model_request_failed', error=self._error(error))
+        raise error
+
+    async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
+
+        if not isinstance(node, ModelRequestNode | CallToolsNode):
+            return result  # nothing to record: the run start's read may go on behind the next node
+        state = await self._state(ctx)
+        if state is None:
+            return result
+        if isinstance(node, ModelRequestNode):
+            # Written by the next write: the first tool call's `started` row, the end of the run,
+            # or the request that retries an output.
+            state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
+        elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
+            state.snapshot = 'complete'
+            state.write_behind(ctx)  # the answers: not synced on their own (module docstring)
+        return result
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        state = await self._state(ctx)
+        if state is None:
+            return args
+        started = _now()
+        state.event(ctx, 'tool_call_started', tool_call_id=call.tool_call_id, tool_name=call.tool_name)
+        effect = ToolEffect(ctx.run_id, call.tool_call_id, call.tool_name, 'started', started)
+        state.effects.append(effect)
+        await asyncio.sleep(0)  # sibling calls of the same response queue their rows: one commit
+        await state.flush(ctx, durable=True, needed=effect)
+        _current_tool.set(_ToolScope(self, state, ctx.run_id, call.tool_call_id, call.tool_name, started))
+        return args
+
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+    ) -> Any:
+        await self._finish_tool(ctx, call, 'completed', None)
+        return result
+
+    async def on_tool_execute_error(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        error: Exception,
+    ) -> Any:
+
+        await self._finish_tool(ctx, call, 'failed', None if isinstance(error, ModelRetry) else self._error(error))
+        raise error
+
+    async def _finish_tool(
+        self, ctx: Any, call: ToolCallPart, status: Literal['completed', 'failed'], error: str | None
+    ) -> None:
+        state = await self._state(ctx)
+        if state is None:
+            return
+        state.event(
+            ctx,
+            'tool_call_completed' if status == 'completed' else 'tool_call_failed',
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            error=error,
+        )
+        effect = ToolEffect(
+            ctx.run_id,
+            call.tool_call_id,
+            call.tool_name,
+            status,
+            _now(),
+            _now(),
+            summary=error,
+        )
+        state.effects.append(effect)  # synced with the step's results (rule 2 above)
+
+    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+        import json
+
+        await self._state(ctx)
+        state = self._runs.pop(ctx.run_id, None)
+        if state is None:
+            return result
+        state.event(ctx, 'run_completed')
+        try:
+            output = json.dumps(to_python_output(result.output))
+        except (TypeError, ValueError):
+            output = json.dumps(repr(result.output))
+        state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
+        await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'completed', output, result.run_usage))
+        return result
+
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
+        """A run left any way at all (cancelled, interrupted, abandoned by its caller) still
+        finishes the write that went behind its model request before control returns."""
+        try:
+            return await handler()
+        finally:
+            await self._settle_opening(ctx)
+            state = self._runs.pop(ctx.run_id, None)
+            if state is not None and state.behind is not None:
+                await asyncio.shield(state.behind)
+
+    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+        refusal = await self._settle_opening(ctx)
+        if refusal is not None:
+            # The run failed before any hook waited for its start, which refused it: report the
+            # refusal, as if the run had waited for its start before anything else.
+            raise refusal from error
+        state = self._runs.pop(ctx.run_id, None)
+        if state is not None:
+            state.event(ctx, 'run_failed', error=self._error(error))
+            with contextlib.suppress(Exception):  # the run's own error is the one to report
+                state.snapshot = 'interrupted'
+                await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'failed'), raise_behind=False)
+        raise error
+
+
+def _settled(history: list[ModelMessage]) -> bool:
+    last = history[-1] if history else None
+    return not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts))
+
+
+def annotate_tool_effect(
+    ctx: RunContext[Any] | None = None, *, idempotency_key: str | None = None, summary: str | None = None
+) -> None:
+    """Record, before a tool's external effect, how to find that effect later (an idempotency key,
+    a short summary). Durable when it returns; a no-op outside a tool run under StepPersistence.
+
+    Call it from inside the tool body, before the side effect: after a crash the ledger row (still
+    `started`) then tells the operator which key to look up at the destination.
+    """
+    scope = _current_tool.get()
+    if scope is None:
+        return
+    effect = ToolEffect(
+        scope.run_id,
+        scope.tool_call_id,
+        scope.tool_name,
+        'started',
+        scope.started_at,
+        idempotency_key=idempotency_key,
+        summary=summary,
+    )
+    store = scope.persistence.store.sync
+    store.record_tool_effect(effect, conversation_id=scope.state.conversation_id, scope=scope.state.scope)

@@ -1,6 +1,0 @@
--- postgres migration 2: full text search
-ALTER TABLE messages ADD COLUMN scope TEXT;
-ALTER TABLE messages ADD COLUMN search_text TEXT;
-ALTER TABLE messages ADD COLUMN tsv tsvector;
-CREATE INDEX messages_tsv ON messages USING GIN (tsv);
-CREATE INDEX messages_scope ON messages (scope);

@@ -1,8 +1,0 @@
--- postgres migration 9: who is answering a conversation's turn now (see TurnLeases)
-CREATE TABLE turn_leases (
-    scope TEXT NOT NULL,
-    conversation_id TEXT NOT NULL,
-    holder TEXT NOT NULL,
-    expires_at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (scope, conversation_id)
-);

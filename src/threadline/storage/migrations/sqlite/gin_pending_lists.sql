@@ -1,0 +1,1 @@
+-- sqlite, gin_pending_lists: nothing. GIN pending lists are PostgreSQL's; FTS5 merges its own segments.

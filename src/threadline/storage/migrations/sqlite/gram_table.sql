@@ -1,0 +1,2 @@
+-- sqlite, gram_table: nothing. SQLite has kept its n-grams in a table of their own (message_grams)
+-- since gram_index.

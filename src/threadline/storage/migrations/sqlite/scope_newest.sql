@@ -1,0 +1,2 @@
+-- sqlite, scope_newest: nothing. SQLite answers a search of frequent words from FTS5's own rowid
+-- order (see storage/index/_sqlite.py); the (scope, id) index is PostgreSQL's.

@@ -1,0 +1,268 @@
+"""The walls between Threadline's packages, held by reading the source (ARCHITECTURE.md, "Layers").
+
+1. The order of packages: a module imports only its own package and the packages before it in
+   `ORDER`, at module level, inside functions and under `TYPE_CHECKING` alike. `ui` imports only
+   `messages` and `exceptions`. A pinned public name that would cross the order resolves lazily
+   through its module's `__getattr__`, and only the re-exports in `LAZY_REEXPORTS` may.
+2. Private means private: no module imports another package's `_x` module (what siblings need is
+   exported, or named in a small public-internal module such as `messages.wire`). An import made
+   inside a function reaches another package only for a module that needs an optional extra
+   (`OPTIONAL`) or for a listed lazy re-export.
+3. Trust owns every MAC: no module outside `threadline.trust` imports `hmac`.
+
+Each rule is checked on the tree and, to show the check can fail, on a module with the forbidden
+import added.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from dataclasses import dataclass
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parents[1] / 'src' / 'threadline'
+
+ORDER: tuple[str, ...] = (
+    'exceptions',
+    '_uuid',
+    '_public',
+    'messages',
+    'trust',
+    '_errors',
+    'storage',
+    'models',
+    'agent',
+    'usage',
+    'toolsets',
+    'realtime',
+    'capabilities',
+    'audit',
+    'steps',
+    'search',
+    'memory',
+    'ui',
+    'server',
+    'cli',
+    '__init__',  # the package itself: `from threadline import Agent` gathers what users import first
+    '__main__',
+)
+"""Every package and top-level module of `threadline`, each allowed to import those before it."""
+
+UI_MAY_IMPORT = frozenset({'exceptions', 'messages', 'ui'})
+
+LAZY_REEXPORTS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ('threadline.storage', 'threadline.steps'),  # StepPersistence, continue_run, ... (pinned)
+        ('threadline.models.anthropic', 'threadline.memory.anthropic'),  # MemoryTool (pinned)
+        # `import threadline` does not load the storage layer; these two load it when first used
+        ('threadline', 'threadline.search'),  # ConversationSearch
+        ('threadline', 'threadline.memory'),  # Memory
+    }
+)
+"""(module whose `__getattr__` re-exports, module it imports from): the only imports against the
+order, or made inside a function without an optional extra. The module may also import the names
+under `TYPE_CHECKING`, for type checkers."""
+
+OPTIONAL: frozenset[str] = frozenset(
+    {
+        'threadline.models.anthropic',
+        'threadline.models.google',
+        'threadline.models.openai',
+        'threadline.models.openai_responses',
+        'threadline.server',
+        'threadline.storage.postgres',
+        'threadline.ui.ag_ui',
+        'threadline.ui.vercel_ai',
+    }
+)
+"""Modules that import an optional extra (a provider SDK, psycopg, starlette, ag-ui) when loaded:
+the only ones another package may import inside a function, so that a command or an import that
+does not use the extra does not need it."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import of a Threadline module, as the checks see it."""
+
+    source: str  # the importing module, dotted
+    target: str  # the module imported (for `from m import n`, `m.n` when that is a module)
+    line: int
+    in_function: str | None  # the enclosing function's name, if any
+    type_only: bool  # under `if TYPE_CHECKING:`
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix('').parts)
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def room(module: str) -> str:
+    """The entry of `ORDER` a dotted module belongs to."""
+    parts = module.split('.')
+    return parts[1] if len(parts) > 1 else '__init__'
+
+
+def is_lazy(imp: Import) -> bool:
+    return (imp.source, imp.target) in LAZY_REEXPORTS and (imp.in_function == '__getattr__' or imp.type_only)
+
+
+def needs_extra(module: str) -> bool:
+    return any(module == m or module.startswith(m + '.') for m in OPTIONAL)
+
+
+def is_module(dotted: str) -> bool:
+    path = SRC.parent.joinpath(*dotted.split('.'))
+    return path.with_suffix('.py').is_file() or (path / '__init__.py').is_file()
+
+
+def imports_of(source: str, tree: ast.Module) -> list[Import]:
+    found: list[Import] = []
+
+    def visit(node: ast.AST, function: str | None, type_only: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, function or child.name, type_only)
+            elif isinstance(child, ast.If) and ast.unparse(child.test) in ('TYPE_CHECKING', 'typing.TYPE_CHECKING'):
+                visit(child, function, True)
+            elif isinstance(child, ast.Import):
+                found.extend(
+                    Import(source, alias.name, child.lineno, function, type_only)
+                    for alias in child.names
+                    if alias.name.split('.')[0] in ('threadline', 'hmac')
+                )
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                if child.module.split('.')[0] not in ('threadline', 'hmac'):
+                    continue
+                for alias in child.names:
+                    dotted = f'{child.module}.{alias.name}'
+                    target = dotted if is_module(dotted) else child.module
+                    found.append(Import(source, target, child.lineno, function, type_only))
+            else:
+                visit(child, function, type_only)
+
+    visit(tree, None, False)
+    return found
+
+
+def all_imports(extra: dict[str, str] | None = None) -> list[Import]:
+    """Every Threadline import in `src/`, plus those of `extra` ({dotted module: source text})."""
+    found: list[Import] = []
+    for path in sorted(SRC.rglob('*.py')):
+        found.extend(imports_of(module_name(path), ast.parse(path.read_text(), str(path))))
+    for source, text in (extra or {}).items():
+        found.extend(imports_of(source, ast.parse(text)))
+    return found
+
+
+def order_violations(imports: list[Import]) -> list[str]:
+    rank = {name: index for index, name in enumerate(ORDER)}
+    out = []
+    for imp in imports:
+        if imp.target.split('.')[0] != 'threadline':
+            continue
+        mine, theirs = room(imp.source), room(imp.target)
+        if imp.target == 'threadline':
+            theirs = '__init__'
+        if mine == theirs:
+            continue
+        if is_lazy(imp):
+            continue
+        if mine == 'ui' and theirs not in UI_MAY_IMPORT:
+            out.append(f'{imp.source}:{imp.line} imports {imp.target}: ui imports only messages and exceptions')
+        elif rank[theirs] > rank[mine]:
+            out.append(f'{imp.source}:{imp.line} imports {imp.target}, which comes after {mine} in the order')
+    return out
+
+
+def private_violations(imports: list[Import]) -> list[str]:
+    out = []
+    for imp in imports:
+        if imp.target.split('.')[0] != 'threadline' or room(imp.source) == room(imp.target):
+            continue
+        inside = imp.target.split('.')[2:]
+        if any(part.startswith('_') for part in inside):
+            out.append(f'{imp.source}:{imp.line} imports {imp.target}, a private module of another package')
+        elif imp.in_function and not imp.type_only and not is_lazy(imp) and not needs_extra(imp.target):
+            out.append(
+                f'{imp.source}:{imp.line} imports {imp.target} inside {imp.in_function}(): import it at the '
+                'top, or list the module in OPTIONAL if it needs an optional extra'
+            )
+    return out
+
+
+def mac_violations(imports: list[Import]) -> list[str]:
+    return [
+        f'{imp.source}:{imp.line} imports hmac: keyed digests are computed by threadline.trust (trust.keys.mac)'
+        for imp in imports
+        if imp.target.split('.')[0] == 'hmac' and room(imp.source) != 'trust'
+    ]
+
+
+def test_every_package_has_a_place_in_the_order() -> None:
+    rooms = {room(module_name(path)) for path in SRC.rglob('*.py') if path.name != 'py.typed'}
+    assert rooms <= set(ORDER), f'add {sorted(rooms - set(ORDER))} to ORDER (and to ARCHITECTURE.md)'
+
+
+def test_packages_import_only_the_packages_before_them() -> None:
+    assert order_violations(all_imports()) == []
+
+
+def test_no_package_imports_another_packages_private_modules() -> None:
+    assert private_violations(all_imports()) == []
+
+
+def test_only_trust_computes_a_mac() -> None:
+    assert mac_violations(all_imports()) == []
+
+
+def test_lazy_reexports_are_the_listed_ones_and_still_resolve() -> None:
+    import importlib
+
+    for module, target in LAZY_REEXPORTS:
+        assert is_module(target), f'{target} is listed as a lazy re-export but does not exist'
+        namespace, source = importlib.import_module(module), importlib.import_module(target)
+        lazy = [name for name in namespace.__all__ if name not in vars(namespace) and name in source.__all__]
+        assert lazy, f'{module} re-exports nothing of {target} lazily any more: drop it from LAZY_REEXPORTS'
+        for name in lazy:
+            assert getattr(namespace, name) is getattr(source, name)
+
+
+# -- the checks fail when a forbidden import is added --------------------------------------------
+
+FORBIDDEN = {
+    'order': ('threadline.messages._planted', 'from threadline.agent import Agent\n'),
+    'order-type-only': (
+        'threadline.trust._planted',
+        'if TYPE_CHECKING:\n    from threadline.storage import SQLiteStore\n',
+    ),
+    'ui': ('threadline.ui._planted', 'from threadline.storage import SQLiteStore\n'),
+    'lazy-elsewhere': (
+        'threadline.storage._planted',
+        'def load():\n    from threadline.steps import StepPersistence\n',
+    ),
+    'private': ('threadline.search._planted', 'from threadline.storage.index._query import parse_query\n'),
+    'private-from': ('threadline.server._planted', 'from threadline.messages import _codec\n'),
+    'in-function': ('threadline.cli._planted', 'def f():\n    from threadline.storage import SQLiteStore\n'),
+    'mac': ('threadline.storage._planted', 'import hmac\n'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(FORBIDDEN))
+def test_a_planted_forbidden_import_is_reported(case: str) -> None:
+    module, text = FORBIDDEN[case]
+    planted = imports_of(module, ast.parse(text))
+    reported = order_violations(planted) + private_violations(planted) + mac_violations(planted)
+    assert reported, f'the {case!r} import was not reported'
+    assert all(line.startswith(module) for line in reported)
+
+
+def test_an_allowed_import_is_not_reported() -> None:
+    text = (
+        'from threadline.messages import ModelMessage\n'
+        'from threadline.storage.index import parse_query\n'
+        'def serve():\n    from threadline.server import create_app\n'
+    )
+    planted = imports_of('threadline.cli._planted', ast.parse(text))
+    assert order_violations(planted) + private_violations(planted) + mac_violations(planted) == []
