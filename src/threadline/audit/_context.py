@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from threadline.audit._contract import PromptContract
 from threadline.exceptions import UserError
-from threadline.storage import AsyncStore
+from threadline.storage import AsyncStore, SyncStore
 from threadline.trust import Envelope, Keyring
 
 __all__ = ['AuditContext']
@@ -40,7 +40,7 @@ class AuditContext:
 
     source: Literal['store', 'client']
     prompt_contract: PromptContract | None = None
-    store: AsyncStore[Any] | None = None
+    store: AsyncStore[SyncStore] | None = None
     scope: str | None = None
     loaded_scope: str | None = None
     conversation_id: str | None = None

@@ -8,11 +8,12 @@ from typing import Any, Literal
 
 from threadline.audit._events import keyed_hash
 from threadline.exceptions import UserError
+from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['PromptContract', 'keyed_hash', 'resolve_key']
 
 
-def resolve_key(key: bytes | str | None, store: Any = None) -> bytes:
+def resolve_key(key: bytes | str | None, store: AsyncStore[SyncStore] | None = None) -> bytes:
     """The audit key: given, else `THREADLINE_AUDIT_KEY`, else the store's own key."""
     if isinstance(key, str):
         return key.encode()
@@ -22,7 +23,7 @@ def resolve_key(key: bytes | str | None, store: Any = None) -> bytes:
     if configured:
         return configured.encode()
     if store is not None:
-        return store.sync.audit_key()  # type: ignore[no-any-return]
+        return store.sync.audit_key()
     raise UserError('no audit key: pass key=, set THREADLINE_AUDIT_KEY, or give the store (it keeps one)')
 
 
@@ -41,11 +42,15 @@ class PromptContract:
     kind: Literal['system_prompt', 'dynamic_instructions', 'unchecked'] = 'system_prompt'
 
     @classmethod
-    def for_text(cls, text: str, *, name: str, key: bytes | str | None = None, store: Any = None) -> PromptContract:
+    def for_text(
+        cls, text: str, *, name: str, key: bytes | str | None = None, store: AsyncStore[SyncStore] | None = None
+    ) -> PromptContract:
         return cls(name, keyed_hash(resolve_key(key, store), text, 64))
 
     @classmethod
-    def for_agent(cls, agent: Any, *, name: str, key: bytes | str | None = None, store: Any = None) -> PromptContract:
+    def for_agent(
+        cls, agent: Any, *, name: str, key: bytes | str | None = None, store: AsyncStore[SyncStore] | None = None
+    ) -> PromptContract:
         """The contract of `agent`'s static system prompt."""
         parts = [p for p in getattr(agent, '_system_prompts', []) if isinstance(p, str)]
         if not parts:

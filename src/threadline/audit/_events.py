@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from threadline.messages import RepairEvent
-from threadline.storage import AsyncStore, AuditEvent
+from threadline.storage import AsyncStore, AuditEvent, SyncStore
 from threadline.trust.keys import mac_hex, text_bytes
 
 __all__ = ['audit_events_from_repair', 'keyed_hash', 'record_repair_events']
@@ -35,7 +34,7 @@ def audit_events_from_repair(
 
 
 def record_repair_events(
-    store: AsyncStore[Any], events: Sequence[RepairEvent], *, conversation_id: str, scope: str
+    store: AsyncStore[SyncStore], events: Sequence[RepairEvent], *, conversation_id: str, scope: str
 ) -> None:
     """Write the audit events of a run's repair to the store, keyed with the store's audit key."""
     if events:

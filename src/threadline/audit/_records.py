@@ -22,7 +22,7 @@ from threadline.messages import (
     sanitize_report,
 )
 from threadline.messages.wire import SYNTHESIZED_METADATA_KEY
-from threadline.storage import AsyncStore, AuditEvent
+from threadline.storage import AsyncStore, AuditEvent, SyncStore
 
 __all__ = [
     'audit_events_from_repair',
@@ -35,7 +35,7 @@ __all__ = [
 
 
 def reconcile_tool_call(
-    store: AsyncStore[Any],
+    store: AsyncStore[SyncStore],
     conversation_id: str,
     tool_call_id: str,
     *,
@@ -88,7 +88,7 @@ def reconcile_tool_call(
 
 
 def _close_ledger(
-    store: AsyncStore[Any], conversation_id: str, tool_call_id: str, *, scope: str, evidence: str
+    store: AsyncStore[SyncStore], conversation_id: str, tool_call_id: str, *, scope: str, evidence: str
 ) -> None:
     """Mark the call's ledger row completed: its effect is known now (the summary says how)."""
     for effect in store.sync.tool_effects_for_conversation(conversation_id, scope=scope):
@@ -108,7 +108,7 @@ def audit_events_from_sanitize(
 
 
 def sanitize_loaded(
-    store: AsyncStore[Any],
+    store: AsyncStore[SyncStore],
     conversation_id: str,
     messages: Sequence[ModelMessage],
     *,
@@ -127,7 +127,7 @@ def sanitize_loaded(
     return sanitized
 
 
-def release_quarantine(store: AsyncStore[Any], conversation_id: str, *, scope: str, reason: str) -> None:
+def release_quarantine(store: AsyncStore[SyncStore], conversation_id: str, *, scope: str, reason: str) -> None:
     """Lift a quarantine after review, and record that it was lifted as a content-free audit event.
     `reason` (who reviewed it, a ticket id) is required so a release is always a decision; like all
     audit events, the record holds no free text."""

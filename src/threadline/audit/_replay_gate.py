@@ -10,7 +10,7 @@ from threadline.audit._audit import audit_history
 from threadline.audit._context import AuditContext
 from threadline.audit._report import AuditReport
 from threadline.capabilities import AbstractCapability
-from threadline.exceptions import ThreadlineError
+from threadline.exceptions import ThreadlineError, UserError
 
 if TYPE_CHECKING:
     from threadline.agent import RunContext
@@ -58,10 +58,10 @@ class ReplayGate(AbstractCapability[Any]):
         if report.verdict in self.allow:
             return
         if self.quarantine and context.store is not None and context.conversation_id is not None:
+            scope = context.loaded_scope or context.scope
+            if scope is None:
+                raise UserError("ReplayGate(quarantine=True) needs the audit context's scope to quarantine in")
             await asyncio.to_thread(
-                context.store.sync.quarantine,
-                context.conversation_id,
-                scope=context.loaded_scope or context.scope,
-                report=report.to_dict(),
+                context.store.sync.quarantine, context.conversation_id, scope=scope, report=report.to_dict()
             )
         raise ReplayRefused(report)

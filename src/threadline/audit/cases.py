@@ -24,6 +24,7 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['SYSTEM_PROMPT', 'AuditCase', 'build_cases']
 
@@ -94,7 +95,9 @@ def _round_trips(messages: list[ModelMessage]) -> bool:
     return ModelMessagesTypeAdapter.dump_json(ModelMessagesTypeAdapter.validate_json(raw)) == raw
 
 
-def build_cases(store: Any, *, key: bytes | None = None, now: datetime | None = None) -> list[AuditCase]:
+def build_cases(
+    store: AsyncStore[SyncStore], *, key: bytes | None = None, now: datetime | None = None
+) -> list[AuditCase]:
     """Write every case into `store` and return them in the table's order."""
     key = resolve_key(key, store)
     now = now or datetime.now(tz=UTC)

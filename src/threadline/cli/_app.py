@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from threadline.exceptions import ConversationNotFound, ThreadlineError
-from threadline.storage import FileStore, SQLiteStore, open_store
+from threadline.storage import AsyncStore, FileBackend, FileStore, SQLiteStore, SQLStore, open_store
 
 __all__ = [
     'refuse_if_tampered',
@@ -58,6 +58,10 @@ def default_scope() -> str:
     return os.environ.get('THREADLINE_SCOPE', 'local')
 
 
+CliStore = AsyncStore[SQLStore] | AsyncStore[FileBackend]
+"""The stores `--db` can name (see `open_store`): each has a seal and, for SQL, migrations."""
+
+
 class State:
     last_scope: str | None = None
     """The scope of the command being run, named by error messages (not found in scope ...)."""
@@ -69,28 +73,28 @@ class State:
             raise click.UsageError('--scope (or THREADLINE_SCOPE) must not be empty: name the tenant or owner')
         State.last_scope = self.scope
         self.debug = debug
-        self._store: Any = None
+        self._store: CliStore | None = None
         self._read_only = False
 
     @property
-    def store(self) -> Any:
+    def store(self) -> CliStore:
         """The store, for commands that write (created, with its directories, if it is new)."""
         if self._store is None:
             self._store = open_store(self.db)
         return self._store
 
     @property
-    def existing(self) -> Any:
+    def existing(self) -> CliStore:
         """The store, for writes that need data already there (fork, delete): a missing database
         is an error rather than created empty."""
-        self.reader  # noqa: B018 - refuses a database that does not exist
+        reader = self.reader  # refuses a database that does not exist
         if self._read_only:
-            self._store.close()
+            reader.close()
             self._store, self._read_only = None, False
         return self.store
 
     @property
-    def reader(self) -> Any:
+    def reader(self) -> CliStore:
         """The store, for commands that only read: a database that does not exist is an error, not
         created, and a SQLite file is opened read-only (so it can be read in a read-only place)."""
         if self._store is not None:
@@ -112,14 +116,14 @@ class State:
         return self._store
 
 
-def warn_if_tampered(store: Any, conversation_id: str, scope: str) -> None:
+def warn_if_tampered(store: CliStore, conversation_id: str, scope: str) -> None:
     """Say so on stderr when the stored conversation fails its hash chain or its keyed seal."""
     check = store.sync.verify(conversation_id, scope=scope)
     if not check.ok:
         click.echo(f'warning: conversation {conversation_id!r} {_failure(check)}', err=True)
 
 
-def refuse_if_tampered(store: Any, conversation_id: str, scope: str, *, force: bool, doing: str) -> None:
+def refuse_if_tampered(store: CliStore, conversation_id: str, scope: str, *, force: bool, doing: str) -> None:
     """Refuse to pass on a conversation that fails its hash chain or seal, unless --force."""
     check = store.sync.verify(conversation_id, scope=scope)
     if check.ok:

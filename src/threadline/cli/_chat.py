@@ -14,6 +14,7 @@ from threadline.agent import Agent, DeferredToolRequests, DeferredToolResults, T
 from threadline.cli._app import cli, console, one_line, shared_options, state_for, warn_if_tampered
 from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
 from threadline.models import UnknownModel, infer_model
+from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['chat', 'demo', 'prompt']
 
@@ -240,7 +241,13 @@ class _Session:
     stored on top of them."""
 
     def __init__(
-        self, store: Any, scope: str, conversation_id: str, *, persists_steps: bool, settings: Any = None
+        self,
+        store: AsyncStore[SyncStore],
+        scope: str,
+        conversation_id: str,
+        *,
+        persists_steps: bool,
+        settings: Any = None,
     ) -> None:
         self.store, self.scope, self.conversation_id = store, scope, conversation_id
         self.settings = settings

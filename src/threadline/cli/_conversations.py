@@ -26,7 +26,7 @@ from threadline.cli._app import (
 )
 from threadline.exceptions import ConversationNotFound, MessageValidationError
 from threadline.messages import ModelMessagesTypeAdapter
-from threadline.storage import EVERY_SCOPE
+from threadline.storage import EVERY_SCOPE, SyncStore
 
 __all__ = ['conversations']
 
@@ -104,7 +104,7 @@ def list_conversations(
         click.echo(f'{count} of {total} (use -n 0 for all)', err=True)
 
 
-def _used_model(store: Any, conversation_id: str, scope: str, model: str) -> bool:
+def _used_model(store: SyncStore, conversation_id: str, scope: str, model: str) -> bool:
     """Whether a run of the conversation used `model` (its name contains it: `gpt-5.2` matches
     `gpt-5.2-2026-01-01`)."""
     return any(model in (run.model_name or '') for run in store.list_runs(conversation_id, scope=scope))
@@ -114,7 +114,7 @@ def _tokens(usage: Any) -> dict[str, int]:
     return {'input_tokens': usage.input_tokens, 'output_tokens': usage.output_tokens}
 
 
-def _other_scopes(store: Any, scope: str) -> None:
+def _other_scopes(store: SyncStore, scope: str) -> None:
     """When this scope holds nothing, say which scopes do (the usual cause is a wrong --scope)."""
 
     others = {name: n for name, n in store.scope_counts(EVERY_SCOPE).items() if name != scope and n}
@@ -426,7 +426,7 @@ def prune(
         click.echo(f'deleted {len(deleted)} conversation(s)')
 
 
-def _prune_every_scope(store: Any, cutoff: datetime | None, keep_last: int | None) -> list[str]:
+def _prune_every_scope(store: SyncStore, cutoff: datetime | None, keep_last: int | None) -> list[str]:
     """Prune scope by scope with a bar over the scopes, then once across every scope for what the
     loop could not see (a scope made meanwhile, notebooks in a scope without conversations)."""
 
@@ -442,7 +442,7 @@ def _prune_every_scope(store: Any, cutoff: datetime | None, keep_last: int | Non
     return deleted
 
 
-def _delete_each(store: Any, conversation_ids: list[str], scope: str) -> list[str]:
+def _delete_each(store: SyncStore, conversation_ids: list[str], scope: str) -> list[str]:
     """Delete the conversations one by one, with a progress bar at a terminal; the ids deleted (one
     deleted meanwhile by someone else is skipped)."""
 

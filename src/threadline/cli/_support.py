@@ -15,7 +15,7 @@ from typing import Any
 
 from threadline.agent import Agent, DeferredToolRequests, RunContext
 from threadline.models.demo import DemoModel
-from threadline.storage import StepPersistence, annotate_tool_effect
+from threadline.storage import AsyncStore, StepPersistence, SyncStore, annotate_tool_effect
 
 __all__ = ['SUPPORT_PROMPT', 'Payments', 'support_agent']
 
@@ -50,7 +50,9 @@ class Payments:
         return record
 
 
-def support_agent(store: Any, scope: str, payments: Payments, *, approve_refunds: bool = False) -> Agent[Any, Any]:
+def support_agent(
+    store: AsyncStore[SyncStore], scope: str, payments: Payments, *, approve_refunds: bool = False
+) -> Agent[Any, Any]:
     """The support agent, persisting every step into `store`. With `approve_refunds` a refund
     waits for a person's approval (the run ends with `DeferredToolRequests`)."""
     agent: Agent[Any, Any] = Agent(

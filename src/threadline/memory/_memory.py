@@ -37,7 +37,7 @@ from threadline.exceptions import ConflictError, ModelRetry, UserError
 from threadline.memory._notebook import delete_section, excerpt, find_section, parse, write_section
 from threadline.messages import ModelRequest, UserPromptPart
 from threadline.messages.framing import neutralize
-from threadline.storage import AsyncStore
+from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['Memory']
 
@@ -59,7 +59,7 @@ class Memory(AbstractCapability[Any]):
 
     def __init__(
         self,
-        store: AsyncStore[Any],
+        store: AsyncStore[SyncStore],
         *,
         scope: str | Callable[[RunContext[Any]], str],
         namespace: str | Callable[[RunContext[Any]], str],

@@ -34,6 +34,7 @@ from threadline.agent import RunContext, Tool
 from threadline.agent.capability import AbstractCapability
 from threadline.agent.tools import FunctionToolset
 from threadline.exceptions import ConflictError, ModelRetry, UserError
+from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['ANTHROPIC_MEMORY_TOOL', 'MemoryTool']
 
@@ -241,7 +242,7 @@ class MemoryTool(AbstractCapability[Any]):
 
     def __init__(
         self,
-        store: Any = None,
+        store: AsyncStore[SyncStore] | None = None,
         *,
         scope: str | Callable[[RunContext[Any]], str] | None = None,
         namespace: str | Callable[[RunContext[Any]], str] | None = None,
@@ -296,6 +297,7 @@ class MemoryTool(AbstractCapability[Any]):
     def _in_notebook(self, ctx: RunContext[Any], command: str, args: dict[str, Any]) -> str:
         """One command as one compare-and-set write of the namespace's notebook (retried on a
         concurrent writer; a retried tool call applies once)."""
+        assert self.store is not None  # __init__ takes a store or a directory, and _memory picked the store
         scope = self._resolve(ctx, self.scope, 'scope')
         name = self._resolve(ctx, self.namespace, 'namespace') + '/memories'
         store = self.store.sync

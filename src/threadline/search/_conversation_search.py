@@ -28,7 +28,7 @@ from threadline.agent import RunContext, Tool
 from threadline.agent.tools import FunctionToolset
 from threadline.capabilities import AbstractCapability
 from threadline.exceptions import ConversationNotFound, ModelRetry, UserError
-from threadline.storage import AsyncStore, SearchHit
+from threadline.storage import AsyncStore, SearchHit, SyncStore
 from threadline.storage.index import parse_query
 
 __all__ = ['ConversationSearch']
@@ -44,7 +44,7 @@ class ConversationSearch(AbstractCapability[Any]):
 
     def __init__(
         self,
-        store: AsyncStore[Any],
+        store: AsyncStore[SyncStore],
         *,
         scope: str | Callable[[RunContext[Any]], str],
         reach: Literal['conversation', 'scope'] = 'conversation',

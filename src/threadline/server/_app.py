@@ -27,28 +27,48 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from threadline.agent import Agent, DeferredToolResults, ToolDenied
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from threadline.agent import Agent, AgentRunResult, DeferredToolResults, ToolDenied
 from threadline.audit import AuditContext, PromptContract, audit_events_from_sanitize, audit_history
 from threadline.exceptions import ConflictError, ConversationNotFound
-from threadline.messages import AgentRunResultEvent, ModelResponse, ToolCallPart
+from threadline.messages import (
+    AgentRunResultEvent,
+    AgentStreamEvent,
+    ModelResponse,
+    StrippedItem,
+    ToolCallPart,
+    UserContent,
+)
+from threadline.server._auth import DEV_SCOPE, ApiKeyBackend, ScopeUser, refuse
 from threadline.server._requests import HTTPProblem, field, new_turn, query_int
 from threadline.server._stateless import signed_chunks, verified_history
 from threadline.server._turns import TurnBusy, TurnGate, turn_response
-from threadline.storage import AsyncStore
+from threadline.storage import AsyncStore, ConversationSummary, SearchHit, StoredConversation, SyncStore
 from threadline.trust import Keyring
-from threadline.trust.keys import same_tag
+from threadline.ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
 
 __all__ = ['DEV_SCOPE', 'create_app']
 
 logger = logging.getLogger('threadline.server')
-DEV_SCOPE = 'local'
+
+Prompt = str | Sequence[UserContent] | None
+RunEvent = AgentStreamEvent | AgentRunResultEvent
+Encoder = Callable[[AsyncIterator[RunEvent]], AsyncIterator[str]]
 
 
 def create_app(
-    store: AsyncStore[Any],
+    store: AsyncStore[SyncStore],
     agent: Agent[Any, Any],
     *,
     keys: Mapping[str, str] | None = None,
@@ -56,21 +76,14 @@ def create_app(
     stateless: Keyring | None = None,
     turn_wait: float = 15.0,
     lease_ttl: float = 60.0,
-) -> Any:
+) -> Starlette:
     """The app: `keys` maps API keys to scopes (None: dev mode, one local scope). With
     `stateless=<Keyring>` the chat endpoint keeps nothing: the client holds the history (see
     `_Server.chat_stateless`). `turn_wait`: how long a turn waits for the conversation's turn
     before a 409; `lease_ttl`: how long a server that died mid-turn blocks its conversation."""
-    from pathlib import Path
-
-    from starlette.applications import Starlette
-    from starlette.responses import FileResponse
-    from starlette.routing import Mount, Route
-    from starlette.staticfiles import StaticFiles
-
     static = Path(__file__).with_name('static')
 
-    server = _Server(store, agent, dict(keys) if keys is not None else None, max_body)
+    server = _Server(store, agent, max_body)
     server.turns = TurnGate(store, ttl=lease_ttl, wait=turn_wait)
     server.trust = stateless
     routes = [
@@ -85,31 +98,26 @@ def create_app(
         Route('/', lambda request: FileResponse(static / 'index.html'), methods=['GET']),
         Mount('/static', StaticFiles(directory=static), name='static'),
     ]
-    return Starlette(routes=routes)
+    auth = Middleware(AuthenticationMiddleware, backend=ApiKeyBackend(keys), on_error=refuse)
+    return Starlette(routes=routes, middleware=[auth])
 
 
 class _Server:
-    def __init__(self, store: AsyncStore[Any], agent: Agent[Any, Any], keys: dict[str, str] | None, max_body: int):
-        self.store, self.agent, self.keys, self.max_body = store, agent, keys, max_body
+    def __init__(self, store: AsyncStore[SyncStore], agent: Agent[Any, Any], max_body: int):
+        self.store, self.agent, self.max_body = store, agent, max_body
         self.trust: Keyring | None = None
         self.turns = TurnGate(store)
 
     # -- plumbing ---------------------------------------------------------------------------------
-    def scope(self, request: Any) -> str:
-        """The caller's scope from its API key (see the module docstring)."""
-        if self.keys is None:
-            return DEV_SCOPE
-        header = request.headers.get('authorization', '')
-        given = header[7:] if header.lower().startswith('bearer ') else request.headers.get('x-api-key', '')
-        found = None
-        for key, scope in self.keys.items():  # every key is compared, so timing says nothing of which
-            if same_tag(key, given):
-                found = scope
-        if not given or found is None:
+    @staticmethod
+    def scope(request: Request) -> str:
+        """The caller's scope, as `ApiKeyBackend` authenticated it (see `_auth.py`)."""
+        user = request.user
+        if not isinstance(user, ScopeUser):  # only /api/ routes are authenticated, and only they ask
             raise HTTPProblem(401, 'an API key is required (Authorization: Bearer <key>)')
-        return found
+        return user.scope
 
-    async def body(self, request: Any) -> Any:
+    async def body(self, request: Request) -> object:
         length = request.headers.get('content-length')
         if length is not None and length.isdigit() and int(length) > self.max_body:
             raise HTTPProblem(413, f'the body is over {self.max_body} bytes')
@@ -122,12 +130,10 @@ class _Server:
             raise HTTPProblem(400, f'the body is not JSON: {exc}') from None
 
     @staticmethod
-    def problem(error: HTTPProblem) -> Any:
-        from starlette.responses import JSONResponse
-
+    def problem(error: HTTPProblem) -> Response:
         return JSONResponse({'error': error.message}, status_code=error.status)
 
-    async def handle(self, request: Any, action: Any) -> Any:
+    async def handle(self, request: Request, action: Callable[[str], Awaitable[Response]]) -> Response:
         try:
             return await action(self.scope(request))
         except HTTPProblem as error:
@@ -138,15 +144,11 @@ class _Server:
             return self.problem(HTTPProblem(409, str(busy)))
 
     # -- endpoints --------------------------------------------------------------------------------
-    async def health(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse
-
+    async def health(self, request: Request) -> Response:
         return JSONResponse({'ok': True})
 
-    async def conversations(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse
-
-        async def action(scope: str) -> Any:
+    async def conversations(self, request: Request) -> Response:
+        async def action(scope: str) -> Response:
             limit = query_int(request.query_params.get('limit'), 50, 'limit')
             offset = query_int(request.query_params.get('offset'), 0, 'offset')
             query = request.query_params.get('q')
@@ -158,14 +160,10 @@ class _Server:
 
         return await self.handle(request, action)
 
-    async def conversation(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse, Response
+    async def conversation(self, request: Request) -> Response:
+        cid: str = request.path_params['cid']
 
-        from threadline.ui.vercel_ai import VercelAIAdapter
-
-        cid = request.path_params['cid']
-
-        async def action(scope: str) -> Any:
+        async def action(scope: str) -> Response:
             if request.method == 'DELETE':
                 await self.store.load(cid, scope=scope, last=1)  # another scope's is not found: 404
                 await self.store.delete(cid, scope=scope)
@@ -183,22 +181,18 @@ class _Server:
 
         return await self.handle(request, action)
 
-    async def fork(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse
+    async def fork(self, request: Request) -> Response:
+        cid: str = request.path_params['cid']
 
-        cid = request.path_params['cid']
-
-        async def action(scope: str) -> Any:
+        async def action(scope: str) -> Response:
             return JSONResponse({'id': await self.store.fork(cid, scope=scope)}, status_code=201)
 
         return await self.handle(request, action)
 
-    async def audit(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse
+    async def audit(self, request: Request) -> Response:
+        cid: str = request.path_params['cid']
 
-        cid = request.path_params['cid']
-
-        async def action(scope: str) -> Any:
+        async def action(scope: str) -> Response:
             stored = await self.store.load(cid, scope=scope)
             context = AuditContext(
                 source='store',
@@ -213,11 +207,8 @@ class _Server:
 
         return await self.handle(request, action)
 
-    async def chat(self, request: Any) -> Any:
-
-        from threadline.ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
-
-        async def action(scope: str) -> Any:
+    async def chat(self, request: Request) -> Response:
+        async def action(scope: str) -> Response:
             body = await self.body(request)
             cid, messages = field(body, 'id', str), field(body, 'messages', list)
             prompt, stripped = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
@@ -225,7 +216,7 @@ class _Server:
 
         return await self.handle(request, action)
 
-    async def chat_stateless(self, request: Any) -> Any:
+    async def chat_stateless(self, request: Request) -> Response:
         """Stateless mode: the client holds the history. Rules:
         - the body carries `history` (Threadline's JSON of the conversation so far) and the
           `envelope` the server signed it with, both from the previous answer (neither on a
@@ -234,11 +225,8 @@ class _Server:
           added but user turns, is refused: 400 `UNTRUSTED_HISTORY` with the reason;
         - the answer's stream ends with a `data-threadline` chunk carrying the new history and
           its envelope, for the next request; nothing is stored on the server."""
-        from starlette.responses import StreamingResponse
 
-        from threadline.ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse
-
-        async def action(scope: str) -> Any:
+        async def action(scope: str) -> Response:
             assert self.trust is not None
             body = await self.body(request)
             cid, messages = field(body, 'id', str), field(body, 'messages', list)
@@ -249,17 +237,14 @@ class _Server:
 
         return await self.handle(request, action)
 
-    async def approvals(self, request: Any) -> Any:
+    async def approvals(self, request: Request) -> Response:
         """Resume a run paused on tool calls that need approval. Rules: the pause is the server's
         (the stored conversation ends with the response that made the calls); the request names
         each pending call by id with `true` (approve) or `false` (deny); an id that is not
         pending there is a 400. The resumed run streams like a chat turn and is saved the same way."""
+        cid: str = request.path_params['cid']
 
-        from threadline.ui.vercel_ai import STREAM_HEADERS, sse, ui_message_chunks
-
-        cid = request.path_params['cid']
-
-        async def action(scope: str) -> Any:
+        async def action(scope: str) -> Response:
             decisions = field(await self.body(request), 'approvals', dict)
             stored = await self.store.load(cid, scope=scope, last=1)  # the pause is in the tail
             tail = stored.messages[-1] if stored.messages else None
@@ -288,17 +273,16 @@ class _Server:
 
         return await self.handle(request, action)
 
-    async def ag_ui(self, request: Any) -> Any:
+    async def ag_ui(self, request: Request) -> Response:
+        from threadline.ui.ag_ui import AGUIAdapter, ag_ui_events, encode  # extra `ui`: only this endpoint needs it
 
-        from threadline.ui.ag_ui import AGUIAdapter, ag_ui_events, encode
-
-        async def action(scope: str) -> Any:
+        async def action(scope: str) -> Response:
             body = await self.body(request)
             cid, run_id = field(body, 'threadId', str), field(body, 'runId', str)
             messages = field(body, 'messages', list)
             prompt, stripped = new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
 
-            async def frames(events: AsyncIterator[Any]) -> AsyncIterator[str]:
+            async def frames(events: AsyncIterator[RunEvent]) -> AsyncIterator[str]:
                 async for event in ag_ui_events(events, thread_id=cid, run_id=run_id):
                     yield encode(event)
 
@@ -307,14 +291,13 @@ class _Server:
         return await self.handle(request, action)
 
     # -- runs -------------------------------------------------------------------------------------
-    async def _stored(self, cid: str, scope: str) -> Any:
+    async def _stored(self, cid: str, scope: str) -> StoredConversation | None:
         try:
             return await self.store.load(cid, scope=scope)
         except ConversationNotFound:
             return None
 
-    async def _record_stripped(self, cid: str, scope: str, stripped: list[Any], exists: bool) -> None:
-
+    async def _record_stripped(self, cid: str, scope: str, stripped: list[StrippedItem], exists: bool) -> None:
         if stripped and exists:  # a new conversation's are recorded once its first turn is stored
             await self.store.record_audit_events(
                 cid, audit_events_from_sanitize(stripped, conversation_id=cid), scope=scope
@@ -324,14 +307,14 @@ class _Server:
         self,
         cid: str,
         scope: str,
-        prompt: Any,
-        stripped: list[Any],
-        body: Callable[[AsyncIterator[Any]], AsyncIterator[Any]],
+        prompt: Prompt,
+        stripped: list[StrippedItem],
+        body: Encoder,
         headers: Mapping[str, str],
         *,
-        deferred: Any = None,
+        deferred: DeferredToolResults | None = None,
         expected: int | None = None,
-    ) -> Any:
+    ) -> Response:
         """The streamed response of one turn, once it is this conversation's turn (see `TurnGate`);
         the turn ends when the response does. `expected`: the revision the request was checked
         against (an approval); a conversation changed since is a 409."""
@@ -349,8 +332,14 @@ class _Server:
             raise
 
     async def _events(
-        self, cid: str, scope: str, stored: Any, prompt: Any, stripped: list[Any], deferred: Any
-    ) -> AsyncIterator[Any]:
+        self,
+        cid: str,
+        scope: str,
+        stored: StoredConversation | None,
+        prompt: Prompt,
+        stripped: list[StrippedItem],
+        deferred: DeferredToolResults | None,
+    ) -> AsyncIterator[RunEvent]:
         """The run's events over the stored history; the new messages are saved before the final
         event goes out, and what the turn stripped is recorded (for a new conversation, once stored)."""
 
@@ -368,7 +357,7 @@ class _Server:
                     await self._record_stripped(cid, scope, stripped, True)
             yield event
 
-    async def _save(self, result: Any, cid: str, scope: str, stored: Any) -> None:
+    async def _save(self, result: AgentRunResult[Any], cid: str, scope: str, stored: StoredConversation | None) -> None:
         try:
             await self.store.save(
                 result, scope=scope, conversation_id=cid, expected_revision=stored.revision if stored else None
@@ -380,11 +369,11 @@ class _Server:
             ) from None
 
 
-def _hit(hit: Any) -> dict[str, Any]:
+def _hit(hit: SearchHit) -> dict[str, object]:
     return {'conversationId': hit.conversation_id, 'position': hit.position, 'snippet': hit.snippet, 'role': hit.role}
 
 
-def _summary(row: Any) -> dict[str, Any]:
+def _summary(row: ConversationSummary) -> dict[str, object]:
     return {
         'id': row.conversation_id,
         'title': row.title,

@@ -3,15 +3,18 @@ wrong is an `HTTPProblem` naming the field (`messages[2].parts[0].type`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from threadline.exceptions import HTTPProblem
 from threadline.messages import ModelRequest, UserPromptPart
 
 __all__ = ['HTTPProblem', 'field', 'new_turn', 'query_int']
 
+T = TypeVar('T')
 
-def field(body: Any, name: str, kind: type) -> Any:
+
+def field(body: object, name: str, kind: type[T]) -> T:
+    """`body[name]`, which must be a `kind` (a non-empty one, for text), else a 400 naming it."""
     if not isinstance(body, dict):
         raise HTTPProblem(400, 'the body must be a JSON object')
     value = body.get(name)

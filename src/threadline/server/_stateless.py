@@ -7,16 +7,20 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from threadline.messages import AgentRunResultEvent, ModelMessagesTypeAdapter
+from threadline.agent import AgentRunResult
+from threadline.messages import AgentRunResultEvent, AgentStreamEvent, ModelMessage, ModelMessagesTypeAdapter
 from threadline.server._requests import HTTPProblem
 from threadline.trust import Envelope, Keyring, sign_history, verify_history
+from threadline.ui.vercel_ai import ui_message_chunks
 
 __all__ = ['signed_chunks', 'verified_history']
 
 
-def verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) -> list[Any]:
+def verified_history(body: object, cid: str, scope: str, keys: Keyring) -> list[ModelMessage]:
     """The history a stateless client sent back, if its envelope vouches for it (else 400)."""
 
+    if not isinstance(body, dict):
+        raise HTTPProblem(400, 'the body must be a JSON object')
     if body.get('history') is None and body.get('envelope') is None:
         return []  # a first turn
     try:
@@ -34,14 +38,12 @@ def verified_history(body: dict[str, Any], cid: str, scope: str, keys: Keyring) 
 
 
 async def signed_chunks(
-    events: AsyncIterator[Any], cid: str, scope: str, keys: Keyring
+    events: AsyncIterator[AgentStreamEvent | AgentRunResultEvent], cid: str, scope: str, keys: Keyring
 ) -> AsyncIterator[dict[str, Any]]:
     """The run's UI message chunks, with the new history and its envelope just before `finish`."""
-    from threadline.ui.vercel_ai import ui_message_chunks
+    results: list[AgentRunResult[Any]] = []
 
-    results: list[Any] = []
-
-    async def watched() -> AsyncIterator[Any]:
+    async def watched() -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
         async for event in events:
             if isinstance(event, AgentRunResultEvent):
                 results.append(event.result)

@@ -15,7 +15,6 @@ Rules (each tested):
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import socket
@@ -23,12 +22,14 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from threadline.exceptions import TurnBusy
-from threadline.storage import AsyncStore
+from threadline.storage import AsyncStore, SyncStore
 
-__all__ = ['TurnBusy', 'TurnGate', 'turn_response']
+__all__ = ['TurnBusy', 'TurnGate', 'TurnResponse', 'turn_response']
 
 logger = logging.getLogger('threadline.server')
 
@@ -36,7 +37,7 @@ logger = logging.getLogger('threadline.server')
 class TurnGate:
     """Admits one turn per conversation at a time (see the module docstring)."""
 
-    def __init__(self, store: AsyncStore[Any], *, ttl: float = 60.0, wait: float = 15.0) -> None:
+    def __init__(self, store: AsyncStore[SyncStore], *, ttl: float = 60.0, wait: float = 15.0) -> None:
         self.store, self.ttl, self.wait = store, ttl, wait
         self.holder = f'{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}'
         # Dropped when no turn holds or waits for it.
@@ -92,26 +93,25 @@ class TurnGate:
                 return
 
 
-def turn_response(body: AsyncIterator[Any], leave: Callable[[], Awaitable[None]], headers: Mapping[str, str]) -> Any:
+class TurnResponse(StreamingResponse):
     """A streaming response that calls `leave` when it ends, however it ends (even when the client
     is gone before the body starts, where a generator's `finally` would never run)."""
-    response = _turn_response_class()(body, headers=dict(headers))
-    response.leave = leave
-    return response
+
+    def __init__(
+        self, body: AsyncIterator[str], leave: Callable[[], Awaitable[None]], headers: Mapping[str, str]
+    ) -> None:
+        super().__init__(body, headers=dict(headers))
+        self.leave = leave
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.leave()
 
 
-@functools.cache
-def _turn_response_class() -> Any:
-    """The response class, made once (starlette is imported only when a server runs)."""
-    from starlette.responses import StreamingResponse
-
-    class TurnResponse(StreamingResponse):
-        leave: Callable[[], Awaitable[None]]
-
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            try:
-                await super().__call__(scope, receive, send)
-            finally:
-                await self.leave()
-
-    return TurnResponse
+def turn_response(
+    body: AsyncIterator[str], leave: Callable[[], Awaitable[None]], headers: Mapping[str, str]
+) -> TurnResponse:
+    """The response of one turn: `body` streamed, then `leave` (see `TurnResponse`)."""
+    return TurnResponse(body, leave, headers)

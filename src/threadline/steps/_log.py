@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from threadline.messages import ModelMessage
-from threadline.storage import AsyncStore, RunFinish, SnapshotMark, StepEvent, StepWrite, ToolEffect
+from threadline.storage import AsyncStore, RunFinish, SnapshotMark, StepEvent, StepWrite, SyncStore, ToolEffect
 
 __all__ = ['RunLog']
 
@@ -45,7 +45,7 @@ class _Undo:
 class RunLog:
     """The pending records of one run in one conversation, and its position in the stored log."""
 
-    store: AsyncStore[Any]
+    store: AsyncStore[SyncStore]
     conversation_id: str
     scope: str
     revision: int | None

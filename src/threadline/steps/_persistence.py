@@ -72,7 +72,7 @@ from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
 from threadline.messages.wire import encoder
 from threadline.steps._log import RunLog
 from threadline.steps._recovery import refuse_unknown_effects
-from threadline.storage import AsyncStore, RunFinish, RunStart, ToolEffect
+from threadline.storage import AsyncStore, RunFinish, RunStart, SyncStore, ToolEffect
 from threadline.storage.extend import NotNow, quarantined, to_python_output
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class StepPersistence(AbstractCapability[Any]):
 
     def __init__(
         self,
-        store: AsyncStore[Any],
+        store: AsyncStore[SyncStore],
         *,
         scope: str | Callable[[Any], str],
         include_content: bool = False,

@@ -4,15 +4,14 @@ from its latest snapshot, refused while a tool call's effect is unknown (for `St
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from threadline.exceptions import UnresolvedToolEffect
-from threadline.storage import AsyncStore, RecoveryInspection, StoredConversation, ToolEffect
+from threadline.storage import AsyncStore, RecoveryInspection, StoredConversation, SyncStore, ToolEffect
 
 __all__ = ['continue_run', 'fork_run', 'inspect_recovery', 'refuse_unknown_effects']
 
 
-async def inspect_recovery(store: AsyncStore[Any], run_id: str, *, scope: str) -> RecoveryInspection:
+async def inspect_recovery(store: AsyncStore[SyncStore], run_id: str, *, scope: str) -> RecoveryInspection:
     """What the store knows about `run_id` in `scope`: latest snapshot, latest settled one, and its
     tool effects, with calls still `started` reported as unknown (read-only; not permission to
     replay). A run of another scope looks exactly like one that does not exist."""
@@ -34,7 +33,7 @@ async def inspect_recovery(store: AsyncStore[Any], run_id: str, *, scope: str) -
 
 
 async def continue_run(
-    store: AsyncStore[Any],
+    store: AsyncStore[SyncStore],
     run_id: str,
     *,
     scope: str,
@@ -61,7 +60,7 @@ async def continue_run(
 
 
 async def fork_run(
-    store: AsyncStore[Any], run_id: str, *, scope: str, include_interrupted: bool = False
+    store: AsyncStore[SyncStore], run_id: str, *, scope: str, include_interrupted: bool = False
 ) -> StoredConversation:
     """A new conversation sharing the history up to the run's latest snapshot (no copy)."""
     snapshots = [

@@ -52,10 +52,10 @@ class _AsyncOp(Generic[P, R]):
     def __get__(self, store: None, owner: type) -> _AsyncOp[P, R]: ...
 
     @overload
-    def __get__(self, store: AsyncStore[Any], owner: type) -> Callable[P, Coroutine[Any, Any, R]]: ...
+    def __get__(self, store: AsyncStore[SyncStore], owner: type) -> Callable[P, Coroutine[Any, Any, R]]: ...
 
     def __get__(
-        self, store: AsyncStore[Any] | None, owner: type
+        self, store: AsyncStore[SyncStore] | None, owner: type
     ) -> _AsyncOp[P, R] | Callable[P, Coroutine[Any, Any, R]]:
         if store is None:
             return self
