@@ -67,54 +67,60 @@ class AbstractCapability(Generic[AgentDepsT]):
         """Instructions this capability adds to every request while it is active (None: none)."""
         return None
 
-    async def before_run(self, ctx: RunContext[Any]) -> None:
+    async def before_run(self, ctx: RunContext[AgentDepsT]) -> None:
         """Called once before the first node; raise to refuse the run."""
 
-    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+    async def after_run(self, ctx: RunContext[AgentDepsT], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         """Called once after the run produced its result; may return a different result."""
         return result
 
-    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+    async def on_run_error(self, ctx: RunContext[AgentDepsT], *, error: BaseException) -> AgentRunResult[Any]:
         """Called when the run failed; re-raise (the default) or return a result to recover."""
         raise error
 
-    async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
+    async def after_node_run(self, ctx: RunContext[AgentDepsT], *, node: AgentNode, result: NodeResult) -> NodeResult:
         """Called after each node ran with the node that comes next (or `End`)."""
         return result
 
     async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Called before each model request; may change what is sent."""
         return request_context
 
     async def after_model_request(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+        self, ctx: RunContext[AgentDepsT], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         """Called with each response before the run acts on it."""
         return response
 
     async def on_model_request_error(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+        self, ctx: RunContext[AgentDepsT], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
         """Called when a model request failed; re-raise or return a response to use instead."""
         raise error
 
     async def before_tool_execute(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+        self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
         """Called before a tool body runs, with its validated arguments; may change them or raise."""
         return args
 
     async def after_tool_execute(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        result: Any,
     ) -> Any:
         """Called with a tool's result; may return a different one."""
         return result
 
     async def on_tool_execute_error(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,
@@ -126,7 +132,7 @@ class AbstractCapability(Generic[AgentDepsT]):
 
     async def wrap_tool_execute(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,
@@ -138,20 +144,25 @@ class AbstractCapability(Generic[AgentDepsT]):
         return await handler(args)
 
     async def before_tool_validate(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: str | dict[str, Any] | None
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: str | dict[str, Any] | None,
     ) -> str | dict[str, Any] | None:
         """Called with the model's raw arguments (JSON text or a dict) before they are validated."""
         return args
 
     async def after_tool_validate(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+        self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
         """Called with the validated arguments (or those an error hook recovered with)."""
         return args
 
     async def on_tool_validate_error(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,
@@ -164,7 +175,7 @@ class AbstractCapability(Generic[AgentDepsT]):
 
     async def wrap_tool_validate(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,
@@ -177,7 +188,7 @@ class AbstractCapability(Generic[AgentDepsT]):
 
     async def wrap_model_request(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         *,
         request_context: ModelRequestContext,
         handler: Callable[[ModelRequestContext], Awaitable[ModelResponse]],
@@ -187,70 +198,70 @@ class AbstractCapability(Generic[AgentDepsT]):
         request is not wrapped (its response is consumed by the caller, outside any handler)."""
         return await handler(request_context)
 
-    async def before_node_run(self, ctx: RunContext[Any], *, node: AgentNode) -> AgentNode:
+    async def before_node_run(self, ctx: RunContext[AgentDepsT], *, node: AgentNode) -> AgentNode:
         """Called before each node runs; may return a different node to run."""
         return node
 
-    async def on_node_run_error(self, ctx: RunContext[Any], *, node: AgentNode, error: Exception) -> NodeResult:
+    async def on_node_run_error(self, ctx: RunContext[AgentDepsT], *, node: AgentNode, error: Exception) -> NodeResult:
         """Called when a node failed; re-raise (the default) or return the node to go on with."""
         raise error
 
     async def wrap_node_run(
-        self, ctx: RunContext[Any], *, node: AgentNode, handler: Callable[[AgentNode], Awaitable[NodeResult]]
+        self, ctx: RunContext[AgentDepsT], *, node: AgentNode, handler: Callable[[AgentNode], Awaitable[NodeResult]]
     ) -> NodeResult:
         """Encloses one node: `handler(node)` runs `before_node_run`, the node (with
         `on_node_run_error` recovery) and `after_node_run`, and returns the next node."""
         return await handler(node)
 
     async def wrap_run(
-        self, ctx: RunContext[Any], *, handler: Callable[[], Awaitable[AgentRunResult[Any]]]
+        self, ctx: RunContext[AgentDepsT], *, handler: Callable[[], Awaitable[AgentRunResult[Any]]]
     ) -> AgentRunResult[Any]:
         """Encloses a whole run driven by `run()` / `run_sync()`: `handler()` runs `before_run`,
         the run (with `on_run_error` recovery) and `after_run`. Runs driven node by node
         (`iter()`, streaming) are not wrapped: their caller holds the loop."""
         return await handler()
 
-    async def before_output_validate(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+    async def before_output_validate(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
         """Called with the raw output (a tool call's arguments, or the text) before it is validated."""
         return output
 
-    async def after_output_validate(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+    async def after_output_validate(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
         """Called with the validated output (or what an error hook recovered with)."""
         return output
 
     async def on_output_validate_error(
-        self, ctx: RunContext[Any], *, output_context: Any, output: Any, error: Exception
+        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, error: Exception
     ) -> Any:
         """Called when the output did not validate; re-raise, or return a validated output."""
         raise error
 
     async def wrap_output_validate(
-        self, ctx: RunContext[Any], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
+        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
     ) -> Any:
         """Encloses output validation: `handler(output)` runs the other validate hooks and validation."""
         return await handler(output)
 
-    async def before_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+    async def before_output_process(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
         """Called with the validated output before it is processed (an output function called)."""
         return output
 
-    async def after_output_process(self, ctx: RunContext[Any], *, output_context: Any, output: Any) -> Any:
+    async def after_output_process(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
         """Called with the processed output: what it returns is the run's output."""
         return output
 
     async def on_output_process_error(
-        self, ctx: RunContext[Any], *, output_context: Any, output: Any, error: Exception
+        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, error: Exception
     ) -> Any:
         """Called when processing failed (an output function raised); re-raise or return an output."""
         raise error
 
     async def wrap_output_process(
-        self, ctx: RunContext[Any], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
+        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
     ) -> Any:
         """Encloses output processing: `handler(output)` runs the other process hooks and the processing."""
         return await handler(output)
 
-    async def handle_deferred_tool_calls(self, ctx: RunContext[Any], *, requests: Any) -> Any:
+    async def handle_deferred_tool_calls(self, ctx: RunContext[AgentDepsT], *, requests: Any) -> Any:
         """Answer calls waiting on approval or an outside result (`DeferredToolRequests`) with
         `DeferredToolResults` so the run goes on; None (the default) leaves them to the caller."""
         return None
@@ -259,7 +270,7 @@ class AbstractCapability(Generic[AgentDepsT]):
         """The capability to attach when an agent is built with this one (default: itself)."""
         return self
 
-    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[AgentDepsT]:
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractCapability[AgentDepsT]:
         """The capability to use for one run (default: itself): return a fresh instance to keep
         per-run state off a capability that agents share."""
         return self

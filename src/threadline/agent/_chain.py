@@ -19,9 +19,10 @@ The run, the graph, the tool step and the stream never loop over capabilities th
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadline.agent._capability import HOOKS, AbstractCapability, ModelRequestContext
+from threadline.agent._context import AgentDepsT
 from threadline.messages import ModelResponse, ToolCallPart
 from threadline.models import ToolDefinition
 
@@ -37,9 +38,9 @@ T = TypeVar('T')
 RawArgs = str | dict[str, Any] | None
 
 
-def flatten(capabilities: Sequence[AbstractCapability[Any]]) -> list[AbstractCapability[Any]]:
+def flatten(capabilities: Sequence[AbstractCapability[AgentDepsT]]) -> list[AbstractCapability[AgentDepsT]]:
     """`capabilities` with each `CombinedCapability` replaced by its members, in place."""
-    out: list[AbstractCapability[Any]] = []
+    out: list[AbstractCapability[AgentDepsT]] = []
     for capability in capabilities:
         members = getattr(capability, 'combined', None)
         if members is not None:
@@ -49,10 +50,10 @@ def flatten(capabilities: Sequence[AbstractCapability[Any]]) -> list[AbstractCap
     return out
 
 
-class CapabilityChain(Sequence[AbstractCapability[Any]]):
+class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
     """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
 
-    def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:
+    def __init__(self, capabilities: Sequence[AbstractCapability[AgentDepsT]] = ()) -> None:
         from threadline.agent.tools._load import check_deferred
 
         self._all = tuple(flatten(capabilities))
@@ -60,9 +61,9 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
         self.loaded: frozenset[str] = frozenset()
         self._activate(tuple(c for c in self._all if not c.defer_loading))
 
-    def _activate(self, active: tuple[AbstractCapability[Any], ...]) -> None:
+    def _activate(self, active: tuple[AbstractCapability[AgentDepsT], ...]) -> None:
         self._forward = active
-        hooked: dict[str, list[AbstractCapability[Any]]] = {name: [] for name in HOOKS}
+        hooked: dict[str, list[AbstractCapability[AgentDepsT]]] = {name: [] for name in HOOKS}
         for capability in active:
             for name in capability.overridden_hooks():
                 hooked[name].append(capability)
@@ -92,13 +93,21 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     def __len__(self) -> int:
         return len(self._all)
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: int) -> AbstractCapability[AgentDepsT]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[AbstractCapability[AgentDepsT]]: ...
+
+    def __getitem__(
+        self, index: int | slice
+    ) -> AbstractCapability[AgentDepsT] | Sequence[AbstractCapability[AgentDepsT]]:
         return self._all[index]
 
-    def __iter__(self) -> Iterator[AbstractCapability[Any]]:
+    def __iter__(self) -> Iterator[AbstractCapability[AgentDepsT]]:
         return iter(self._all)
 
-    async def for_run(self, ctx: RunContext[Any]) -> CapabilityChain:
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> CapabilityChain[AgentDepsT]:
         """The chain of each capability's `for_run` instance (this chain when none changes)."""
         instances = [await c.for_run(ctx) for c in self._all]
         if all(new is old for new, old in zip(instances, self._all, strict=True)):
@@ -130,16 +139,16 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
 
     # --- the run ---------------------------------------------------------------------------------
 
-    async def before_run(self, ctx: RunContext[Any]) -> None:
+    async def before_run(self, ctx: RunContext[AgentDepsT]) -> None:
         for capability in self._hooked['before_run']:
             await capability.before_run(ctx)
 
-    async def after_run(self, ctx: RunContext[Any], result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+    async def after_run(self, ctx: RunContext[AgentDepsT], result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         for capability in self._reversed['after_run']:
             result = _kept(await capability.after_run(ctx, result=result), result)
         return result
 
-    async def on_run_error(self, ctx: RunContext[Any], error: Exception) -> AgentRunResult[Any]:
+    async def on_run_error(self, ctx: RunContext[AgentDepsT], error: Exception) -> AgentRunResult[Any]:
         for capability in self._reversed['on_run_error']:
             try:
                 return await capability.on_run_error(ctx, error=error)
@@ -147,7 +156,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
                 error = raised
         raise error
 
-    async def announce_cancelled(self, ctx: RunContext[Any], error: Exception) -> None:
+    async def announce_cancelled(self, ctx: RunContext[AgentDepsT], error: Exception) -> None:
         for capability in self._reversed['on_run_error']:
             try:
                 await capability.on_run_error(ctx, error=error)
@@ -155,7 +164,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
                 continue
 
     async def wrap_run(
-        self, ctx: RunContext[Any], handler: Callable[[], Awaitable[AgentRunResult[Any]]]
+        self, ctx: RunContext[AgentDepsT], handler: Callable[[], Awaitable[AgentRunResult[Any]]]
     ) -> AgentRunResult[Any]:
         for capability in self._reversed['wrap_run']:
             handler = _bind_run(capability, ctx, handler)
@@ -163,17 +172,17 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
 
     # --- nodes -----------------------------------------------------------------------------------
 
-    async def before_node_run(self, ctx: RunContext[Any], node: AgentNode) -> AgentNode:
+    async def before_node_run(self, ctx: RunContext[AgentDepsT], node: AgentNode) -> AgentNode:
         for capability in self._hooked['before_node_run']:
             node = _kept(await capability.before_node_run(ctx, node=node), node)
         return node
 
-    async def after_node_run(self, ctx: RunContext[Any], node: AgentNode, result: NodeResult) -> NodeResult:
+    async def after_node_run(self, ctx: RunContext[AgentDepsT], node: AgentNode, result: NodeResult) -> NodeResult:
         for capability in self._reversed['after_node_run']:
             result = _kept(await capability.after_node_run(ctx, node=node, result=result), result)
         return result
 
-    async def on_node_run_error(self, ctx: RunContext[Any], node: AgentNode, error: Exception) -> NodeResult:
+    async def on_node_run_error(self, ctx: RunContext[AgentDepsT], node: AgentNode, error: Exception) -> NodeResult:
         for capability in self._reversed['on_node_run_error']:
             try:
                 return await capability.on_node_run_error(ctx, node=node, error=error)
@@ -182,7 +191,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
         raise error
 
     async def wrap_node_run(
-        self, ctx: RunContext[Any], node: AgentNode, handler: Callable[[AgentNode], Awaitable[NodeResult]]
+        self, ctx: RunContext[AgentDepsT], node: AgentNode, handler: Callable[[AgentNode], Awaitable[NodeResult]]
     ) -> NodeResult:
         for capability in self._reversed['wrap_node_run']:
             handler = _bind_node(capability, ctx, handler)
@@ -191,14 +200,14 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     # --- model requests --------------------------------------------------------------------------
 
     async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         for capability in self._hooked['before_model_request']:
             request_context = _kept(await capability.before_model_request(ctx, request_context), request_context)
         return request_context
 
     async def after_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext, response: ModelResponse
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         for capability in self._reversed['after_model_request']:
             changed = await capability.after_model_request(ctx, request_context=request_context, response=response)
@@ -206,7 +215,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
         return response
 
     async def on_model_request_error(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext, error: Exception
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
         for capability in self._reversed['on_model_request_error']:
             try:
@@ -217,7 +226,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
 
     async def wrap_model_request(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         request_context: ModelRequestContext,
         handler: Callable[[ModelRequestContext], Awaitable[ModelResponse]],
     ) -> ModelResponse:
@@ -228,21 +237,21 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     # --- tool validation -------------------------------------------------------------------------
 
     async def before_tool_validate(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: RawArgs
+        self, ctx: RunContext[AgentDepsT], call: ToolCallPart, tool_def: ToolDefinition, args: RawArgs
     ) -> RawArgs:
         for capability in self._hooked['before_tool_validate']:
             args = _kept(await capability.before_tool_validate(ctx, call=call, tool_def=tool_def, args=args), args)
         return args
 
     async def after_tool_validate(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+        self, ctx: RunContext[AgentDepsT], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
         for capability in self._reversed['after_tool_validate']:
             args = _kept(await capability.after_tool_validate(ctx, call=call, tool_def=tool_def, args=args), args)
         return args
 
     async def on_tool_validate_error(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: RawArgs, error: Exception
+        self, ctx: RunContext[AgentDepsT], call: ToolCallPart, tool_def: ToolDefinition, args: RawArgs, error: Exception
     ) -> dict[str, Any]:
         for capability in self._reversed['on_tool_validate_error']:
             try:
@@ -255,7 +264,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
 
     async def wrap_tool_validate(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         call: ToolCallPart,
         tool_def: ToolDefinition,
         args: RawArgs,
@@ -268,21 +277,31 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
     # --- tool execution --------------------------------------------------------------------------
 
     async def before_tool_execute(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+        self, ctx: RunContext[AgentDepsT], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
         for capability in self._hooked['before_tool_execute']:
             args = _kept(await capability.before_tool_execute(ctx, call=call, tool_def=tool_def, args=args), args)
         return args
 
     async def after_tool_execute(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+        self,
+        ctx: RunContext[AgentDepsT],
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        result: Any,
     ) -> Any:
         for capability in self._reversed['after_tool_execute']:
             result = await capability.after_tool_execute(ctx, call=call, tool_def=tool_def, args=args, result=result)
         return result
 
     async def on_tool_execute_error(
-        self, ctx: RunContext[Any], call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], error: Exception
+        self,
+        ctx: RunContext[AgentDepsT],
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        error: Exception,
     ) -> Any:
         for capability in self._reversed['on_tool_execute_error']:
             try:
@@ -293,7 +312,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
 
     async def wrap_tool_execute(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[AgentDepsT],
         call: ToolCallPart,
         tool_def: ToolDefinition,
         args: dict[str, Any],
@@ -309,7 +328,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
         return any(self._hooked[name] for name in HOOKS if '_output_' in name)
 
     async def output_lifecycle(
-        self, ctx: RunContext[Any], step: str, context: Any, output: Any, work: Callable[[Any], Awaitable[Any]]
+        self, ctx: RunContext[AgentDepsT], step: str, context: Any, output: Any, work: Callable[[Any], Awaitable[Any]]
     ) -> Any:
         """One output lifecycle (`step` is 'validate' or 'process'): the wraps around `before_*`,
         `work` (its errors to `on_*_error`), `after_*`, by the rules of the other lifecycles."""
@@ -342,7 +361,7 @@ class CapabilityChain(Sequence[AbstractCapability[Any]]):
                 error = raised
         raise error
 
-    async def handle_deferred_tool_calls(self, ctx: RunContext[Any], requests: Any) -> Any:
+    async def handle_deferred_tool_calls(self, ctx: RunContext[AgentDepsT], requests: Any) -> Any:
         """The first capability's answer to the waiting calls, in order (None: none answered)."""
         for capability in self._hooked['handle_deferred_tool_calls']:
             results = await capability.handle_deferred_tool_calls(ctx, requests=requests)
@@ -356,28 +375,28 @@ def _kept(changed: T | None, current: T) -> T:
     return current if changed is None else changed
 
 
-def _bind_run(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[], Awaitable[Any]]) -> Any:
+def _bind_run(capability: AbstractCapability[AgentDepsT], ctx: Any, inner: Callable[[], Awaitable[Any]]) -> Any:
     async def handler() -> Any:
         return await capability.wrap_run(ctx, handler=inner)
 
     return handler
 
 
-def _bind_node(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
+def _bind_node(capability: AbstractCapability[AgentDepsT], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
     async def handler(node: Any) -> Any:
         return await capability.wrap_node_run(ctx, node=node, handler=inner)
 
     return handler
 
 
-def _bind_request(capability: AbstractCapability[Any], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
+def _bind_request(capability: AbstractCapability[AgentDepsT], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
     async def handler(request_context: Any) -> Any:
         return await capability.wrap_model_request(ctx, request_context=request_context, handler=inner)
 
     return handler
 
 
-def _bind_output(capability: AbstractCapability[Any], hook: str, ctx: Any, context: Any, inner: Any) -> Any:
+def _bind_output(capability: AbstractCapability[AgentDepsT], hook: str, ctx: Any, context: Any, inner: Any) -> Any:
     wrap = getattr(capability, hook)
 
     async def handler(output: Any) -> Any:
@@ -387,7 +406,7 @@ def _bind_output(capability: AbstractCapability[Any], hook: str, ctx: Any, conte
 
 
 def _bind_tool(
-    capability: AbstractCapability[Any], hook: str, ctx: Any, call: Any, tool_def: Any, inner: Any
+    capability: AbstractCapability[AgentDepsT], hook: str, ctx: Any, call: Any, tool_def: Any, inner: Any
 ) -> Callable[[Any], Awaitable[Any]]:
     wrap = getattr(capability, hook)
 

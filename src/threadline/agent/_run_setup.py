@@ -176,7 +176,7 @@ async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:
     return state
 
 
-def _tools_of(agent: Agent[Any, Any], chain: CapabilityChain) -> dict[str, Any]:
+def _tools_of(agent: Agent[Any, Any], chain: CapabilityChain[Any]) -> dict[str, Any]:
     """The agent's own tools (or the overriding ones) and the capabilities'."""
     own = agent._overrides.get().get('tools', agent._tools)
     return merge_tools(own, chain.toolsets()) if len(chain) else own

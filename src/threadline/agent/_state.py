@@ -44,7 +44,7 @@ class RunState:
     settings: ModelSettings | None
     output: OutputSpec
     tools: dict[str, Tool[Any]]
-    capabilities: CapabilityChain
+    capabilities: CapabilityChain[Any]
     instruction_sources: Sequence[InstructionSource]
     system_prompt_sources: Sequence[InstructionSource]
     dynamic_system_prompts: dict[str, Callable[..., Any]]
