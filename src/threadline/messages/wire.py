@@ -2,11 +2,22 @@
 
 The codec (`encoder`, `enc_hook`, `decode_messages`, `to_python`) writes and reads the wire form
 shared with pydantic-ai; stores, providers, the audit and envelopes use it so that bytes written by
-one are read by another without a second format. The content kinds (`MULTIMODAL_TYPES`,
+one are read by another without a second format.
+
+Canonical bytes are what the hash chain, the store's seals and envelopes digest: the wire JSON
+with every object's keys sorted and no whitespace. Rules:
+- `canonical_bytes(message)` encodes the message itself with a sorted encoder, once: no wire
+  encode, decode and re-encode. It is byte-identical to `canonical_json(encoder.encode(message))`
+  (a property test holds it, and chains written before it verify unchanged); content that a
+  sorted encoder cannot order (a dict with keys that are not text, inside `Any`-typed content)
+  takes that longer path, where the wire form turns the keys into text first.
+- `canonical_json(raw)` is the same form of JSON text already written (a stored body). The content kinds (`MULTIMODAL_TYPES`,
 `RequestPartBase`, `Base64Bytes`) let them check content without importing private modules.
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from threadline.messages._adapter import to_python
 from threadline.messages._codec import decode_messages, enc_hook, encoder
@@ -19,8 +30,26 @@ __all__ = [
     'SYNTHESIZED_METADATA_KEY',
     'Base64Bytes',
     'RequestPartBase',
+    'canonical_bytes',
+    'canonical_json',
     'decode_messages',
     'enc_hook',
     'encoder',
     'to_python',
 ]
+
+_sorted = msgspec.json.Encoder(enc_hook=enc_hook, decimal_format='string', order='sorted')
+_plain = msgspec.json.Decoder()
+
+
+def canonical_json(raw: bytes) -> bytes:
+    """Sorted-key, whitespace-free JSON of `raw` (any JSON text)."""
+    return _sorted.encode(_plain.decode(raw))
+
+
+def canonical_bytes(message: object) -> bytes:
+    """The canonical bytes of a message (or any wire value), computed from the value itself."""
+    try:
+        return _sorted.encode(message)
+    except TypeError:  # a dict whose keys are not all text: only the wire form makes them text
+        return canonical_json(encoder.encode(message))

@@ -38,8 +38,7 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from threadline.messages.wire import encoder
-from threadline.trust._chain import GENESIS, extend_chain
+from threadline.trust._chain import GENESIS, extend_chain_messages
 from threadline.trust._keys import Keyring, now_utc
 from threadline.trust._mac import mac_hex, same_tag, text_bytes
 
@@ -103,7 +102,7 @@ class Verification:
 
 def history_digest(messages: Sequence[ModelMessage]) -> str:
     """The chained digest of `messages` in canonical form (see the module docstring)."""
-    return extend_chain(GENESIS, (encoder.encode(message) for message in messages))
+    return extend_chain_messages(GENESIS, messages)
 
 
 def _mac(secret: bytes, fields: Sequence[str]) -> str:

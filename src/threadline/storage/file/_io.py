@@ -25,7 +25,7 @@ from threadline.storage.file._records import BatchLine, CreateLine, FileRecord, 
 from threadline.storage.file._seal import seal_bytes
 from threadline.storage.file._state import Branch, ConvState, replay
 from threadline.storage.index._text import title_of
-from threadline.trust.sealing import GENESIS_TAG, StoreSeal, extend_chain
+from threadline.trust.sealing import GENESIS_TAG, StoreSeal, extend_chain_messages
 
 _encoder = msgspec.json.Encoder()
 
@@ -346,7 +346,7 @@ class FileBase:
             provenance=provenance,
             run_id=run_id,
             prev_link=prev_link,
-            link=extend_chain(prev_link, bodies),
+            link=extend_chain_messages(prev_link, messages),
             at=now_text(),
             title=None if state.title else title_of(list(messages)),
         )

@@ -35,7 +35,7 @@ from threadline.storage._records import BatchInfo, Provenance
 from threadline.storage.index._text import message_text, title_of
 from threadline.storage.sql._dialect import Dialect
 from threadline.storage.sql._seal import Ident, seal_touched
-from threadline.trust.sealing import GENESIS, StoreSeal, extend_chain
+from threadline.trust.sealing import GENESIS, StoreSeal, extend_chain, extend_chain_messages
 
 __all__ = ['Conversation', 'SQLBase', 'Segment', 'token', 'usage_decoder']
 
@@ -338,7 +338,7 @@ class SQLBase:
         scope: str,
     ) -> str:
         bodies = [encoder.encode(m) for m in messages]
-        link = extend_chain(prev_link, bodies)
+        link = extend_chain_messages(prev_link, messages)
         self._dialect.insert_messages(
             conn,
             [
