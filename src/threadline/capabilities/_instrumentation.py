@@ -17,6 +17,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import trace
+
 from threadline.agent.capability import AbstractCapability, ModelRequestContext
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.messages.wire import encoder
@@ -37,7 +39,6 @@ class Instrumentation(AbstractCapability[Any]):
     """Records runs and model requests as OpenTelemetry spans (see the module docstring)."""
 
     def __init__(self, *, tracer_provider: TracerProvider | None = None, include_content: bool = False) -> None:
-        from opentelemetry import trace
 
         self._trace = trace
         provider = tracer_provider or trace.get_tracer_provider()

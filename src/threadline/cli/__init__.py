@@ -8,6 +8,8 @@ shows the traceback instead.
 
 from __future__ import annotations
 
+import sys
+
 from threadline.cli import _chat, _commands, _conversations, _fix, _memory, _serve  # noqa: F401  (each registers its commands on the group)
 from threadline.cli._app import cli, main
 
@@ -16,6 +18,5 @@ __all__ = ['cli', 'main', 'run']
 
 def run() -> None:
     """The console script."""
-    import sys
 
     sys.exit(main())

@@ -6,11 +6,15 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import click
+import platformdirs
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from threadline.exceptions import ConversationNotFound, ThreadlineError
 from threadline.storage import AsyncStore, FileBackend, FileStore, SQLiteStore, SQLStore, open_store
@@ -39,7 +43,6 @@ console = Console(highlight=False, soft_wrap=True)
 def progress() -> Any:
     """A rich progress display at a terminal (transient: it leaves no trace); disabled when the
     output is piped, so scripts read only results."""
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn('{task.description}'), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
     return Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
@@ -49,7 +52,6 @@ def default_db() -> str:
     configured = os.environ.get('THREADLINE_DB')
     if configured:
         return configured
-    import platformdirs
 
     return str(Path(platformdirs.user_data_dir('threadline')) / 'threadline.db')
 
@@ -173,19 +175,16 @@ def dump(value: Any) -> None:
 
 def wire_time(value: Any) -> str:
     """A datetime as the message JSON writes it: UTC, ISO 8601, `Z`."""
-    from datetime import UTC
 
     return str(value.astimezone(UTC).isoformat().replace('+00:00', 'Z'))
 
 
 def _json_default(value: Any) -> Any:
-    from datetime import datetime
 
     return wire_time(value) if isinstance(value, datetime) else str(value)
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version('threadline')

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
+import platformdirs
 
 from threadline._uuid import uuid7
 from threadline.agent import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
@@ -26,8 +29,6 @@ def demo(db: str | None, scope: str | None, debug: bool) -> None:
     from threadline.cli._demo import DemoFailed, run_demo
 
     if db is None:
-        import platformdirs
-
         path = Path(platformdirs.user_data_dir('threadline')) / 'demo.db'
         for old in path.parent.glob('demo.db*'):
             old.unlink()
@@ -45,7 +46,6 @@ _LEAVE = ('exit', 'quit', '/quit', '/exit')
 
 def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
     """`-o key value` pairs as model settings (values read as JSON when they are JSON: `-o temperature 0.2`)."""
-    import json
 
     settings: dict[str, Any] = {}
     for key, value in options:
@@ -99,7 +99,6 @@ def _with_key(model: Any, key: str) -> Any:
     where = providers.get(getattr(model, 'provider_name', ''))
     if where is None:
         raise click.UsageError(f'--key is for provider models (openai:, anthropic:, google:), not {model.model_name!r}')
-    import importlib
 
     provider_class = getattr(importlib.import_module(f'threadline.models.{where[0]}'), where[1])
     return type(model)(model.model_name, provider=provider_class(api_key=key))

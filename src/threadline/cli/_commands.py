@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
+from rich.table import Table
 
 from threadline.audit import AuditContext, PromptContract, audit_history
 from threadline.cli._app import cli, console, dump, group_state, progress, shared_options, state_for
@@ -88,7 +91,6 @@ def audit(
     if as_json:
         click.echo(report.to_json())
         ctx.exit(EXIT_CODES.get(report.verdict, 1))
-    from rich.table import Table
 
     table = Table('gate', 'result', 'evidence')
     for gate in report.gates:
@@ -206,7 +208,6 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
     place only if DESTINATION still does not exist: an existing file is never overwritten, and a
     failure leaves nothing behind.
     """
-    import sqlite3
 
     state = state_for(db, scope, debug)
     if state.db.startswith(('postgresql://', 'postgres://')):
@@ -240,7 +241,6 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
 def _vacuum_into(conn: Any, partial: Path, name: str) -> None:
     """`VACUUM INTO partial` (one read transaction: a consistent copy even while others write),
     with a bar at a terminal that follows the copy's size towards the pages in use."""
-    import threading
 
     page_size, pages, free = (
         conn.execute(f'PRAGMA {p}').fetchone()[0] for p in ('page_size', 'page_count', 'freelist_count')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -186,7 +187,6 @@ def _last_response_text(messages: Sequence[Any]) -> str:
 
 def _first_code_block(text: str) -> str:
     """The first fenced code block (``` or ~~~), without its fences; the text itself when it has none."""
-    import re
 
     found = re.search(r'^(```|~~~)[^\n]*\n(.*?)^\1\s*$', text, re.MULTILINE | re.DOTALL)
     return found.group(2).rstrip('\n') if found else text
@@ -233,7 +233,6 @@ def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | N
 
 def _marked(snippet: str) -> str:
     """The snippet as console markup, its `[match]`es highlighted and the rest shown literally."""
-    import re
 
     pieces = re.split(r'\[([^\[\]]*)\]', ' '.join(snippet.split()))
     return ''.join(escape(p) if i % 2 == 0 else f'[bold yellow]{escape(p)}[/]' for i, p in enumerate(pieces))

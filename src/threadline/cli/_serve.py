@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,6 @@ def serve(
 def _trust_keys() -> Any:
     """The keys that sign client-held histories: `THREADLINE_TRUST_KEYS`, or a key made for this
     process (said so: its envelopes do not survive a restart, nor verify on another server)."""
-    import secrets
 
     if os.environ.get('THREADLINE_TRUST_KEYS'):
         return Keyring.from_env()

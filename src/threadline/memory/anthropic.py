@@ -24,8 +24,10 @@ which the model may trust more than it should (see `threadline.memory` for the s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -148,7 +150,6 @@ class _DirectoryFiles:
         temporary.replace(path)  # atomic: a reader sees the old file or the new one
 
     def remove(self, parts: list[str]) -> bool:
-        import shutil
 
         path = self._real(parts)
         if path.is_dir():
@@ -280,7 +281,6 @@ class MemoryTool(AbstractCapability[Any]):
     ) -> str:
         """Read and edit your memory files under /memories: view a directory or a file, create a
         file, replace a unique string in it, insert lines, delete, rename."""
-        import asyncio
 
         args = {k: v for k, v in locals().items() if k not in ('self', 'ctx', 'command') and v is not None}
         if self.directory is not None:

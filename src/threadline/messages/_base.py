@@ -19,6 +19,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
+from pydantic_core import SchemaSerializer
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
@@ -54,7 +55,6 @@ class _PydanticSerializer:
     Threadline's wire form, as the documents' persistence examples do."""
 
     def __get__(self, obj: object, cls: type) -> Any:
-        from pydantic_core import SchemaSerializer
 
         from threadline.messages._pydantic import struct_core_schema
 

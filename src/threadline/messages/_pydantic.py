@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from pydantic_core import core_schema
 
 __all__ = ['struct_core_schema']
 
 
 def struct_core_schema(cls: type) -> core_schema.CoreSchema:
-    import msgspec
 
     from threadline.messages._adapter import to_python
     from threadline.messages._codec import enc_hook, load_struct

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+import msgspec
+
 from threadline.exceptions import (
     MissingAPIKey,
     ModelConnectionError,
@@ -162,7 +164,6 @@ def binary_base64(content: BinaryContent) -> str:
 def tool_result_text(part: Any) -> str:
     """A tool result as the model reads it: text as is, other values as JSON; a `failed` or
     `retried` result as `{"error": ...}` (a synthesized `interrupted` return is its text)."""
-    import msgspec
 
     content = part.content
     if part.outcome in ('failed', 'retried'):
@@ -196,7 +197,6 @@ async def post_json(
     not a JSON object becomes `UnexpectedModelBehavior` carrying the raw text; a JSON object is
     built into the SDK's model leniently (`construct`), as the SDKs themselves do.
     """
-    import msgspec
 
     options: dict[str, Any] = {'headers': {'content-type': 'application/json', **(headers or {})}}
     if timeout:

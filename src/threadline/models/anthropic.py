@@ -29,6 +29,8 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from threadline.exceptions import UnexpectedModelBehavior, UserError
 from threadline.messages import (
     BinaryContent,
@@ -452,7 +454,6 @@ def _tool_result(part: ToolReturnPart) -> dict[str, Any]:
 
 
 def _json(value: Any) -> str:
-    import msgspec
 
     return msgspec.json.encode(value, enc_hook=enc_hook).decode()
 

@@ -33,6 +33,8 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import msgspec
+
 from threadline.exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
 from threadline.messages import (
     BinaryContent,
@@ -309,7 +311,6 @@ def _user_parts(part: UserPromptPart, index: int, j: int) -> list[dict[str, Any]
 
 
 def _function_response(part: ToolReturnPart) -> dict[str, Any]:
-    import msgspec
 
     content = part.content
     if part.outcome in ('failed', 'retried'):

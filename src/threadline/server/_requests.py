@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import pydantic
+
 from threadline.exceptions import HTTPProblem
 from threadline.messages import ModelRequest, UserPromptPart
 
@@ -28,7 +30,6 @@ def field(body: object, name: str, kind: type[T]) -> T:
 def new_turn(load: Any, messages: list[Any], offset: int) -> tuple[Any, list[Any]]:
     """The user's new turn (a prompt) from the last message a client sent (at `offset` in the
     body's list), and what sanitizing stripped."""
-    import pydantic
 
     try:
         history, stripped = load(messages)

@@ -58,6 +58,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -360,7 +361,6 @@ class StepPersistence(AbstractCapability[Any]):
         state.effects.append(effect)  # synced with the step's results (rule 2 above)
 
     async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
-        import json
 
         await self._state(ctx)
         state = self._runs.pop(ctx.run_id, None)

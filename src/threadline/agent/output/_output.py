@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import msgspec
+import pydantic
+
 from threadline.exceptions import UserError
 from threadline.messages import ToolCallPart
 from threadline.models import OutputObjectDefinition, ToolDefinition
@@ -114,7 +117,6 @@ class _Output:
             self.full_schema = self.schema
             self.description = description if description is not None else self.function.description
             return
-        import pydantic
 
         adapter = pydantic.TypeAdapter(target)
         schema = adapter.json_schema()
@@ -361,7 +363,6 @@ class OutputSpec:
 
         if len(self._json) == 1:
             return self._json[0], self._json[0].validate(text)
-        import msgspec
 
         try:
             document = msgspec.json.decode(text)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from threadline.agent._context import RunContext
@@ -161,7 +162,6 @@ def load_tool(deferred: dict[str, AbstractCapability[Any]], tools_of: dict[str, 
 @functools.cache
 def _load_template() -> Tool[Any]:
     """The `load_capability` tool's definition (name, description, schema, kind) and validator."""
-    from dataclasses import replace
 
     from threadline.agent.tools._tool import Tool
 

@@ -25,6 +25,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic
 
+import msgspec
+
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent.tools._tool import Tool
 from threadline.exceptions import CallDeferred, UserError
@@ -272,7 +274,6 @@ class ExternalToolset(AbstractToolset[AgentDepsT]):
 
 def _json_args(raw: Any) -> dict[str, Any]:
     """Arguments checked only for being a JSON object (the application validates them)."""
-    import msgspec
 
     from threadline.agent.tools._tool import ToolArgsError
 

@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import msgspec
 from pydantic import TypeAdapter
 
 from threadline.messages import (
@@ -192,7 +193,6 @@ def _text(value: Any) -> str:
     """A tool result as the text of a tool message: text as is, anything else as JSON."""
     if isinstance(value, str):
         return value
-    import msgspec
 
     return msgspec.json.encode(value, enc_hook=enc_hook).decode()
 
