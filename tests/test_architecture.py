@@ -6,8 +6,8 @@
    through its module's `__getattr__`, and only the re-exports in `LAZY_REEXPORTS` may.
 2. Private means private: no module imports another package's `_x` module (what siblings need is
    exported, or named in a small public-internal module such as `messages.wire`). An import made
-   inside a function reaches another package only for a module that needs an optional extra
-   (`OPTIONAL`) or for a listed lazy re-export.
+   inside a function is of an optional extra (`EXTRAS`), of a module that needs one (`OPTIONAL`),
+   a listed lazy re-export, or one of the few module cycles inside a package (`CYCLES`).
 3. Trust owns every MAC: no module outside `threadline.trust` imports `hmac`.
 
 Each rule is checked on the tree and, to show the check can fail, on a module with the forbidden
@@ -82,6 +82,36 @@ the only ones another package may import inside a function, so that a command or
 does not use the extra does not need it."""
 
 
+EXTRAS: frozenset[str] = frozenset(
+    {
+        'anthropic',
+        'openai',
+        'google',
+        'httpx',
+        'genai_prices',
+        'psycopg',
+        'psycopg_pool',
+        'starlette',
+        'uvicorn',
+        'ag_ui',
+    }
+    | {'readline'}  # not on every platform
+)
+"""Third-party packages that only an extra installs: the only ones imported inside functions."""
+
+CYCLES: frozenset[tuple[str, str]] = frozenset(
+    {
+        # pydantic builds a message's schema long after import; the codec it needs imports the
+        # message classes, which import this module
+        ('threadline.messages._pydantic', 'threadline.messages._adapter'),
+        ('threadline.messages._pydantic', 'threadline.messages._codec'),
+        # `threadline.models` imports FallbackModel, which resolves model names with its infer_model
+        ('threadline.models.fallback', 'threadline.models'),
+    }
+)
+"""(module, module it imports inside a function): module cycles inside one package, each with its reason."""
+
+
 @dataclass(frozen=True)
 class Import:
     """One import of a Threadline module, as the checks see it."""
@@ -130,10 +160,13 @@ def imports_of(source: str, tree: ast.Module) -> list[Import]:
                 found.extend(
                     Import(source, alias.name, child.lineno, function, type_only)
                     for alias in child.names
-                    if alias.name.split('.')[0] in ('threadline', 'hmac')
+                    if alias.name.split('.')[0] in ('threadline', 'hmac') or function
                 )
             elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                if child.module.split('.')[0] not in ('threadline', 'hmac'):
+                if child.module.split('.')[0] not in ('threadline', 'hmac') and not function:
+                    continue
+                if child.module.split('.')[0] != 'threadline':
+                    found.append(Import(source, child.module, child.lineno, function, type_only))
                     continue
                 for alias in child.names:
                     dotted = f'{child.module}.{alias.name}'
@@ -179,17 +212,23 @@ def order_violations(imports: list[Import]) -> list[str]:
 def private_violations(imports: list[Import]) -> list[str]:
     out = []
     for imp in imports:
-        if imp.target.split('.')[0] != 'threadline' or room(imp.source) == room(imp.target):
-            continue
-        inside = imp.target.split('.')[2:]
-        if any(part.startswith('_') for part in inside):
+        own = imp.target.split('.')[0] == 'threadline'
+        if own and room(imp.source) != room(imp.target) and any(p.startswith('_') for p in imp.target.split('.')[2:]):
             out.append(f'{imp.source}:{imp.line} imports {imp.target}, a private module of another package')
-        elif imp.in_function and not imp.type_only and not is_lazy(imp) and not needs_extra(imp.target):
+        elif imp.in_function and not imp.type_only and not lazy_import_allowed(imp):
             out.append(
-                f'{imp.source}:{imp.line} imports {imp.target} inside {imp.in_function}(): import it at the '
-                'top, or list the module in OPTIONAL if it needs an optional extra'
+                f'{imp.source}:{imp.line} imports {imp.target} inside {imp.in_function}(): import it at the top '
+                '(only an optional extra, a module needing one, a listed lazy re-export or a listed module '
+                'cycle is imported inside a function)'
             )
     return out
+
+
+def lazy_import_allowed(imp: Import) -> bool:
+    """Whether an import made inside a function is one rule 2 allows."""
+    if imp.target.split('.')[0] != 'threadline':
+        return imp.target.split('.')[0] in EXTRAS | {'hmac'}  # hmac: reported by the MAC rule
+    return is_lazy(imp) or needs_extra(imp.target) or (imp.source, imp.target) in CYCLES
 
 
 def mac_violations(imports: list[Import]) -> list[str]:
@@ -246,6 +285,8 @@ FORBIDDEN = {
     'private-from': ('threadline.server._planted', 'from threadline.messages import _codec\n'),
     'in-function': ('threadline.cli._planted', 'def f():\n    from threadline.storage import SQLiteStore\n'),
     'mac': ('threadline.storage._planted', 'import hmac\n'),
+    'lazy-stdlib': ('threadline.agent._planted', 'def f():\n    import json\n'),
+    'lazy-own': ('threadline.agent._planted', 'def f():\n    from threadline.agent._graph import End\n'),
 }
 
 
@@ -263,6 +304,7 @@ def test_an_allowed_import_is_not_reported() -> None:
         'from threadline.messages import ModelMessage\n'
         'from threadline.storage.index import parse_query\n'
         'def serve():\n    from threadline.server import create_app\n'
+        'def request():\n    import openai\n'
     )
     planted = imports_of('threadline.cli._planted', ast.parse(text))
     assert order_violations(planted) + private_violations(planted) + mac_violations(planted) == []

@@ -35,6 +35,7 @@ from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
 from threadline.agent.output._end import End
 from threadline.agent.output._output import OutputSpec
+from threadline.agent.realtime import AgentRealtime
 from threadline.agent.tools._tool import Tool
 from threadline.agent.tools._toolsets import AbstractToolset
 from threadline.exceptions import UserError
@@ -156,7 +157,6 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def realtime(self, model: Any) -> Any:
         """This agent on a realtime model: `async with agent.realtime(model).session() as s:`
         (see `threadline.realtime`)."""
-        from threadline.agent.realtime import AgentRealtime
 
         return AgentRealtime(self, model)
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadline.agent._capability import HOOKS, AbstractCapability, ModelRequestContext
 from threadline.agent._context import AgentDepsT
+from threadline.agent.tools._function import FunctionToolset
+from threadline.agent.tools._load import catalog, check_deferred, load_tool
 from threadline.messages import ModelResponse, ToolCallPart
 from threadline.models import ToolDefinition
 
@@ -54,7 +56,6 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
     """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
 
     def __init__(self, capabilities: Sequence[AbstractCapability[AgentDepsT]] = ()) -> None:
-        from threadline.agent.tools._load import check_deferred
 
         self._all = tuple(flatten(capabilities))
         self.deferred = check_deferred(self._all)
@@ -84,7 +85,6 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
 
     def instructions(self) -> list[str]:
         """The deferred-capability catalog, then each active capability's instructions."""
-        from threadline.agent.tools._load import catalog
 
         texts = [catalog(self.deferred)] if self.deferred else []
         texts.extend(text for c in self._forward if (text := c.get_instructions()))
@@ -131,9 +131,6 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
                 tools_of[capability.id] = list(toolset.tools)
             named.append((f'capability {type(capability).__name__}', toolset))
         if self.deferred:
-            from threadline.agent.tools._function import FunctionToolset
-            from threadline.agent.tools._load import load_tool
-
             named.append(('deferred capability loading', FunctionToolset([load_tool(self.deferred, tools_of)])))
         return named
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generic
 
-from threadline.agent._graph import AgentNode, End, FinalResult, NodeResult
+from threadline.agent._graph import AgentNode, End, FinalResult, ModelRequestNode, NodeResult
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._state import RunState
 from threadline.exceptions import UserError
@@ -168,7 +168,6 @@ class AgentRun(Generic[OutputDataT]):
 
 def _redirect(request: Any) -> NodeResult:
     """The run would have ended, but queued content arrived: one more model request with it."""
-    from threadline.agent._graph import ModelRequestNode
 
     assert isinstance(request, ModelRequest)
     return ModelRequestNode(request)

@@ -14,7 +14,10 @@ from threadline.agent._context import RunContext
 from threadline.agent._enqueue import EnqueueQueue
 from threadline.agent._limits import UsageLimits
 from threadline.agent.output._output import DeferredToolResults, OutputSpec
+from threadline.agent.tools._load import loaded_capabilities
+from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._tool import Tool
+from threadline.agent.tools._toolsets import tool_of
 from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
 from threadline.models import Model, ModelRequestParameters, ModelSettings
@@ -88,7 +91,6 @@ class RunState:
         """Ask the run's toolsets for this step's tools (see `threadline.agent.tools._toolsets`)."""
         if self.toolset is None and not self.prepared_tools:
             return
-        from threadline.agent.tools._toolsets import tool_of
 
         tools = dict(self.static_tools)
         for name in self.prepared_tools:
@@ -113,8 +115,6 @@ class RunState:
         """Re-derive which deferred capabilities are loaded from `messages` (the history sent or
         about to be): their hooks and instructions follow (see `threadline.agent.tools._load`)."""
         if self.capabilities.deferred:
-            from threadline.agent.tools._load import loaded_capabilities
-
             self.capabilities.set_loaded(loaded_capabilities(messages))
 
     @classmethod
@@ -247,7 +247,6 @@ class RunState:
         return parts
 
     async def request_parameters(self) -> ModelRequestParameters:
-        from threadline.agent.tools._reveal import visible
 
         return ModelRequestParameters(
             function_tools=visible((tool.tool_def for tool in self.tools.values()), self.history),

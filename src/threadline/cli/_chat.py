@@ -15,6 +15,8 @@ import platformdirs
 from threadline._uuid import uuid7
 from threadline.agent import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from threadline.cli._app import cli, console, one_line, shared_options, state_for, warn_if_tampered
+from threadline.cli._demo import DemoFailed, run_demo
+from threadline.cli._support import Payments, support_agent
 from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
 from threadline.models import UnknownModel, infer_model
 from threadline.storage import AsyncStore, SyncStore
@@ -26,7 +28,6 @@ __all__ = ['chat', 'demo', 'prompt']
 @shared_options
 def demo(db: str | None, scope: str | None, debug: bool) -> None:
     """Run the narrated, offline demo of the whole system (exit 0 only if every step held)."""
-    from threadline.cli._demo import DemoFailed, run_demo
 
     if db is None:
         path = Path(platformdirs.user_data_dir('threadline')) / 'demo.db'
@@ -59,8 +60,6 @@ def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | Non
 def _agent_for(state: Any, model: str, system: str | None, key: str | None = None) -> Any:
 
     if model == 'demo':  # the demo model comes with the demo's support tools
-        from threadline.cli._support import Payments, support_agent
-
         if system is not None:
             raise click.UsageError('-s/--system is for provider models; the demo model has its own prompt')
         payments = (

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from threadline.audit import AuditContext, PromptContract, audit_history
 from threadline.cli._app import cli, console, dump, group_state, progress, shared_options, state_for
+from threadline.cli._fix import fix_lines
 
 __all__ = ['audit', 'db']
 
@@ -104,7 +105,6 @@ def audit(
     console.print(f'verdict: [bold]{report.verdict}[/]')
     for line in report.advice:
         console.print(f'  {line}')
-    from threadline.cli._fix import fix_lines
 
     for line in fix_lines(report, target, store, state.scope, stored):
         console.print(f'  fix: {escape(line)}')

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 import msgspec
+from pydantic_core import to_jsonable_python
 
 from threadline.exceptions import MessageValidationError
 from threadline.messages._content import (
@@ -71,10 +72,6 @@ def enc_hook(obj: Any) -> Any:
         return obj.encode_text()
     if isinstance(obj, (OpaquePart, OpaqueContent)):
         return obj.data
-    try:
-        from pydantic_core import to_jsonable_python
-    except ImportError:  # pragma: no cover - pydantic is a dependency
-        raise TypeError(f'cannot serialize {type(obj).__name__}') from None
     return to_jsonable_python(obj)
 
 

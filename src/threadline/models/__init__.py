@@ -25,7 +25,9 @@ from threadline.models._base import (
     ToolDefinition,
 )
 from threadline.models._render import render_history
+from threadline.models.demo import DemoModel
 from threadline.models.fallback import FallbackModel
+from threadline.models.test import TestModel
 
 __all__ = [
     'FallbackExceptionGroup',
@@ -52,12 +54,8 @@ def infer_model(model: Model | str) -> Model:
     if not isinstance(model, str):
         raise UserError(f'`model` must be a Model instance or a model string, got {type(model).__name__}')
     if model == 'test':
-        from threadline.models.test import TestModel
-
         return TestModel()
     if model == 'demo':
-        from threadline.models.demo import DemoModel
-
         return DemoModel()
     provider, _, name = model.partition(':')
     if provider == 'openai' and name:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from threadline.messages import ModelMessage, ModelResponse
+from threadline.models._prices import known_context_window
+from threadline.models._stream import CompleteResponseStream
 
 __all__ = ['Model', 'ModelProfile', 'ModelRequestParameters', 'ModelSettings', 'ToolDefinition']
 
@@ -131,7 +133,6 @@ class Model(ABC):
     def context_window(self) -> int | None:
         """How many tokens a request to this model may carry: the profile's `context_window`, else
         what genai-prices records for the model, else None (unknown, never a guess)."""
-        from threadline.models._prices import known_context_window
 
         declared = self.profile.context_window
         if declared is not None:
@@ -156,7 +157,6 @@ class Model(ABC):
     ) -> AsyncIterator[Any]:
         """Stream the response (a `StreamedResponse`). Models that cannot stream replay their
         whole response as one event per part."""
-        from threadline.models._stream import CompleteResponseStream
 
         response = await self.request(messages, model_settings, model_request_parameters)
         yield CompleteResponseStream(response)

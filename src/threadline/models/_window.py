@@ -29,6 +29,7 @@ from threadline.messages import (
     UserPromptPart,
 )
 from threadline.messages.wire import encoder
+from threadline.models._provider import tool_result_text
 
 __all__ = ['context_tokens', 'context_window_fraction', 'estimate_added_tokens']
 
@@ -75,8 +76,6 @@ def estimate_added_tokens(messages: Sequence[ModelMessage]) -> int:
                     elif isinstance(item, BinaryContent) or hasattr(item, 'url'):
                         media += 1
             elif isinstance(part, ToolReturnPart):
-                from threadline.models._provider import tool_result_text
-
                 chars += len(tool_result_text(part))
             elif isinstance(part, RetryPromptPart | RetryFeedbackPart | CompactionPart):
                 said = part.content

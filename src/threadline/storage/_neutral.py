@@ -12,7 +12,7 @@ from pydantic_core import to_jsonable_python
 from threadline.exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
 from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from threadline.messages.wire import to_python
-from threadline.storage._records import StepEvent, StepWrite, ToolEffect
+from threadline.storage._records import EVERY_SCOPE, StepEvent, StepWrite, ToolEffect
 from threadline.trust.sealing import canonical_json
 
 __all__ = [
@@ -194,7 +194,6 @@ def search_terms(query: str) -> list[str]:
 
 def check_every_scope(scope: object) -> None:
     """An operator action across tenants takes `EVERY_SCOPE` and nothing else."""
-    from threadline.storage._records import EVERY_SCOPE
 
     if scope is not EVERY_SCOPE:
         raise UserError('scope_counts() reaches every tenant: pass scope=EVERY_SCOPE to say so, not one scope')

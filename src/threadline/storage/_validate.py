@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from threadline.exceptions import UserError
+from threadline.storage._face import contract_operations
 from threadline.storage._neutral import check_scope
 from threadline.storage._records import EVERY_SCOPE
 
@@ -158,7 +159,6 @@ def _wrap(method: Callable[..., Any]) -> Callable[..., Any]:
 
 def validated(cls: C) -> C:
     """Wrap every contract operation `cls` defines or inherits with the argument checks."""
-    from threadline.storage._face import contract_operations
 
     for name in contract_operations():
         method = getattr(cls, name, None)

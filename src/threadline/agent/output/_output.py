@@ -13,6 +13,8 @@ from typing import Any
 import msgspec
 import pydantic
 
+from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
+from threadline.agent.tools._tool import Tool, ToolArgsError, _clean_schema, takes_run_context, validate_with
 from threadline.exceptions import UserError
 from threadline.messages import ToolCallPart
 from threadline.models import OutputObjectDefinition, ToolDefinition
@@ -105,7 +107,6 @@ class _Output:
     whose parameters are the arguments and whose return value is the output."""
 
     def __init__(self, target: Any, tool_name: str, description: str | None, strict: bool | None, retries: int | None):
-        from threadline.agent.tools._tool import Tool, _clean_schema
 
         self.target, self.name, self.strict, self.max_retries = target, tool_name, strict, retries
         self.function: Tool[Any] | None = None
@@ -147,7 +148,6 @@ class _Output:
     def validate(self, args: Any) -> Any:
         """The model's arguments validated: the type's value, or the function's keyword arguments
         (raises `ToolArgsError`)."""
-        from threadline.agent.tools._tool import validate_with
 
         if self.function is not None:
             return self.function.validate_args(args)
@@ -197,7 +197,6 @@ class OutputSpec:
     """
 
     def __init__(self, output_type: Any) -> None:
-        from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput
 
         members = _members(output_type)
         if all(m is None or m is type(None) for m in members):
@@ -240,7 +239,6 @@ class OutputSpec:
         return list(self._tool_defs.values())
 
     def _build_tools(self) -> None:
-        from threadline.agent.output._types import ToolOutput
 
         multiple = len(self._structured) > 1
         for member in self._structured:
@@ -288,7 +286,6 @@ class OutputSpec:
 
     # -- JSON text (native / prompted) ------------------------------------------------------------
     def _build_json(self, marker: Any) -> None:
-        from threadline.agent.output._types import NativeOutput
 
         self.mode = 'native' if isinstance(marker, NativeOutput) else 'prompted'
         self._json = [_Output(m, _label(m), None, None, None) for m in marker.outputs]
@@ -351,7 +348,6 @@ class OutputSpec:
     async def _text_function(self, ctx: Any, text: str) -> Any:
         if self.text_function is None:
             return text
-        from threadline.agent.tools._tool import takes_run_context
 
         fn = self.text_function
         result = fn(ctx, text) if takes_run_context(fn) else fn(text)
@@ -359,7 +355,6 @@ class OutputSpec:
 
     def _json_member(self, text: str) -> tuple[_Output, Any]:
         """The member a JSON answer is for, and its validated value."""
-        from threadline.agent.tools._tool import ToolArgsError
 
         if len(self._json) == 1:
             return self._json[0], self._json[0].validate(text)

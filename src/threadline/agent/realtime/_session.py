@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from threadline._uuid import uuid7
 from threadline.agent._run_setup import new_state
 from threadline.agent.realtime._model import RealtimeConnection, RealtimeModel, RealtimeTurnComplete
+from threadline.agent.tools._reveal import revealed
+from threadline.agent.tools._tool import ToolArgsError
 from threadline.exceptions import ModelRetry, UserError
 from threadline.messages import (
     EnqueuedMessagesEvent,
@@ -210,8 +212,6 @@ class RealtimeSession:
         return [event, *(RealtimeToolResult(r) for r in results)]
 
     async def _run_tool(self, call: ToolCallPart) -> ToolReturnPart:
-        from threadline.agent.tools._reveal import revealed
-        from threadline.agent.tools._tool import ToolArgsError
 
         state = self._state
         tool = state.tools.get(call.tool_name)

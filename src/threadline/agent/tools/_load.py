@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from threadline.agent._context import RunContext
+from threadline.agent.tools._tool import Tool
 from threadline.exceptions import ModelRetry, UserError
 from threadline.messages import (
     CompactionPart,
@@ -162,8 +163,6 @@ def load_tool(deferred: dict[str, AbstractCapability[Any]], tools_of: dict[str, 
 @functools.cache
 def _load_template() -> Tool[Any]:
     """The `load_capability` tool's definition (name, description, schema, kind) and validator."""
-
-    from threadline.agent.tools._tool import Tool
 
     async def load_capability(ctx: RunContext[Any], id: str) -> Any:
         """Load a listed capability whenever it is plausibly relevant to the task.

@@ -28,7 +28,7 @@ from typing import Any, Generic
 import msgspec
 
 from threadline.agent._context import AgentDepsT, RunContext
-from threadline.agent.tools._tool import Tool
+from threadline.agent.tools._tool import Tool, ToolArgsError
 from threadline.exceptions import CallDeferred, UserError
 from threadline.models import ToolDefinition
 
@@ -274,8 +274,6 @@ class ExternalToolset(AbstractToolset[AgentDepsT]):
 
 def _json_args(raw: Any) -> dict[str, Any]:
     """Arguments checked only for being a JSON object (the application validates them)."""
-
-    from threadline.agent.tools._tool import ToolArgsError
 
     try:
         args = msgspec.json.decode(raw or '{}') if isinstance(raw, str) else (raw or {})

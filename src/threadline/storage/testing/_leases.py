@@ -10,6 +10,8 @@ import pytest
 from threadline.exceptions import UserError
 from threadline.storage._contract import SyncStore
 from threadline.storage._face import AsyncStore
+from threadline.storage._records import EVERY_SCOPE
+from threadline.storage.testing._samples import turn
 
 __all__ = ['LeaseConformance', 'ScopeCountConformance']
 
@@ -62,8 +64,6 @@ class ScopeCountConformance:
     """Behaviour of `scope_counts`, the operator's view across tenants."""
 
     def test_scope_counts_needs_every_scope(self, store: AsyncStore[SyncStore]) -> None:
-        from threadline.storage._records import EVERY_SCOPE
-        from threadline.storage.testing._samples import turn
 
         sync = store.sync
         assert sync.scope_counts(EVERY_SCOPE) == {}
