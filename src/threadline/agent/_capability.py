@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
     from threadline.agent._result import AgentRunResult
+    from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, OutputContext
     from threadline.agent.tools._function import FunctionToolset
 
 __all__ = ['AbstractCapability', 'ModelRequestContext', 'overridden_hooks']
@@ -59,7 +60,7 @@ class AbstractCapability(Generic[AgentDepsT]):
     """Keep its tools, instructions and hooks out of the run until the model loads it with the
     `load_capability` tool (see `threadline.agent.tools._load`)."""
 
-    def get_toolset(self) -> FunctionToolset[Any] | None:
+    def get_toolset(self) -> FunctionToolset[AgentDepsT] | None:
         """Tools this capability gives every run it is part of (None: no tools)."""
         return None
 
@@ -221,47 +222,67 @@ class AbstractCapability(Generic[AgentDepsT]):
         (`iter()`, streaming) are not wrapped: their caller holds the loop."""
         return await handler()
 
-    async def before_output_validate(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
+    async def before_output_validate(
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any
+    ) -> Any:
         """Called with the raw output (a tool call's arguments, or the text) before it is validated."""
         return output
 
-    async def after_output_validate(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
+    async def after_output_validate(
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any
+    ) -> Any:
         """Called with the validated output (or what an error hook recovered with)."""
         return output
 
     async def on_output_validate_error(
-        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, error: Exception
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any, error: Exception
     ) -> Any:
         """Called when the output did not validate; re-raise, or return a validated output."""
         raise error
 
     async def wrap_output_validate(
-        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        output_context: OutputContext,
+        output: Any,
+        handler: Callable[[Any], Awaitable[Any]],
     ) -> Any:
         """Encloses output validation: `handler(output)` runs the other validate hooks and validation."""
         return await handler(output)
 
-    async def before_output_process(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
+    async def before_output_process(
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any
+    ) -> Any:
         """Called with the validated output before it is processed (an output function called)."""
         return output
 
-    async def after_output_process(self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any) -> Any:
+    async def after_output_process(
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any
+    ) -> Any:
         """Called with the processed output: what it returns is the run's output."""
         return output
 
     async def on_output_process_error(
-        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, error: Exception
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any, error: Exception
     ) -> Any:
         """Called when processing failed (an output function raised); re-raise or return an output."""
         raise error
 
     async def wrap_output_process(
-        self, ctx: RunContext[AgentDepsT], *, output_context: Any, output: Any, handler: Callable[[Any], Awaitable[Any]]
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        output_context: OutputContext,
+        output: Any,
+        handler: Callable[[Any], Awaitable[Any]],
     ) -> Any:
         """Encloses output processing: `handler(output)` runs the other process hooks and the processing."""
         return await handler(output)
 
-    async def handle_deferred_tool_calls(self, ctx: RunContext[AgentDepsT], *, requests: Any) -> Any:
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[AgentDepsT], *, requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
         """Answer calls waiting on approval or an outside result (`DeferredToolRequests`) with
         `DeferredToolResults` so the run goes on; None (the default) leaves them to the caller."""
         return None

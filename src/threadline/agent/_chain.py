@@ -32,12 +32,20 @@ if TYPE_CHECKING:
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
     from threadline.agent._result import AgentRunResult
+    from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, OutputContext
     from threadline.agent.tools._function import FunctionToolset
 
 __all__ = ['CapabilityChain', 'flatten']
 
 T = TypeVar('T')
+A = TypeVar('A')
+R = TypeVar('R')
 RawArgs = str | dict[str, Any] | None
+RunStep = Callable[[], Awaitable['AgentRunResult[Any]']]
+NodeStep = Callable[['AgentNode'], Awaitable['NodeResult']]
+RequestStep = Callable[[ModelRequestContext], Awaitable[ModelResponse]]
+OutputStep = Callable[[Any], Awaitable[Any]]
+"""One output lifecycle's work on the output value (of the run's output type, which the chain does not know)."""
 
 
 def flatten(capabilities: Sequence[AbstractCapability[AgentDepsT]]) -> list[AbstractCapability[AgentDepsT]]:
@@ -116,7 +124,7 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
         chain.set_loaded(self.loaded)
         return chain
 
-    def toolsets(self) -> list[tuple[str, FunctionToolset[Any]]]:
+    def toolsets(self) -> list[tuple[str, FunctionToolset[AgentDepsT]]]:
         """Each capability's toolset, named by the capability that gives it; with deferred
         capabilities, their tools marked as theirs and the `load_capability` tool."""
         named = []
@@ -325,7 +333,7 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
         return any(self._hooked[name] for name in HOOKS if '_output_' in name)
 
     async def output_lifecycle(
-        self, ctx: RunContext[AgentDepsT], step: str, context: Any, output: Any, work: Callable[[Any], Awaitable[Any]]
+        self, ctx: RunContext[AgentDepsT], step: str, context: OutputContext, output: Any, work: OutputStep
     ) -> Any:
         """One output lifecycle (`step` is 'validate' or 'process'): the wraps around `before_*`,
         `work` (its errors to `on_*_error`), `after_*`, by the rules of the other lifecycles."""
@@ -343,12 +351,14 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
                 result = await hook(ctx, output_context=context, output=result)
             return result
 
-        handler: Callable[[Any], Awaitable[Any]] = lifecycle
+        handler: OutputStep = lifecycle
         for capability in self._reversed[f'wrap_output_{step}']:
             handler = _bind_output(capability, f'wrap_output_{step}', ctx, context, handler)
         return await handler(output)
 
-    async def _output_error(self, ctx: Any, step: str, context: Any, output: Any, error: Exception) -> Any:
+    async def _output_error(
+        self, ctx: RunContext[AgentDepsT], step: str, context: OutputContext, output: Any, error: Exception
+    ) -> Any:
         for capability in self._reversed[f'on_output_{step}_error']:
             try:
                 return await getattr(capability, f'on_output_{step}_error')(
@@ -358,7 +368,9 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
                 error = raised
         raise error
 
-    async def handle_deferred_tool_calls(self, ctx: RunContext[AgentDepsT], requests: Any) -> Any:
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[AgentDepsT], requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
         """The first capability's answer to the waiting calls, in order (None: none answered)."""
         for capability in self._hooked['handle_deferred_tool_calls']:
             results = await capability.handle_deferred_tool_calls(ctx, requests=requests)
@@ -372,28 +384,36 @@ def _kept(changed: T | None, current: T) -> T:
     return current if changed is None else changed
 
 
-def _bind_run(capability: AbstractCapability[AgentDepsT], ctx: Any, inner: Callable[[], Awaitable[Any]]) -> Any:
-    async def handler() -> Any:
+def _bind_run(capability: AbstractCapability[AgentDepsT], ctx: RunContext[AgentDepsT], inner: RunStep) -> RunStep:
+    async def handler() -> AgentRunResult[Any]:
         return await capability.wrap_run(ctx, handler=inner)
 
     return handler
 
 
-def _bind_node(capability: AbstractCapability[AgentDepsT], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
-    async def handler(node: Any) -> Any:
+def _bind_node(capability: AbstractCapability[AgentDepsT], ctx: RunContext[AgentDepsT], inner: NodeStep) -> NodeStep:
+    async def handler(node: AgentNode) -> NodeResult:
         return await capability.wrap_node_run(ctx, node=node, handler=inner)
 
     return handler
 
 
-def _bind_request(capability: AbstractCapability[AgentDepsT], ctx: Any, inner: Callable[[Any], Awaitable[Any]]) -> Any:
-    async def handler(request_context: Any) -> Any:
+def _bind_request(
+    capability: AbstractCapability[AgentDepsT], ctx: RunContext[AgentDepsT], inner: RequestStep
+) -> RequestStep:
+    async def handler(request_context: ModelRequestContext) -> ModelResponse:
         return await capability.wrap_model_request(ctx, request_context=request_context, handler=inner)
 
     return handler
 
 
-def _bind_output(capability: AbstractCapability[AgentDepsT], hook: str, ctx: Any, context: Any, inner: Any) -> Any:
+def _bind_output(
+    capability: AbstractCapability[AgentDepsT],
+    hook: str,
+    ctx: RunContext[AgentDepsT],
+    context: OutputContext,
+    inner: OutputStep,
+) -> OutputStep:
     wrap = getattr(capability, hook)
 
     async def handler(output: Any) -> Any:
@@ -403,11 +423,16 @@ def _bind_output(capability: AbstractCapability[AgentDepsT], hook: str, ctx: Any
 
 
 def _bind_tool(
-    capability: AbstractCapability[AgentDepsT], hook: str, ctx: Any, call: Any, tool_def: Any, inner: Any
-) -> Callable[[Any], Awaitable[Any]]:
-    wrap = getattr(capability, hook)
+    capability: AbstractCapability[AgentDepsT],
+    hook: str,
+    ctx: RunContext[AgentDepsT],
+    call: ToolCallPart,
+    tool_def: ToolDefinition,
+    inner: Callable[[A], Awaitable[R]],
+) -> Callable[[A], Awaitable[R]]:
+    wrap: Callable[..., Awaitable[R]] = getattr(capability, hook)
 
-    async def handler(args: Any) -> Any:
+    async def handler(args: A) -> R:
         return await wrap(ctx, call=call, tool_def=tool_def, args=args, handler=inner)
 
     return handler

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from threadline.storage.sql._dialect import Connection, scalar
+
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
@@ -170,10 +172,10 @@ class PostgresDialect:
         except psycopg.Error as exc:
             raise BackendError(f'the read failed: {_describe(exc)}') from None
 
-    def lock_conversation(self, conn: Any, conversation_id: str) -> None:
+    def lock_conversation(self, conn: Connection, conversation_id: str) -> None:
         conn.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (conversation_id,))
 
-    def insert_messages(self, conn: Any, rows: list[MessageRow]) -> None:
+    def insert_messages(self, conn: Connection, rows: list[MessageRow]) -> None:
         """All rows in one statement, each written once with its search columns. (Indexing by an
         UPDATE after the INSERT left a dead row version behind every message: twice the heap for
         every search to read, and vacuum's work.)"""
@@ -200,19 +202,18 @@ class PostgresDialect:
             [*columns, grams],
         )
 
-    def _index_grams_of_older_messages(self, conn: Any) -> None:
+    def _index_grams_of_older_messages(self, conn: Connection) -> None:
         """Give messages indexed before the gram index their grams (once, when it is added)."""
         rows = conn.execute("SELECT id, search_text FROM messages WHERE search_text ~ '[^[:ascii:]]'").fetchall()
         updates = [(g, rowid) for rowid, text in rows for g in (grams_of(text or ''),) if g]
         if updates:
-            with conn.cursor() as cursor:
-                cursor.executemany("UPDATE messages SET grams = to_tsvector('simple', %s) WHERE id = %s", updates)
+            conn.cursor().executemany("UPDATE messages SET grams = to_tsvector('simple', %s) WHERE id = %s", updates)
 
-    def unindex(self, conn: Any, conversation_id: str) -> None:
+    def unindex(self, conn: Connection, conversation_id: str) -> None:
         """Index entries live on the message rows, so deleting the rows removes them."""
 
     def search(
-        self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
+        self, conn: Connection, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
         """The best `limit` hits (see `_pg_search` for what is ranked and how). A query matching
         a large share of the scope is answered from its newest messages (`_newest_first`)."""
@@ -236,7 +237,7 @@ class PostgresDialect:
         kept = [r for r in rows if all(t.text in fold(r[5] or '') for t in grams)][:limit]
         return [(*r[:5], snippet_of(r[5] or '', grams)) for r in kept]
 
-    def _frequent(self, conn: Any, words: list[Term], scope: str) -> bool:
+    def _frequent(self, conn: Connection, words: list[Term], scope: str) -> bool:
         """Whether the query matches at least 1 in `SAMPLE // FREQUENT_SHARE` of the scope's newest
         `SAMPLE` messages (a bounded look through the (scope, id) index)."""
         sql = (
@@ -247,13 +248,13 @@ class PostgresDialect:
         # the whole scope first. Bitmap scans stay off for the newest-first query (it walks the
         # same index) and come back for the usual path, which needs them (GIN has no other scan).
         conn.execute('SET LOCAL enable_bitmapscan = off')
-        hits = conn.execute(sql, (tsquery(words), scope, SAMPLE)).fetchone()[0]
+        hits = scalar(conn.execute(sql, (tsquery(words), scope, SAMPLE)))
         frequent = bool(hits * FREQUENT_SHARE >= SAMPLE)
         if not frequent:
             conn.execute('SET LOCAL enable_bitmapscan = on')
         return frequent
 
-    def _newest_first(self, conn: Any, words: list[Term], scope: str, limit: int) -> list[SearchRow]:
+    def _newest_first(self, conn: Connection, words: list[Term], scope: str, limit: int) -> list[SearchRow]:
         """A query matching a large share of the scope: ranking every match costs what the store
         holds (and says little), so the scope's newest `WINDOW` messages are searched and ranked."""
         query = "to_tsquery('simple', %s)"
@@ -293,12 +294,12 @@ def _describe(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _has_table(conn: Any, name: str) -> bool:
+def _has_table(conn: Connection, name: str) -> bool:
     row = conn.execute('SELECT to_regclass(%s) IS NOT NULL', (name,)).fetchone()
     return bool(row and row[0])
 
 
-def _run_script(conn: Any, script: str) -> None:
+def _run_script(conn: Connection, script: str) -> None:
     """PostgreSQL takes a whole script in one simple-protocol query (no parameters), inside the
     caller's transaction."""
     if script.strip():

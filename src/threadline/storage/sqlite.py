@@ -23,7 +23,7 @@ from threadline.storage.index._query import Term
 from threadline.storage.index._sqlite import search_fts
 from threadline.storage.migrations import applied, migrate
 from threadline.storage.sql._base import token
-from threadline.storage.sql._dialect import MessageRow, SearchRow
+from threadline.storage.sql._dialect import Connection, MessageRow, SearchRow, scalar
 from threadline.storage.sql._store import SQLStore
 from threadline.trust.sealing import StoreSeal
 
@@ -125,7 +125,7 @@ class SQLiteDialect:
     def q(self, sql: str) -> str:
         return sql
 
-    def lock_conversation(self, conn: Any, conversation_id: str) -> None:
+    def lock_conversation(self, conn: Connection, conversation_id: str) -> None:
         """`BEGIN IMMEDIATE` already holds the database's write lock."""
 
     def migrations(self) -> list[str]:
@@ -221,26 +221,26 @@ class SQLiteDialect:
             finally:
                 self.connection.execute('COMMIT')
 
-    def insert_messages(self, conn: Any, rows: list[MessageRow]) -> None:
+    def insert_messages(self, conn: Connection, rows: list[MessageRow]) -> None:
         """Each row, then its text into the FTS5 tables under the row's id (their rowid)."""
         insert = 'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?) RETURNING id'
         tokens = []
         for branch, position, conversation, run_id, body, text, scope in rows:
-            rowid = conn.execute(insert, (branch, position, conversation, run_id, body)).fetchone()[0]
+            rowid = scalar(conn.execute(insert, (branch, position, conversation, run_id, body)))
             tokens.append((rowid, text, token('c', conversation), token('s', scope)))
-        conn.executemany('INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)', tokens)
+        conn.cursor().executemany('INSERT INTO message_fts (rowid, body, ctok, stok) VALUES (?, ?, ?, ?)', tokens)
         grams = [(rowid, grams_of(text), c, s) for rowid, text, c, s in tokens if has_grams(text)]
         if grams:
-            conn.executemany('INSERT INTO message_grams (rowid, grams, ctok, stok) VALUES (?, ?, ?, ?)', grams)
+            conn.cursor().executemany('INSERT INTO message_grams (rowid, grams, ctok, stok) VALUES (?, ?, ?, ?)', grams)
 
-    def _index_grams_of_older_messages(self, conn: Any) -> None:
+    def _index_grams_of_older_messages(self, conn: Connection) -> None:
         """Give messages indexed before the gram index their gram rows (once, when it is added)."""
         cursor = conn.execute('SELECT rowid, body, ctok, stok FROM message_fts')
         while batch := cursor.fetchmany(5_000):
             grams = [(rowid, grams_of(text), c, s) for rowid, text, c, s in batch if has_grams(text)]
-            conn.executemany('INSERT INTO message_grams (rowid, grams, ctok, stok) VALUES (?, ?, ?, ?)', grams)
+            conn.cursor().executemany('INSERT INTO message_grams (rowid, grams, ctok, stok) VALUES (?, ?, ?, ?)', grams)
 
-    def unindex(self, conn: Any, conversation_id: str) -> None:
+    def unindex(self, conn: Connection, conversation_id: str) -> None:
         for table in ('message_fts', 'message_grams'):
             conn.execute(
                 f'DELETE FROM {table} WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)',
@@ -248,7 +248,7 @@ class SQLiteDialect:
             )
 
     def search(
-        self, conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
+        self, conn: Connection, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
         return search_fts(conn, terms, scope, conversations, limit)
 
@@ -290,11 +290,11 @@ def _backend_error(exc: sqlite3.Error, what: str) -> StoreError:
     return BackendError(f'{what}: {text}')
 
 
-def _has_table(conn: Any, name: str) -> bool:
+def _has_table(conn: Connection, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
-def _run_script(conn: Any, script: str) -> None:
+def _run_script(conn: Connection, script: str) -> None:
     """Execute `script` one statement at a time, each cut where SQLite's own parser says a
     statement is complete (so a `;` inside a string, a comment or a trigger body is not a cut)."""
     start = 0

@@ -5,19 +5,20 @@ terms are, and how hits are ranked and attached to their messages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from threadline.storage.index._grams import gram_phrases
 from threadline.storage.index._query import Term, fold
 from threadline.storage.index._rank import MARK_END, MARK_START, rank_locally, snippet_of
 from threadline.storage.sql._base import token
-from threadline.storage.sql._dialect import SearchRow
+from threadline.storage.sql._dialect import Connection, Row, SearchRow, scalar
 
 __all__ = ['search_fts']
 
 
 def search_fts(
-    conn: Any, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
+    conn: Connection, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
 ) -> list[SearchRow]:
     words, grams = _split_terms(terms)
     if conversations:
@@ -44,7 +45,9 @@ def search_fts(
     return _ranked(conn, f'{terms_match} AND stok : "{token("s", scope or "")}"', limit, scope=None)
 
 
-def _scoped(conn: Any, words: list[Term], grams: list[Term], conversations: list[str], limit: int) -> list[SearchRow]:
+def _scoped(
+    conn: Connection, words: list[Term], grams: list[Term], conversations: list[str], limit: int
+) -> list[SearchRow]:
     """Matches in `conversations` (a conversation and the ones it forked from), ranked by
     their own statistics (see `_local_rank`): every query here costs what those
     conversations hold, whatever the rest of the store holds."""
@@ -72,7 +75,7 @@ def _scoped(conn: Any, words: list[Term], grams: list[Term], conversations: list
 
 
 def _intersection_ranked(
-    conn: Any, words: list[Term], match: str, df: list[int], scope: str | None, limit: int
+    conn: Connection, words: list[Term], match: str, df: list[int], scope: str | None, limit: int
 ) -> list[SearchRow] | None:
     """Several terms, none frequent: their few common matches ranked by BM25 here, with the
     document frequencies just counted. FTS5's `bm25()` would walk every term's full list a
@@ -86,12 +89,12 @@ def _intersection_ranked(
     if not hits:
         return []
     rows = {row[0]: row for row in _attach(conn, [(h[0], 0.0, '') for h in hits], scope)}
-    total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
+    total = int(scalar(conn.execute('SELECT max(id) FROM messages')) or 1)
     ranked = rank_locally([h for h in hits if h[0] in rows], words, total, df, limit)
     return [(*rows[rowid][:4], score, snippet) for rowid, score, snippet in ranked]
 
 
-def _newest_first(conn: Any, words: list[Term], scope: str | None, limit: int, df: list[int]) -> list[SearchRow]:
+def _newest_first(conn: Connection, words: list[Term], scope: str | None, limit: int, df: list[int]) -> list[SearchRow]:
     """A query with a frequent word (held by more than `FREQUENT` messages): FTS5's bm25 would
     count and score every one of them, which costs what the store holds, and a word in most
     messages says little about which one is wanted. So the scope's newest `WINDOW` matches are
@@ -104,11 +107,13 @@ def _newest_first(conn: Any, words: list[Term], scope: str | None, limit: int, d
     ).fetchall()
     if not hits:
         return []
-    total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
+    total = int(scalar(conn.execute('SELECT max(id) FROM messages')) or 1)
     return _attach(conn, rank_locally(hits, words, total, df, limit), scope)
 
 
-def _gram_wide(conn: Any, words: list[Term], grams: list[Term], scope: str | None, limit: int) -> list[SearchRow]:
+def _gram_wide(
+    conn: Connection, words: list[Term], grams: list[Term], scope: str | None, limit: int
+) -> list[SearchRow]:
     """Store-wide with CJK or symbol terms: ranked by the (small) gram index within the scope's
     token, then kept where the word terms match too. A gram term held by more than
     `FREQUENT` messages (`환불` in a Korean support desk) is answered as a frequent word is:
@@ -139,17 +144,18 @@ def _gram_wide(conn: Any, words: list[Term], grams: list[Term], scope: str | Non
     if not ranked:
         return []
     marks = ','.join('?' * len(ranked))
-    texts = dict(conn.execute(f'SELECT rowid, body FROM message_fts WHERE rowid IN ({marks})', [r[0] for r in ranked]))
+    rows = conn.execute(f'SELECT rowid, body FROM message_fts WHERE rowid IN ({marks})', [r[0] for r in ranked])
+    texts: dict[int, str] = {rowid: body for rowid, body in rows}
     ranked = [r for r in ranked if _holds(texts[r[0]], grams)]
     if frequent:
-        total = int(conn.execute('SELECT max(id) FROM messages').fetchone()[0] or 1)
+        total = int(scalar(conn.execute('SELECT max(id) FROM messages')) or 1)
         hits = rank_locally([(rowid, texts[rowid]) for rowid, _ in ranked], grams, total, counts, limit)
     else:
         hits = [(rowid, score, snippet_of(texts[rowid], grams)) for rowid, score in ranked[:limit]]
     return _attach(conn, hits, scope)
 
 
-def _ranked_with_count(conn: Any, match: str, fetch: int, scope: str | None) -> tuple[list[SearchRow], bool]:
+def _ranked_with_count(conn: Connection, match: str, fetch: int, scope: str | None) -> tuple[list[SearchRow], bool]:
     hits = conn.execute(
         "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
         'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?',
@@ -158,7 +164,7 @@ def _ranked_with_count(conn: Any, match: str, fetch: int, scope: str | None) -> 
     return _attach(conn, hits, scope), len(hits) < fetch
 
 
-def _ranked(conn: Any, match: str, limit: int, scope: str | None) -> list[SearchRow]:
+def _ranked(conn: Connection, match: str, limit: int, scope: str | None) -> list[SearchRow]:
     hits = conn.execute(
         "SELECT rowid, -rank, snippet(message_fts, 0, '[', ']', '...', 12) FROM message_fts "
         'WHERE message_fts MATCH ? ORDER BY rank LIMIT ?',
@@ -167,7 +173,7 @@ def _ranked(conn: Any, match: str, limit: int, scope: str | None) -> list[Search
     return _attach(conn, hits, scope)
 
 
-def _attach(conn: Any, hits: list[Any], scope: str | None) -> list[SearchRow]:
+def _attach(conn: Connection, hits: Sequence[Row], scope: str | None) -> list[SearchRow]:
     """Join FTS hits (in rank order) with their message rows, keeping those in `scope`."""
     if not hits:
         return []
@@ -191,10 +197,10 @@ INTERSECTION = 500
 """Up to this many common matches of several terms are ranked here (`_intersection_ranked`)."""
 
 
-def _bounded_count(conn: Any, expression: str, table: str = 'message_fts') -> int:
+def _bounded_count(conn: Connection, expression: str, table: str = 'message_fts') -> int:
     """How many messages match, counted no further than `FREQUENT + 1` (the cost is bounded)."""
     sql = f'SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)'
-    return int(conn.execute(sql, (expression, FREQUENT + 1)).fetchone()[0])
+    return int(scalar(conn.execute(sql, (expression, FREQUENT + 1))))
 
 
 def _split_terms(terms: list[Term]) -> tuple[list[Term], list[Term]]:
@@ -216,16 +222,16 @@ def _gram_fts(term: Term) -> str:
     return ' AND '.join(f'grams : "{" ".join(tokens)}"' for tokens in phrases)
 
 
-def _gram_rows(conn: Any, grams: list[Term], within: str) -> list[int]:
+def _gram_rows(conn: Connection, grams: list[Term], within: str) -> list[int]:
     match = ' AND '.join([*(_gram_fts(t) for t in grams), within])
     return [r[0] for r in conn.execute('SELECT rowid FROM message_grams WHERE message_grams MATCH ?', (match,))]
 
 
-def _count(conn: Any, table: str, match: str) -> int:
-    return int(conn.execute(f'SELECT count(*) FROM {table} WHERE {table} MATCH ?', (match,)).fetchone()[0])
+def _count(conn: Connection, table: str, match: str) -> int:
+    return int(scalar(conn.execute(f'SELECT count(*) FROM {table} WHERE {table} MATCH ?', (match,))))
 
 
-def _term_count(conn: Any, term: Term, within: str) -> int:
+def _term_count(conn: Connection, term: Term, within: str) -> int:
     if term.grams:
         return len(_gram_rows(conn, [term], within))
     return _count(conn, 'message_fts', f'{_fts(term)} AND {within}')

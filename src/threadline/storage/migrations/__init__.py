@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any, Literal
+from typing import Literal
+
+from threadline.storage.sql._dialect import Connection
 
 __all__ = ['MIGRATIONS', 'DialectName', 'Migration', 'applied', 'migrate', 'script']
 
@@ -64,7 +66,7 @@ def script(migration: Migration, dialect: DialectName) -> str:
     return resources.files(__name__).joinpath(dialect, f'{migration.name}.sql').read_text()
 
 
-def applied(conn: Any, dialect: DialectName, *, has_table: Callable[[Any, str], bool]) -> list[str]:
+def applied(conn: Connection, dialect: DialectName, *, has_table: Callable[[Connection, str], bool]) -> list[str]:
     """The names of the migrations this database has applied, in `MIGRATIONS` order (reading a
     store made before names from its numbers). Writes nothing."""
     names: set[str] = set()
@@ -77,12 +79,12 @@ def applied(conn: Any, dialect: DialectName, *, has_table: Callable[[Any, str], 
 
 
 def migrate(
-    conn: Any,
+    conn: Connection,
     dialect: DialectName,
     *,
-    has_table: Callable[[Any, str], bool],
-    run_script: Callable[[Any, str], None],
-    steps: Mapping[str, Callable[[Any], None]],
+    has_table: Callable[[Connection, str], bool],
+    run_script: Callable[[Connection, str], None],
+    steps: Mapping[str, Callable[[Connection], None]],
     placeholder: str,
 ) -> list[str]:
     """Apply, in `conn`'s transaction, every migration this database has not applied; returns

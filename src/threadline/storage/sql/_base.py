@@ -15,7 +15,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
@@ -33,7 +32,7 @@ from threadline.storage._neutral import (
 )
 from threadline.storage._records import BatchInfo, Provenance
 from threadline.storage.index._text import message_text, title_of
-from threadline.storage.sql._dialect import Dialect
+from threadline.storage.sql._dialect import Connection, Cursor, Dialect, Row, scalar
 from threadline.storage.sql._seal import Ident, seal_touched
 from threadline.trust.sealing import GENESIS, StoreSeal, extend_chain, extend_chain_messages
 
@@ -94,7 +93,7 @@ class SQLBase:
     """Whether the database has the seals table (a read-only database may predate it)."""
 
     @contextmanager
-    def _write(self, *, durable: bool = True) -> Iterator[Any]:
+    def _write(self, *, durable: bool = True) -> Iterator[Connection]:
         """One write transaction. The records it touches are sealed before it commits, and the
         new seal of each conversation is recorded in the tip book after it commits."""
         touched: dict[str, list[Ident]] = {}
@@ -115,23 +114,30 @@ class SQLBase:
         """Mark records of `conversation_id` as written by the current transaction (to be sealed)."""
         self._tx.touched.setdefault(conversation_id, []).extend(idents)
 
-    def _read(self) -> AbstractContextManager[Any]:
+    def _read(self) -> AbstractContextManager[Connection]:
         return self._dialect.read()
 
-    def _exec(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _exec(self, conn: Connection, sql: str, params: Sequence[object] = ()) -> Cursor:
         return conn.execute(self._dialect.q(sql), tuple(params))
 
-    def _one(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _one(self, conn: Connection, sql: str, params: Sequence[object] = ()) -> Row | None:
         return self._exec(conn, sql, params).fetchone()
 
-    def _all(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def _all(self, conn: Connection, sql: str, params: Sequence[object] = ()) -> list[Row]:
         return list(self._exec(conn, sql, params).fetchall())
 
-    def _insert_id(self, conn: Any, sql: str, params: Sequence[Any]) -> int:
-        return int(self._one(conn, sql + ' RETURNING id', params)[0])
+    def _only(self, conn: Connection, sql: str, params: Sequence[object] = ()) -> Row:
+        """The row a statement must find: one the store's own references point at."""
+        row = self._one(conn, sql, params)
+        if row is None:
+            raise CorruptRecordError('a stored record refers to a row that is not there; restore from a backup')
+        return row
+
+    def _insert_id(self, conn: Connection, sql: str, params: Sequence[object]) -> int:
+        return int(scalar(self._exec(conn, sql + ' RETURNING id', params)))
 
     # -- reading rows --------------------------------------------------------------------------
-    def _conversation(self, conn: Any, conversation_id: str, scope: str) -> Conversation:
+    def _conversation(self, conn: Connection, conversation_id: str, scope: str) -> Conversation:
         check_scope(scope)
         row = self._one(
             conn,
@@ -144,7 +150,7 @@ class SQLBase:
             raise not_found(conversation_id)
         return Conversation(*row)
 
-    def _lineage(self, conn: Any, head: int) -> list[Segment]:
+    def _lineage(self, conn: Connection, head: int) -> list[Segment]:
         segments: list[Segment] = []
         branch: int | None = head
         end: int | None = None
@@ -164,7 +170,7 @@ class SQLBase:
         segments.reverse()
         return segments
 
-    def _raw_messages(self, conn: Any, segments: list[Segment], start: int, end: int) -> list[tuple[int, str]]:
+    def _raw_messages(self, conn: Connection, segments: list[Segment], start: int, end: int) -> list[tuple[int, str]]:
         rows: list[tuple[int, str]] = []
         for seg in segments:
             lo, hi = max(seg.start, start), min(seg.end, end)
@@ -180,7 +186,7 @@ class SQLBase:
         return rows
 
     def _load_messages(
-        self, conn: Any, segments: list[Segment], start: int, end: int, conversation_id: str
+        self, conn: Connection, segments: list[Segment], start: int, end: int, conversation_id: str
     ) -> list[ModelMessage]:
         """Decode positions `[start, end)` chunk by chunk as the rows arrive, so a long history's
         peak memory is its messages plus one chunk of JSON, not messages plus all of its JSON."""
@@ -218,7 +224,7 @@ class SQLBase:
                 position=position,
             ) from None
 
-    def _batches(self, conn: Any, segments: list[Segment], first: int = 0) -> list[BatchInfo]:
+    def _batches(self, conn: Connection, segments: list[Segment], first: int = 0) -> list[BatchInfo]:
         """The batches of the lineage that hold messages at or after position `first`."""
         out: list[BatchInfo] = []
         for seg in segments:
@@ -249,7 +255,7 @@ class SQLBase:
         return out
 
     # -- writing -------------------------------------------------------------------------------
-    def _new_branch(self, conn: Any, conversation_id: str, parent: int | None, fork_position: int) -> int:
+    def _new_branch(self, conn: Connection, conversation_id: str, parent: int | None, fork_position: int) -> int:
         branch = self._insert_id(
             conn,
             'INSERT INTO branches (conversation_id, parent_branch, fork_position, length, created_at) '
@@ -259,7 +265,7 @@ class SQLBase:
         self._touch(conversation_id, ('branch', branch))
         return branch
 
-    def _create(self, conn: Any, conversation_id: str, scope: str) -> Conversation:
+    def _create(self, conn: Connection, conversation_id: str, scope: str) -> Conversation:
         if not isinstance(scope, str) or not scope:
             raise UserError('scope must be a non-empty string decided by the server (a tenant or owner id)')
         existing = self._one(conn, 'SELECT scope FROM conversations WHERE id = ?', (conversation_id,))
@@ -278,7 +284,7 @@ class SQLBase:
 
     def _open_for_write(
         self,
-        conn: Any,
+        conn: Connection,
         conversation_id: str,
         scope: str,
         expected_revision: int | None,
@@ -304,7 +310,7 @@ class SQLBase:
         )
         return conversation
 
-    def _link_at(self, conn: Any, segments: list[Segment], position: int) -> str:
+    def _link_at(self, conn: Connection, segments: list[Segment], position: int) -> str:
         """The chain link after `position` messages of this lineage."""
         if position == 0:
             return GENESIS
@@ -327,7 +333,7 @@ class SQLBase:
 
     def _write_batch(
         self,
-        conn: Any,
+        conn: Connection,
         conversation: Conversation,
         branch: int,
         start: int,
@@ -358,7 +364,7 @@ class SQLBase:
 
     def _finish_write(
         self,
-        conn: Any,
+        conn: Connection,
         conversation: Conversation,
         *,
         head: int,
@@ -390,7 +396,7 @@ class SQLBase:
 
     def _append_locked(
         self,
-        conn: Any,
+        conn: Connection,
         conversation: Conversation,
         messages: Sequence[ModelMessage],
         provenance: Provenance,
@@ -431,7 +437,7 @@ class SQLBase:
 
     def _replace_locked(
         self,
-        conn: Any,
+        conn: Connection,
         conversation: Conversation,
         messages: list[ModelMessage],
         provenance: Provenance,
@@ -454,7 +460,7 @@ class SQLBase:
         )
         return self._finish_write(conn, conversation, head=branch, length=len(messages), link=link)
 
-    def _claim_run(self, conn: Any, run_id: str, conversation_id: str, model_name: str | None = None) -> None:
+    def _claim_run(self, conn: Connection, run_id: str, conversation_id: str, model_name: str | None = None) -> None:
         """Create the run record for `conversation_id`, or check that the existing one is its own
         (one statement when the run exists, as it does for every write of a run but its first)."""
         owner_of = 'SELECT conversation_id FROM runs WHERE run_id = ?'
@@ -465,6 +471,6 @@ class SQLBase:
                 'INSERT INTO runs (run_id, conversation_id, model_name, status, started_at) '
                 "VALUES (?, ?, ?, 'running', ?) ON CONFLICT (run_id) DO NOTHING RETURNING conversation_id",
                 (run_id, conversation_id, model_name, now_text()),
-            ) or self._one(conn, owner_of, (run_id,))
+            ) or self._only(conn, owner_of, (run_id,))
         if owner[0] != conversation_id:
             raise run_not_found(run_id)

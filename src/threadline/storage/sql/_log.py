@@ -39,6 +39,7 @@ from threadline.storage._verify import report
 from threadline.storage.index._query import parse_query
 from threadline.storage.index._text import message_text, role_and_time
 from threadline.storage.sql._base import Conversation, Segment, SQLBase, usage_decoder
+from threadline.storage.sql._dialect import Connection
 from threadline.storage.sql._seal import check as check_seals
 
 __all__ = ['LogOps']
@@ -110,7 +111,7 @@ class LogOps(SQLBase):
                 runs=0 if counted else 1,
             )
 
-    def _stored_for_run(self, conn: Any, conversation: Conversation, run_id: str) -> int:
+    def _stored_for_run(self, conn: Connection, conversation: Conversation, run_id: str) -> int:
         segments = self._lineage(conn, conversation.head_branch)
         total = 0
         for seg in segments:
@@ -122,7 +123,7 @@ class LogOps(SQLBase):
             total += sum(end - start for start, end in rows if start >= seg.start and end <= seg.end)
         return total
 
-    def _record_run(self, conn: Any, result: FinishedRun, conversation_id: str) -> None:
+    def _record_run(self, conn: Connection, result: FinishedRun, conversation_id: str) -> None:
         try:
             output = json.dumps(to_python_output(result.output))
         except (TypeError, ValueError):
@@ -277,7 +278,7 @@ class LogOps(SQLBase):
             self._exec(conn, 'DELETE FROM conversations WHERE id = ?', (conversation.id,))
             self._touch(conversation.id, ('head',))  # gone: its tip is forgotten after the commit
 
-    def _materialize_children(self, conn: Any, own: builtins.list[int]) -> None:
+    def _materialize_children(self, conn: Connection, own: builtins.list[int]) -> None:
         if not own:
             return
         marks = ','.join('?' * len(own))
@@ -288,10 +289,10 @@ class LogOps(SQLBase):
             [*own, *own],
         )
         for child, child_conversation in children:
-            fork_position = self._one(conn, 'SELECT fork_position FROM branches WHERE id = ?', (child,))[0]
+            fork_position = self._only(conn, 'SELECT fork_position FROM branches WHERE id = ?', (child,))[0]
             segments = self._lineage(conn, child)
             prefix = [s for s in segments if s.start < fork_position]
-            scope = self._one(conn, 'SELECT scope FROM conversations WHERE id = ?', (child_conversation,))[0]
+            scope = self._only(conn, 'SELECT scope FROM conversations WHERE id = ?', (child_conversation,))[0]
             for seg in prefix:
                 batches = self._all(
                     conn,
@@ -405,20 +406,21 @@ class LogOps(SQLBase):
                 fetch *= 4
 
     def _described(
-        self, conn: Any, hits: builtins.list[SearchHit], rowids: builtins.list[int]
+        self, conn: Connection, hits: builtins.list[SearchHit], rowids: builtins.list[int]
     ) -> builtins.list[SearchHit]:
         """`hits` with the role and time of the message each one is in."""
         if not hits:
             return hits
         marks = ','.join('?' * len(rowids))
-        bodies = dict(self._all(conn, f'SELECT id, body FROM messages WHERE id IN ({marks})', rowids))
+        rows = self._all(conn, f'SELECT id, body FROM messages WHERE id IN ({marks})', rowids)
+        bodies: dict[int, str] = {rowid: body for rowid, body in rows}
         described = []
         for hit, rowid in zip(hits, rowids, strict=False):
             role, timestamp = role_and_time(bodies[rowid])
             described.append(replace(hit, role=role, timestamp=timestamp))
         return described
 
-    def _owner(self, conn: Any, branch: int) -> str:
+    def _owner(self, conn: Connection, branch: int) -> str:
         row = self._one(conn, 'SELECT conversation_id FROM branches WHERE id = ?', (branch,))
         return str(row[0]) if row else ''
 

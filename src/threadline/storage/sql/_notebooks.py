@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from threadline.exceptions import UserError
 from threadline.storage._neutral import check_scope, now_text, parse_time, stale_notebook
 from threadline.storage._records import Notebook, NotebookWrite
 from threadline.storage.sql._base import SQLBase
+from threadline.storage.sql._dialect import Connection
 
 __all__ = ['NotebookOps']
 
@@ -82,7 +82,7 @@ class NotebookOps(SQLBase):
             if parse_time(updated) < older_than:
                 self.delete_notebook(namespace, scope=row_scope)
 
-    def _current(self, conn: Any, scope: str, namespace: str) -> int:
+    def _current(self, conn: Connection, scope: str, namespace: str) -> int:
         row = self._one(conn, 'SELECT version FROM notebooks WHERE scope = ? AND namespace = ?', (scope, namespace))
         return int(row[0]) if row else 0
 

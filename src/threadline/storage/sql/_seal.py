@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from threadline.storage._neutral import now_text
+from threadline.storage.sql._dialect import Connection
 from threadline.trust.sealing import GENESIS_TAG, Link, Problem, StoreSeal, Tip, Walk, extend_chain, fact_digest
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def describe(ident: Ident) -> str:
             return 'the conversation row (head branch, chain head, quarantine)'
 
 
-def _read(db: SQLBase, conn: Any, conversation_id: str, ident: Ident) -> str | None:
+def _read(db: SQLBase, conn: Connection, conversation_id: str, ident: Ident) -> str | None:
     kind = _KINDS[ident[0]]
     where = ' AND '.join([f'{kind.owner} = ?', *(f'{k} = ?' for k in kind.keys)])
     row = db._one(
@@ -99,7 +100,7 @@ def _read(db: SQLBase, conn: Any, conversation_id: str, ident: Ident) -> str | N
     return None if row is None else fact_digest(list(row))
 
 
-def current_facts(db: SQLBase, conn: Any, conversation_id: str) -> dict[Ident, str]:
+def current_facts(db: SQLBase, conn: Connection, conversation_id: str) -> dict[Ident, str]:
     """Every sealed kind of record the conversation has now, with its digest."""
     out: dict[Ident, str] = {}
     for name, kind in _KINDS.items():
@@ -109,12 +110,12 @@ def current_facts(db: SQLBase, conn: Any, conversation_id: str) -> dict[Ident, s
     return out
 
 
-def all_idents(db: SQLBase, conn: Any, conversation_id: str) -> list[Ident]:
+def all_idents(db: SQLBase, conn: Connection, conversation_id: str) -> list[Ident]:
     return sorted(current_facts(db, conn, conversation_id), key=_order)
 
 
 def seal_touched(
-    db: SQLBase, conn: Any, seal: StoreSeal, touched: dict[str, list[Ident]], adopted: bool = False
+    db: SQLBase, conn: Connection, seal: StoreSeal, touched: dict[str, list[Ident]], adopted: bool = False
 ) -> list[tuple[str, Tip | None]]:
     """Write one seal per touched conversation (before the commit); the tips to record after it
     (None: the conversation is gone, forget its tip)."""
@@ -157,7 +158,7 @@ def seal_touched(
 
 def check(
     db: SQLBase,
-    conn: Any,
+    conn: Connection,
     seal: StoreSeal,
     location: str | None,
     conversation_id: str,
@@ -200,7 +201,7 @@ def _compare(expected: dict[Ident, str | None], current: dict[Ident, str]) -> Pr
     return None
 
 
-def _batch_bodies(db: SQLBase, conn: Any, conversation_id: str, lineage: Sequence[Segment]) -> Problem | None:
+def _batch_bodies(db: SQLBase, conn: Connection, conversation_id: str, lineage: Sequence[Segment]) -> Problem | None:
     """Re-hash each batch's stored messages from its sealed previous link to its sealed link
     (those of old branches and copies; the current lineage's are re-hashed by `verify()`)."""
     batches = db._all(

@@ -23,6 +23,7 @@ from threadline.storage._records import (
     ToolEffect,
 )
 from threadline.storage.sql._base import Conversation, SQLBase
+from threadline.storage.sql._dialect import Connection
 
 __all__ = ['StepOps']
 
@@ -48,7 +49,7 @@ class StepOps(SQLBase):
                 raise run_not_found(finish.run_id)
             self._close_run(conn, finish)
 
-    def _run_in_scope(self, conn: Any, run_id: str, scope: str) -> str | None:
+    def _run_in_scope(self, conn: Connection, run_id: str, scope: str) -> str | None:
         """The run's conversation, when the run is recorded in one of `scope`'s conversations."""
         check_scope(scope)
         row = self._one(
@@ -59,7 +60,7 @@ class StepOps(SQLBase):
         )
         return None if row is None else str(row[0])
 
-    def _close_run(self, conn: Any, finish: RunFinish) -> None:
+    def _close_run(self, conn: Connection, finish: RunFinish) -> None:
         usage = msgspec.json.encode(finish.usage).decode() if finish.usage else None
         self._exec(
             conn,
@@ -88,7 +89,7 @@ class StepOps(SQLBase):
             self._claim_run(conn, event.run_id, conversation_id)
             self._insert_events(conn, [event], conversation_id)
 
-    def _insert_events(self, conn: Any, events: Sequence[StepEvent], conversation_id: str) -> None:
+    def _insert_events(self, conn: Connection, events: Sequence[StepEvent], conversation_id: str) -> None:
         """Record events in one statement call; a replayed one (same idempotency key) is ignored."""
         if not events:
             return
@@ -133,7 +134,7 @@ class StepOps(SQLBase):
 
     def _snapshot(
         self,
-        conn: Any,
+        conn: Connection,
         run_id: str,
         conversation_id: str,
         scope: str,
@@ -184,7 +185,7 @@ class StepOps(SQLBase):
             self._claim_run(conn, effect.run_id, conversation_id)
             self._upsert_effect(conn, effect, conversation_id)
 
-    def _upsert_effect(self, conn: Any, effect: ToolEffect, conversation_id: str) -> None:
+    def _upsert_effect(self, conn: Connection, effect: ToolEffect, conversation_id: str) -> None:
         self._exec(
             conn,
             'INSERT INTO tool_effects (run_id, tool_call_id, conversation_id, tool_name, status, started_at, '
@@ -223,7 +224,7 @@ class StepOps(SQLBase):
             self._conversation(conn, conversation_id, scope)
             return self._effects_of(conn, conversation_id, status)
 
-    def _effects_of(self, conn: Any, conversation_id: str, status: str | None) -> list[ToolEffect]:
+    def _effects_of(self, conn: Connection, conversation_id: str, status: str | None) -> list[ToolEffect]:
         """The conversation's ledger rows, oldest first (with `status`, through its index)."""
         where, params = 'WHERE t.conversation_id = ?', [conversation_id]
         if status is not None:
@@ -295,7 +296,7 @@ class StepOps(SQLBase):
             conversation = self._found(conn, conversation_id, scope)
         return None if conversation is None else (conversation.revision, conversation.length)
 
-    def _found(self, conn: Any, conversation_id: str, scope: str) -> Conversation | None:
+    def _found(self, conn: Connection, conversation_id: str, scope: str) -> Conversation | None:
         """The conversation, or None when it does not exist in this scope."""
         try:
             return self._conversation(conn, conversation_id, scope)
