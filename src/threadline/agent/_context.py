@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from threadline._uuid import uuid7
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, RunUsage, UserContent
+from threadline.messages import ModelMessage, RepairEvent, RunUsage, UserContent
 from threadline.models import Model
 from threadline.models.budget import context_tokens, context_window_fraction
 
@@ -47,7 +47,7 @@ class RunContext(Generic[AgentDepsT]):
     tool_call_approved: bool = False
     retries: dict[str, int] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
-    repair_events: list[Any] = field(default_factory=list)
+    repair_events: list[RepairEvent] = field(default_factory=list)
     """What repairing the given history at run start changed (`RepairEvent`s), for audit records."""
     queue: Any = field(default=None, repr=False)
 

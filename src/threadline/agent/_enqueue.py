@@ -29,6 +29,7 @@ import msgspec
 from threadline._uuid import uuid7
 from threadline.exceptions import UserError
 from threadline.messages import (
+    AgentStreamEvent,
     CachePoint,
     EnqueuedMessagesEvent,
     ModelMessage,
@@ -118,7 +119,7 @@ class EnqueueQueue:
         return entry.enqueue_id
 
     def deliver(
-        self, history: list[ModelMessage], stamp: Any, events: list[Any] | None, *, idle: bool
+        self, history: list[ModelMessage], stamp: Any, events: list[AgentStreamEvent] | None, *, idle: bool
     ) -> list[ModelMessage]:
         """Deliver the asap queue (and the when-idle queue if `idle`) into `history`; returns the
         messages appended (spliced content adds none)."""
@@ -139,7 +140,7 @@ class EnqueueQueue:
                 events.append(EnqueuedMessagesEvent(entry.enqueue_id, tuple(entry.messages)))
         return appended
 
-    def _splice(self, history: list[ModelMessage], entry: _Entry, events: list[Any] | None) -> bool:
+    def _splice(self, history: list[ModelMessage], entry: _Entry, events: list[AgentStreamEvent] | None) -> bool:
         call_id = entry.tool_call_id
         for index in range(len(history) - 1, -1, -1):
             message = history[index]

@@ -29,7 +29,7 @@ EventStreamHandler: TypeAlias = Callable[[RunContext[Any], AsyncIterable[AgentSt
 async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandler) -> None:
     """Drive `agent_run` to its end, handing each step's events to `handler`."""
     state = agent_run._state
-    pending: list[Any] = []
+    pending: list[AgentStreamEvent] = []
     state.events = pending
     node = agent_run.next_node
     while not isinstance(node, End):

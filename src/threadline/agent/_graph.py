@@ -28,7 +28,9 @@ from threadline.agent.tools._step import ToolStep, validate_output
 from threadline.agent.tools._tool import ToolArgsError
 from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
 from threadline.messages import (
+    ModelMessage,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
     RetryFeedbackPart,
     RetryInfo,
@@ -46,7 +48,7 @@ from threadline.models.budget import price_of
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
 
 
-def _unanswered_calls(history: list[Any], index: int) -> list[ToolCallPart]:
+def _unanswered_calls(history: list[ModelMessage], index: int) -> list[ToolCallPart]:
     """Calls in the response at `index` with no result in the requests after it."""
     answered = {
         part.tool_call_id
@@ -59,7 +61,7 @@ def _unanswered_calls(history: list[Any], index: int) -> list[ToolCallPart]:
     return [c for c in calls if c.tool_call_id not in answered]
 
 
-def _last_response_index(history: list[Any]) -> int | None:
+def _last_response_index(history: list[ModelMessage]) -> int | None:
     for index in range(len(history) - 1, -1, -1):
         if isinstance(history[index], ModelResponse):
             return index
@@ -141,7 +143,7 @@ class UserPromptNode:
                 '(threadline.messages.repair_messages).'
             )
         instructions = await state.instructions()
-        parts: list[Any] = [] if history else await state.system_prompt_parts()
+        parts: list[ModelRequestPart] = [] if history else list(await state.system_prompt_parts())
         if self.user_prompt is not None:
             parts.append(UserPromptPart(self.user_prompt))
         elif not parts and instructions is None:
@@ -211,7 +213,9 @@ class ModelRequestNode:
         # A wrap may answer without calling its handler: the response is recorded all the same.
         return self._record(state, sent[-1].model, response)
 
-    async def _call(self, state: RunState, request_context: ModelRequestContext, prepared: list[Any]) -> ModelResponse:
+    async def _call(
+        self, state: RunState, request_context: ModelRequestContext, prepared: list[ModelMessage]
+    ) -> ModelResponse:
         try:
             return await request_context.model.request(
                 prepared, request_context.model_settings, request_context.model_request_parameters
@@ -250,7 +254,7 @@ class ModelRequestNode:
         """Inside `stream()`: record what arrived so far as an interrupted response."""
         self._outcome = 'interrupted'
 
-    async def _prepare(self, state: RunState) -> tuple[ModelRequestContext, list[Any]]:
+    async def _prepare(self, state: RunState) -> tuple[ModelRequestContext, list[ModelMessage]]:
         return await self._before(state, await self._open(state))
 
     async def _open(self, state: RunState) -> ModelRequestContext:
@@ -278,7 +282,7 @@ class ModelRequestNode:
 
     async def _before(
         self, state: RunState, request_context: ModelRequestContext
-    ) -> tuple[ModelRequestContext, list[Any]]:
+    ) -> tuple[ModelRequestContext, list[ModelMessage]]:
         """The `before_model_request` hooks, then what the model is sent (tools it may see, the
         repaired and rendered history)."""
         before = _history_shape(state)
@@ -406,7 +410,7 @@ def _history_shape(state: RunState) -> tuple[int, int, int]:
     return len(history), id(history[-1]) if history else 0, marker
 
 
-def _check_request_messages(messages: list[Any]) -> None:
+def _check_request_messages(messages: list[ModelMessage]) -> None:
     if not messages:
         raise UserError('Processed history cannot be empty.')
     if not isinstance(messages[-1], ModelRequest):
@@ -463,7 +467,7 @@ class CallToolsNode:
         return await _retry_feedback(state, message, cause='no_output')
 
 
-async def _queue_request(state: RunState, parts: list[Any]) -> ModelRequestNode:
+async def _queue_request(state: RunState, parts: list[ModelRequestPart]) -> ModelRequestNode:
     """Add the next request (tool results, feedback) to the history now, so the boundary after the
     node that produced it is settled: a store sees the results before the next model call."""
     request = ModelRequest(parts=parts, timestamp=now_utc())

@@ -8,7 +8,7 @@ from threadline.agent._graph import AgentNode, End, FinalResult, ModelRequestNod
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._state import RunState
 from threadline.exceptions import UserError
-from threadline.messages import ModelRequest
+from threadline.messages import ModelMessage, ModelRequest
 
 __all__ = ['AgentRun']
 
@@ -51,10 +51,10 @@ class AgentRun(Generic[OutputDataT]):
         """The result, once the run reached `End`; None before."""
         return self._result
 
-    def all_messages(self) -> list[Any]:
+    def all_messages(self) -> list[ModelMessage]:
         return self._state.history
 
-    def new_messages(self) -> list[Any]:
+    def new_messages(self) -> list[ModelMessage]:
         return self._state.history[self._state.new_message_index :]
 
     @property
@@ -182,7 +182,7 @@ class RunGraphState:
         self._state = state
 
     @property
-    def message_history(self) -> list[Any]:
+    def message_history(self) -> list[ModelMessage]:
         return self._state.history
 
     @property

@@ -19,7 +19,15 @@ from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._tool import Tool
 from threadline.agent.tools._toolsets import tool_of
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, ModelRequest, ModelResponse, RepairEvent, RunUsage, SystemPromptPart
+from threadline.messages import (
+    AgentStreamEvent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RepairEvent,
+    RunUsage,
+    SystemPromptPart,
+)
 from threadline.models import Model, ModelRequestParameters, ModelSettings
 
 if TYPE_CHECKING:
@@ -60,7 +68,7 @@ class RunState:
     warned_kinds: set[str] = field(default_factory=set)
     repair_events: list[RepairEvent] = field(default_factory=list)
     queue: EnqueueQueue = field(default_factory=EnqueueQueue)
-    events: list[Any] | None = None
+    events: list[AgentStreamEvent] | None = None
     """Where nodes put stream events (tool calls and results, enqueued deliveries) when a caller
     streams events; None otherwise, so plain runs build no event objects."""
 

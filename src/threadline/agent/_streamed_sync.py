@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from threadline.exceptions import UserError
+from threadline.messages import ModelMessage
 
 __all__ = ['StreamedRunResultSync']
 
@@ -126,10 +127,10 @@ class StreamedRunResultSync(Generic[OutputT]):
     def cancel(self) -> None:
         self._ask(lambda s: s.cancel())
 
-    def all_messages(self) -> list[Any]:
+    def all_messages(self) -> list[ModelMessage]:
         return self._streamed.all_messages()  # type: ignore[no-any-return]
 
-    def new_messages(self) -> list[Any]:
+    def new_messages(self) -> list[ModelMessage]:
         return self._streamed.new_messages()  # type: ignore[no-any-return]
 
     def all_messages_json(self) -> bytes:

@@ -24,6 +24,7 @@ from threadline.messages import (
     pairing_report,
 )
 from threadline.messages.wire import enc_hook
+from threadline.storage import OutcomeReceipt, WaitRecord
 from threadline.trust import verify_history
 
 __all__ = [
@@ -55,8 +56,8 @@ class Facts:
     load_error: str | None = None
     lineage: list[tuple[str, int, int]] = field(default_factory=list)
     effects: dict[str, Any] = field(default_factory=dict)
-    receipts: list[Any] = field(default_factory=list)
-    waits: list[Any] = field(default_factory=list)
+    receipts: list[OutcomeReceipt] = field(default_factory=list)
+    waits: list[WaitRecord] = field(default_factory=list)
     seal: Any = None
     """The store's `verify()` of the conversation (its keyed seal), when it came from a store."""
 
@@ -194,7 +195,7 @@ def gate_prompt(facts: Facts, context: AuditContext) -> GateResult:
     return GateResult('prompt_continuity', ok, () if ok else ('SYSTEM_PROMPT_GAP',), evidence)
 
 
-def _valid_waits(facts: Facts) -> list[Any]:
+def _valid_waits(facts: Facts) -> list[WaitRecord]:
     return [w for w in facts.waits if w.resolved_at is None and w.deadline > facts.now]
 
 

@@ -17,6 +17,7 @@ from threadline.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
     SystemPromptPart,
     TextPart,
@@ -55,7 +56,7 @@ def _turn(
     t: int = 0,
 ) -> list[ModelMessage]:
     stamp = T0 + timedelta(minutes=t)
-    first: list[Any] = [SystemPromptPart(SYSTEM_PROMPT, timestamp=stamp)] if system else []
+    first: list[ModelRequestPart] = [SystemPromptPart(SYSTEM_PROMPT, timestamp=stamp)] if system else []
     first.append(UserPromptPart('Where is order 42, and please refund it.', timestamp=stamp))
     out: list[ModelMessage] = [ModelRequest(parts=first, timestamp=stamp, run_id=run, conversation_id=cid)]
     if call is not None:

@@ -33,6 +33,7 @@ from threadline.messages import (
     CompactionPart,
     ModelMessage,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
     RetryPromptPart,
     SystemPromptPart,
@@ -93,7 +94,7 @@ def _cut_point(messages: Sequence[ModelMessage], keep_turns: int) -> int | None:
     return cut if cut > 0 else None
 
 
-def _rejoin(messages: Sequence[ModelMessage], cut: int, lead: list[Any]) -> list[ModelMessage]:
+def _rejoin(messages: Sequence[ModelMessage], cut: int, lead: Sequence[ModelRequestPart]) -> list[ModelMessage]:
     """`messages[cut:]` with `lead` (standing prompt, summary) opening its first request."""
     first = messages[cut]
     assert isinstance(first, ModelRequest)
@@ -134,7 +135,7 @@ class ClearOldToolResults:
         out: list[ModelMessage] = []
         for message in messages[:cut]:
             if isinstance(message, ModelRequest) and any(self._clearable(p) for p in message.parts):
-                parts: list[Any] = [self._cleared(p) for p in message.parts]
+                parts: list[ModelRequestPart] = [self._cleared(p) for p in message.parts]
                 message = replace(message, parts=parts)
             out.append(message)
         return [*out, *messages[cut:]]

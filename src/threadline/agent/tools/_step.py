@@ -160,7 +160,7 @@ class ToolStep:
                 )
         self.final = None
 
-    def _assemble(self, slots: list[Any]) -> list[Any]:
+    def _assemble(self, slots: list[Any]) -> list[ModelRequestPart]:
         """The step's parts in call order, each reveal right after its result, then any content
         tools sent beside their results (see `ToolReturn`)."""
         shown = revealed(self.state.history) if self.reveals else set()
@@ -178,7 +178,7 @@ class ToolStep:
                 parts.append(delta)
         return [*parts, *self.trailing]
 
-    async def _next(self, parts: list[Any]) -> list[ModelRequestPart] | End[FinalResult[Any]]:
+    async def _next(self, parts: list[ModelRequestPart]) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
         if self.final is not None:
             state.append(ModelRequest(parts=parts, timestamp=now_utc()))
