@@ -35,7 +35,7 @@ from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
 from threadline.agent.output._end import End
 from threadline.agent.output._output import OutputSpec
-from threadline.agent.realtime import AgentRealtime
+from threadline.agent.realtime import AgentRealtime, RealtimeModel
 from threadline.agent.tools._tool import Tool
 from threadline.agent.tools._toolsets import AbstractToolset
 from threadline.exceptions import UserError
@@ -154,7 +154,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
         return register(func) if func is not None else register
 
-    def realtime(self, model: Any) -> Any:
+    def realtime(self, model: RealtimeModel) -> AgentRealtime:
         """This agent on a realtime model: `async with agent.realtime(model).session() as s:`
         (see `threadline.realtime`)."""
 

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 from threadline.agent._capability import ModelRequestContext
@@ -42,7 +43,7 @@ from threadline.messages import (
     repair_messages,
     repair_report,
 )
-from threadline.models import ToolDefinition, render_history
+from threadline.models import Model, ToolDefinition, render_history
 from threadline.models.budget import price_of
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
@@ -386,7 +387,7 @@ def _type_calls(state: RunState, response: ModelResponse) -> None:
                 part.tool_kind = tool.tool_def.tool_kind
 
 
-def _cost(response: ModelResponse, model: Any) -> Any:
+def _cost(response: ModelResponse, model: Model) -> Decimal | None:
     """What the response cost at the answering model's genai-prices price, else None."""
 
     usage = response.usage

@@ -8,7 +8,7 @@ from threadline.agent._graph import AgentNode, End, FinalResult, ModelRequestNod
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._state import RunState
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, ModelRequest
+from threadline.messages import ModelMessage, ModelRequest, RunUsage
 
 __all__ = ['AgentRun']
 
@@ -58,7 +58,7 @@ class AgentRun(Generic[OutputDataT]):
         return self._state.history[self._state.new_message_index :]
 
     @property
-    def usage(self) -> Any:
+    def usage(self) -> RunUsage:
         return self._state.ctx.usage
 
     async def next(self, node: AgentNode) -> NodeResult:

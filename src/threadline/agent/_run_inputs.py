@@ -4,11 +4,10 @@ resumed from a history that ends in a request."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from threadline._uuid import uuid7
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from threadline.messages import ModelMessage, ModelRequest, ModelResponse, UserContent, UserPromptPart
 
 __all__ = ['check_history', 'resolve_ids', 'resumed_prompt']
 
@@ -49,7 +48,7 @@ def resolve_ids(history: list[ModelMessage], run_id: str | None, conversation_id
     return run_id or uuid7(), conversation_id if conversation_id is not None else uuid7()
 
 
-def resumed_prompt(history: list[ModelMessage]) -> Any:
+def resumed_prompt(history: list[ModelMessage]) -> str | Sequence[UserContent] | None:
     """The prompt of a run resumed from a history that ends in a request: its last user prompt."""
     if history and isinstance(history[-1], ModelRequest):
         for part in reversed(history[-1].parts):

@@ -77,7 +77,7 @@ class StreamedRunResult(Generic[OutputDataT]):
 
     @property
     def usage(self) -> RunUsage:
-        return self._run.usage  # type: ignore[no-any-return]
+        return self._run.usage
 
     @property
     def run_id(self) -> str:

@@ -17,18 +17,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage
+from threadline.messages import ModelMessage, ModelResponse, RunUsage
+
+if TYPE_CHECKING:
+    from threadline.agent._result import AgentRunResult
+    from threadline.agent._streamed import StreamedRunResult
 
 __all__ = ['StreamedRunResultSync']
 
 OutputT = TypeVar('OutputT')
-_END = object()
+T = TypeVar('T')
+
+
+class _End:
+    """The type of `_END`: what an iteration step answers once the stream is done."""
+
+
+_END = _End()
+
+
+_Request = tuple[Callable[['StreamedRunResult[Any]'], Awaitable[Any]], 'asyncio.Future[Any]']
+"""Work to run inside the `run_stream` block, and the future its answer goes to."""
 
 
 @dataclass
@@ -41,11 +56,14 @@ class _Raise:
 class StreamedRunResultSync(Generic[OutputT]):
     """A streamed run driven from synchronous code; the same methods as `StreamedRunResult`."""
 
-    def __init__(self, opening: AbstractAsyncContextManager[Any], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, opening: AbstractAsyncContextManager[StreamedRunResult[OutputT]], loop: asyncio.AbstractEventLoop
+    ) -> None:
         self._opening, self._loop = opening, loop
-        self._requests: asyncio.Queue[tuple[Callable[[Any], Any], asyncio.Future[Any]] | _Raise | None] | None = None
+        # Each request's answer is of its own type; `_ask` hands it back typed.
+        self._requests: asyncio.Queue[_Request | _Raise | None] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._streamed: Any = None
+        self._streamed: StreamedRunResult[OutputT] | None = None
 
     def __enter__(self) -> StreamedRunResultSync[OutputT]:
         try:
@@ -56,7 +74,7 @@ class StreamedRunResultSync(Generic[OutputT]):
             raise UserError(
                 'run_stream_sync() cannot be called from a running event loop; use `agent.run_stream(...)`.'
             )
-        opened: asyncio.Future[Any] = self._loop.create_future()
+        opened: asyncio.Future[StreamedRunResult[OutputT]] = self._loop.create_future()
         self._requests = asyncio.Queue()
         self._task = self._loop.create_task(self._serve(opened))
         self._streamed = self._loop.run_until_complete(opened)
@@ -72,7 +90,7 @@ class StreamedRunResultSync(Generic[OutputT]):
         with contextlib.suppress(BaseException):  # the block's own error is the one to raise
             self._loop.run_until_complete(self._task)
 
-    async def _serve(self, opened: asyncio.Future[Any]) -> None:
+    async def _serve(self, opened: asyncio.Future[StreamedRunResult[OutputT]]) -> None:
         """The task that holds the `run_stream` block: it runs each request the caller sends."""
         assert self._requests is not None
         try:
@@ -92,16 +110,16 @@ class StreamedRunResultSync(Generic[OutputT]):
             else:
                 raise
 
-    def _ask(self, work: Callable[[Any], Any]) -> Any:
+    def _ask(self, work: Callable[[StreamedRunResult[OutputT]], Awaitable[T]]) -> T:
         assert self._requests is not None, 'use run_stream_sync(...) as a `with` block'
-        answer: asyncio.Future[Any] = self._loop.create_future()
+        answer: asyncio.Future[T] = self._loop.create_future()
         self._requests.put_nowait((work, answer))
         return self._loop.run_until_complete(answer)
 
-    def _iterate(self, make: Callable[[Any], AsyncIterator[Any]]) -> Iterator[Any]:
-        holder: list[AsyncIterator[Any]] = []
+    def _iterate(self, make: Callable[[StreamedRunResult[OutputT]], AsyncIterator[T]]) -> Iterator[T]:
+        holder: list[AsyncIterator[T]] = []
 
-        async def step(streamed: Any) -> Any:
+        async def step(streamed: StreamedRunResult[OutputT]) -> T | _End:
             if not holder:
                 holder.append(make(streamed))
             try:
@@ -109,8 +127,13 @@ class StreamedRunResultSync(Generic[OutputT]):
             except StopAsyncIteration:
                 return _END
 
-        while (item := self._ask(step)) is not _END:
+        while not isinstance(item := self._ask(step), _End):
             yield item
+
+    @property
+    def _live(self) -> StreamedRunResult[OutputT]:
+        assert self._streamed is not None, 'use run_stream_sync(...) as a `with` block'
+        return self._streamed
 
     def stream_text(self, *, delta: bool = False, debounce_by: float | None = None) -> Iterator[str]:
         return self._iterate(lambda s: s.stream_text(delta=delta, debounce_by=debounce_by))
@@ -118,39 +141,39 @@ class StreamedRunResultSync(Generic[OutputT]):
     def stream_output(self) -> Iterator[Any]:
         return self._iterate(lambda s: s.stream_output())
 
-    def stream_response(self) -> Iterator[Any]:
+    def stream_response(self) -> Iterator[ModelResponse]:
         return self._iterate(lambda s: s.stream_response())
 
     def get_output(self) -> OutputT:
-        return self._ask(lambda s: s.get_output())  # type: ignore[no-any-return]
+        return self._ask(lambda s: s.get_output())
 
     def cancel(self) -> None:
         self._ask(lambda s: s.cancel())
 
     def all_messages(self) -> list[ModelMessage]:
-        return self._streamed.all_messages()  # type: ignore[no-any-return]
+        return self._live.all_messages()
 
     def new_messages(self) -> list[ModelMessage]:
-        return self._streamed.new_messages()  # type: ignore[no-any-return]
+        return self._live.new_messages()
 
     def all_messages_json(self) -> bytes:
-        return self._streamed.all_messages_json()  # type: ignore[no-any-return]
+        return self._live.all_messages_json()
 
     def new_messages_json(self) -> bytes:
-        return self._streamed.new_messages_json()  # type: ignore[no-any-return]
+        return self._live.new_messages_json()
 
     @property
-    def usage(self) -> Any:
-        return self._streamed.usage
+    def usage(self) -> RunUsage:
+        return self._live.usage
 
     @property
     def run_id(self) -> str:
-        return self._streamed.run_id  # type: ignore[no-any-return]
+        return self._live.run_id
 
     @property
     def conversation_id(self) -> str:
-        return self._streamed.conversation_id  # type: ignore[no-any-return]
+        return self._live.conversation_id
 
     @property
-    def result(self) -> Any:
-        return self._streamed.result
+    def result(self) -> AgentRunResult[OutputT] | None:
+        return self._live.result

@@ -19,6 +19,7 @@ from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelRequestPart,
+    RunUsage,
     SystemPromptPart,
     TextContent,
     ToolCallPart,
@@ -146,7 +147,7 @@ class RealtimeSession:
         return list(self._state.history[self._start :])
 
     @property
-    def usage(self) -> Any:
+    def usage(self) -> RunUsage:
         return self._state.ctx.usage
 
     @property

@@ -405,7 +405,7 @@ def _batches(indexes: list[int], sequential: Any) -> list[list[int]]:
     return groups
 
 
-def _retried(part: Any) -> bool:
+def _retried(part: ModelRequestPart) -> bool:
     return isinstance(part, ToolReturnPart) and part.outcome == 'retried'
 
 
