@@ -186,6 +186,7 @@ SURFACE: dict[str, set[str]] = {
         'ModelRequestParameters',
         'ModelSettings',
         'OutputObjectDefinition',
+        'StreamedResponse',  # what a custom Model's request_stream yields (pydantic_ai.models has it)
         'ToolDefinition',
         'UnknownModel',
         'infer_model',

@@ -43,7 +43,7 @@ from threadline.messages import (
     repair_messages,
     repair_report,
 )
-from threadline.models import Model, ToolDefinition, render_history
+from threadline.models import Model, StreamedResponse, ToolDefinition, render_history
 from threadline.models.budget import price_of
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
@@ -225,7 +225,7 @@ class ModelRequestNode:
             return await state.capabilities.on_model_request_error(state.ctx, request_context, error)
 
     @asynccontextmanager
-    async def stream(self, state: RunState) -> AsyncIterator[Any]:
+    async def stream(self, state: RunState) -> AsyncIterator[StreamedResponse]:
         """Stream this request's response (a `StreamedResponse`). When the block ends the response
         is recorded like a non-streamed one; `abandon()` or `interrupt()` from inside changes that."""
         request_context, prepared = await self._prepare(state)

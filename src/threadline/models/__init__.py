@@ -25,6 +25,7 @@ from threadline.models._base import (
     ToolDefinition,
 )
 from threadline.models._render import render_history
+from threadline.models._stream import StreamedResponse
 from threadline.models.demo import DemoModel
 from threadline.models.fallback import FallbackModel
 from threadline.models.test import TestModel
@@ -40,6 +41,7 @@ __all__ = [
     'ModelRequestParameters',
     'OutputObjectDefinition',
     'ModelSettings',
+    'StreamedResponse',
     'ToolDefinition',
     'UnknownModel',
     'infer_model',

@@ -10,7 +10,7 @@ from typing import Any, Literal, TypedDict
 
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._prices import known_context_window
-from threadline.models._stream import CompleteResponseStream
+from threadline.models._stream import CompleteResponseStream, StreamedResponse
 
 __all__ = ['Model', 'ModelProfile', 'ModelRequestParameters', 'ModelSettings', 'ToolDefinition']
 
@@ -154,7 +154,7 @@ class Model(ABC):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[StreamedResponse]:
         """Stream the response (a `StreamedResponse`). Models that cannot stream replay their
         whole response as one event per part."""
 

@@ -20,7 +20,11 @@ from threadline.messages import (
     ToolCallPartDelta,
 )
 
-__all__ = ['PartsManager', 'StreamedResponse']
+__all__ = ['ModelStreamEvent', 'PartsManager', 'StreamedResponse']
+
+
+ModelStreamEvent = PartStartEvent | PartDeltaEvent | PartEndEvent
+"""What a model's stream yields: a part starts, grows, ends."""
 
 
 class PartsManager:
@@ -112,11 +116,11 @@ class StreamedResponse:
         """Called with the usage so far after each event (the run checks its token limits here,
         so a limit stops a stream in the middle, not after it)."""
 
-    async def _events(self) -> AsyncIterator[Any]:  # pragma: no cover - provided by subclasses
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:  # pragma: no cover - provided by subclasses
         raise NotImplementedError
         yield
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
+    async def __aiter__(self) -> AsyncIterator[ModelStreamEvent]:
         async for event in self._events():
             if self.watch is not None:
                 self.watch(self.usage)
@@ -149,6 +153,6 @@ class CompleteResponseStream(StreamedResponse):
         self.finish_reason = response.finish_reason
         self.provider_response_id = response.provider_response_id
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
         for index, part in enumerate(self._response.parts):
             yield self.parts.whole(index, part)

@@ -58,7 +58,7 @@ from threadline.models._base import ModelProfile, ModelRequestParameters, ModelS
 from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
 from threadline.models._schema_walk import json_type_of, walk_schema
-from threadline.models._stream import StreamedResponse
+from threadline.models._stream import ModelStreamEvent, StreamedResponse
 
 if TYPE_CHECKING:
     from threadline.memory.anthropic import MemoryTool
@@ -350,7 +350,7 @@ class _AnthropicStream(StreamedResponse):
         super().__init__(model_name, 'anthropic')
         self._stream = stream
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
         async for event in self._stream:
             kind = event.type
             if kind == 'message_start':

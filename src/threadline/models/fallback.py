@@ -28,6 +28,7 @@ from typing import Any
 from threadline.exceptions import FallbackExceptionGroup, ModelConnectionError, ModelHTTPError, UserError
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from threadline.models._stream import ModelStreamEvent
 
 __all__ = ['FallbackModel', 'default_fallback_on']
 
@@ -170,7 +171,7 @@ class _Started:
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._stream, name, value)  # `watch` and the like belong to the stream
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
+    async def __aiter__(self) -> AsyncIterator[ModelStreamEvent]:
         if self._first is not _END:
             yield self._first
         async for event in self._rest:

@@ -16,7 +16,7 @@ from typing import Any
 from threadline.messages import ModelMessage, ModelResponse, RequestUsage
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._estimate import estimate_tokens, estimate_usage
-from threadline.models._stream import StreamedResponse
+from threadline.models._stream import ModelStreamEvent, StreamedResponse
 
 __all__ = ['AgentInfo', 'DeltaThinkingPart', 'DeltaToolCall', 'FunctionDef', 'FunctionModel', 'StreamFunctionDef']
 
@@ -140,7 +140,7 @@ class _FunctionStream(StreamedResponse):
     def _count(self, text: str | None) -> None:
         self.usage = self.usage + RequestUsage(output_tokens=estimate_tokens(text))
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
         async for item in self._source:
             if isinstance(item, str):
                 self._count(item)

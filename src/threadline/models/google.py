@@ -57,7 +57,7 @@ from threadline.messages.wire import enc_hook
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._provider import ProviderModel, require_extra
 from threadline.models._schema_walk import json_type_of, walk_schema
-from threadline.models._stream import StreamedResponse
+from threadline.models._stream import ModelStreamEvent, StreamedResponse
 
 __all__ = ['GoogleModel', 'GoogleProvider']
 
@@ -427,7 +427,7 @@ class _GeminiStream(StreamedResponse):
         super().__init__(model_name, 'google')
         self._stream = stream
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
         run = 0  # a text run ends at any other part, or at a part with a signature of its own
         last: str | None = None
         async for chunk in self._stream:

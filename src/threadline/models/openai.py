@@ -57,7 +57,7 @@ from threadline.models._base import (
 )
 from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
-from threadline.models._stream import StreamedResponse
+from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
 
 __all__ = ['OpenAIChatModel', 'OpenAIProvider']
@@ -272,7 +272,7 @@ class _OpenAIStream(StreamedResponse):
         super().__init__(model_name, 'openai')
         self._stream = stream
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
         async for chunk in self._stream:
             self.provider_response_id = chunk.id or self.provider_response_id
             self.model_name = chunk.model or self.model_name

@@ -63,7 +63,7 @@ from threadline.messages import (
 from threadline.messages.wire import encoder
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._provider import ProviderModel, require_extra, tool_result_text
-from threadline.models._stream import StreamedResponse
+from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
 from threadline.models.openai import OpenAIProvider, json_schema_format
 
@@ -384,7 +384,7 @@ class _ResponsesStream(StreamedResponse):
             response = self.on_complete(response)
         return response
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
         async for event in self._stream:
             kind = event.type
             if kind == 'response.created':

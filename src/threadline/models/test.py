@@ -34,7 +34,7 @@ from threadline.messages import (
 )
 from threadline.models._base import Model, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._estimate import estimate_tokens, estimate_usage
-from threadline.models._stream import StreamedResponse
+from threadline.models._stream import ModelStreamEvent, StreamedResponse
 
 __all__ = ['TestModel']
 
@@ -205,7 +205,7 @@ class _WordStream(StreamedResponse):
         self._response = response
         self.usage = usage
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
         for index, part in enumerate(self._response.parts):
             if isinstance(part, TextPart):
                 yield self.parts.text(index, '')  # as the reference: the part starts empty, words follow

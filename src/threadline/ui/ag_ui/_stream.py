@@ -17,6 +17,7 @@ from typing import Any
 
 from threadline.messages import (
     AgentRunResultEvent,
+    AgentStreamEvent,
     FunctionToolResultEvent,
     PartDeltaEvent,
     PartEndEvent,
@@ -38,7 +39,11 @@ logger = logging.getLogger('threadline.ui')
 
 
 async def ag_ui_events(
-    events: AsyncIterator[Any], *, thread_id: str, run_id: str, error_detail: bool = False
+    events: AsyncIterator[AgentStreamEvent | AgentRunResultEvent],
+    *,
+    thread_id: str,
+    run_id: str,
+    error_detail: bool = False,
 ) -> AsyncIterator[Any]:
     """The AG-UI events for a run's events (`agent.run_stream_events(...)`)."""
     from ag_ui.core import MessagesSnapshotEvent, RunErrorEvent, RunFinishedEvent, RunStartedEvent

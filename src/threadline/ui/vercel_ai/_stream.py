@@ -20,6 +20,7 @@ from typing import Any
 
 from threadline.messages import (
     AgentRunResultEvent,
+    AgentStreamEvent,
     FunctionToolResultEvent,
     PartDeltaEvent,
     PartEndEvent,
@@ -47,7 +48,10 @@ STREAM_HEADERS = {
 
 
 async def ui_message_chunks(
-    events: AsyncIterator[Any], *, message_id: str | None = None, error_detail: bool = False
+    events: AsyncIterator[AgentStreamEvent | AgentRunResultEvent],
+    *,
+    message_id: str | None = None,
+    error_detail: bool = False,
 ) -> AsyncIterator[dict[str, Any]]:
     """The UI message stream chunks for a run's events (`agent.run_stream_events(...)`)."""
     yield {'type': 'start', 'messageId': message_id or str(uuid.uuid4())}
