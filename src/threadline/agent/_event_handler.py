@@ -13,13 +13,16 @@ Rules (as in the reference):
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from threadline.agent._context import RunContext
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
 from threadline.agent._run import AgentRun
 from threadline.agent._streamed import model_events
 from threadline.messages import AgentStreamEvent
+
+if TYPE_CHECKING:
+    from threadline.agent._state import RunState
 
 __all__ = ['EventStreamHandler', 'drive_with_handler']
 
@@ -44,7 +47,9 @@ async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandl
             await handler(state.ctx, _replay(events))
 
 
-async def _model_step(state: Any, node: ModelRequestNode, handler: EventStreamHandler, pending: list[Any]) -> None:
+async def _model_step(
+    state: RunState, node: ModelRequestNode, handler: EventStreamHandler, pending: list[AgentStreamEvent]
+) -> None:
     async with node.stream(state) as streamed:
         earlier, pending[:] = list(pending), []
         events = _chain(earlier, model_events(state, streamed))

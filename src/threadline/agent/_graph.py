@@ -324,7 +324,7 @@ class ModelRequestNode:
         _stamp_response(state, response, request_context.model)
         return await state.capabilities.after_model_request(state.ctx, request_context, response)
 
-    def _record(self, state: RunState, model: Any, response: ModelResponse) -> CallToolsNode:
+    def _record(self, state: RunState, model: Model, response: ModelResponse) -> CallToolsNode:
         """The response enters the history and the usage (a token limit crossed marks it interrupted)."""
         ctx = state.ctx
         _stamp_response(state, response, model)
@@ -365,7 +365,7 @@ def with_return_schemas(tools: list[ToolDefinition], profile: Any) -> list[ToolD
     return out
 
 
-def _stamp_response(state: RunState, response: ModelResponse, model: Any) -> None:
+def _stamp_response(state: RunState, response: ModelResponse, model: Model) -> None:
     if response.model_name is None:
         response.model_name = model.model_name
     if response.provider_name is None:

@@ -195,7 +195,7 @@ class RunState:
     def append(self, message: ModelMessage) -> None:
         self.history.append(self.stamp(message))
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: AgentStreamEvent) -> None:
         if self.events is not None:
             self.events.append(event)
 

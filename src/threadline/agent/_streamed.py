@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from threadline.agent._graph import End, ModelRequestNode
 from threadline.agent._result import AgentRunResult, OutputDataT
@@ -37,6 +37,10 @@ from threadline.messages import (
     TextPartDelta,
     ToolCallPart,
 )
+from threadline.models import StreamedResponse
+
+if TYPE_CHECKING:
+    from threadline.agent._state import RunState
 
 __all__ = ['EventStream', 'RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
 
@@ -274,7 +278,7 @@ async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEv
     yield AgentRunResultEvent(agent_run.result)
 
 
-async def model_events(state: Any, streamed: Any) -> AsyncIterator[Any]:
+async def model_events(state: RunState, streamed: StreamedResponse) -> AsyncIterator[AgentStreamEvent]:
     """A model response's stream events, with a `FinalResultEvent` after the first part that can
     be the output (text when text is allowed, or a call to an output tool)."""
 

@@ -24,7 +24,7 @@ from threadline.messages import (
     pairing_report,
 )
 from threadline.messages.wire import enc_hook
-from threadline.storage import OutcomeReceipt, WaitRecord
+from threadline.storage import OutcomeReceipt, StoredConversation, WaitRecord
 from threadline.trust import verify_history
 
 __all__ = [
@@ -52,7 +52,7 @@ class Facts:
     key: bytes
     now: datetime
     raw: bytes | None = None
-    stored: Any = None
+    stored: StoredConversation | None = None
     load_error: str | None = None
     lineage: list[tuple[str, int, int]] = field(default_factory=list)
     effects: dict[str, Any] = field(default_factory=dict)
@@ -108,7 +108,7 @@ def _seal_evidence(check: Any) -> dict[str, Any]:
     }
 
 
-def _verify_chain(canon: list[bytes], stored: Any) -> tuple[str, int | None] | None:
+def _verify_chain(canon: list[bytes], stored: StoredConversation) -> tuple[str, int | None] | None:
     """Re-hash the canonical messages along the store's chain; (reason, position) on a mismatch."""
     ends = {b.end: (b.start, b.link) for b in stored.batches if b.complete}
     link = bytes(32)

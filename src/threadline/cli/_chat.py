@@ -14,7 +14,7 @@ import platformdirs
 
 from threadline._uuid import uuid7
 from threadline.agent import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
-from threadline.cli._app import cli, console, one_line, shared_options, state_for, warn_if_tampered
+from threadline.cli._app import State, cli, console, one_line, shared_options, state_for, warn_if_tampered
 from threadline.cli._demo import DemoFailed, run_demo
 from threadline.cli._support import Payments, support_agent
 from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
@@ -57,7 +57,7 @@ def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | Non
     return settings or None
 
 
-def _agent_for(state: Any, model: str, system: str | None, key: str | None = None) -> Any:
+def _agent_for(state: State, model: str, system: str | None, key: str | None = None) -> Any:
 
     if model == 'demo':  # the demo model comes with the demo's support tools
         if system is not None:
@@ -103,7 +103,7 @@ def _with_key(model: Any, key: str) -> Any:
     return type(model)(model.model_name, provider=provider_class(api_key=key))
 
 
-def _conversation_for(state: Any, cont: bool, cid: str | None) -> str:
+def _conversation_for(state: State, cont: bool, cid: str | None) -> str:
     """The conversation to talk in: `--cid` (an unknown one is said so, then started under that
     id, so scripts can name their conversations), the latest with -c, else a new one."""
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from threadline._uuid import uuid7
 from threadline.cli._app import (
+    State,
     cli,
     console,
     dump,
@@ -26,7 +27,7 @@ from threadline.cli._app import (
     warn_if_tampered,
 )
 from threadline.exceptions import ConversationNotFound, MessageValidationError
-from threadline.messages import ModelMessagesTypeAdapter
+from threadline.messages import ModelMessagesTypeAdapter, RunUsage
 from threadline.storage import EVERY_SCOPE, SyncStore
 
 __all__ = ['conversations']
@@ -111,7 +112,7 @@ def _used_model(store: SyncStore, conversation_id: str, scope: str, model: str) 
     return any(model in (run.model_name or '') for run in store.list_runs(conversation_id, scope=scope))
 
 
-def _tokens(usage: Any) -> dict[str, int]:
+def _tokens(usage: RunUsage) -> dict[str, int]:
     return {'input_tokens': usage.input_tokens, 'output_tokens': usage.output_tokens}
 
 
@@ -335,7 +336,7 @@ def import_(
 
 
 def _import(
-    state: Any, data: bytes, cid: str | None, *, as_new: bool, replace: bool, step: Callable[[], None]
+    state: State, data: bytes, cid: str | None, *, as_new: bool, replace: bool, step: Callable[[], None]
 ) -> tuple[str, int]:
     """Store the history in `data`; (its conversation id, how many messages were added). `step` is
     called once the file is checked (the caller counts the storing that follows)."""

@@ -9,11 +9,10 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 import click
 
-from threadline.audit import reconcile_tool_call
+from threadline.audit import AuditReport, reconcile_tool_call
 from threadline.cli._app import cli, dump, shared_options, state_for
 from threadline.storage import AsyncStore, SyncStore
 
@@ -93,7 +92,7 @@ def outcome(
         click.echo(f'recorded the outcome of run {run_id} in {conversation_id}')
 
 
-def fix_lines(report: Any, target: str, store: AsyncStore[SyncStore], scope: str, stored: bool) -> list[str]:
+def fix_lines(report: AuditReport, target: str, store: AsyncStore[SyncStore], scope: str, stored: bool) -> list[str]:
     """For each finding of an audit, the command that acts on it (or, where none can, what to do)."""
     cid = shlex.quote(target)
     lines: list[str] = []
