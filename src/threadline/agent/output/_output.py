@@ -6,9 +6,10 @@ import inspect
 import json
 import types
 import typing
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pydantic
@@ -18,6 +19,10 @@ from threadline.agent.tools._tool import Tool, ToolArgsError, _clean_schema, tak
 from threadline.exceptions import UserError
 from threadline.messages import ToolCallPart
 from threadline.models import OutputObjectDefinition, ToolDefinition
+
+if TYPE_CHECKING:
+    from threadline.agent._chain import CapabilityChain
+    from threadline.agent._context import RunContext
 
 __all__ = [
     'DeferredToolRequests',
@@ -154,7 +159,7 @@ class _Output:
         value = validate_with(self.adapter, args)
         return value.response if self.wrapped else value
 
-    async def process(self, ctx: Any, value: Any) -> Any:
+    async def process(self, ctx: RunContext[Any], value: Any) -> Any:
         """The output from a validated value: the output function's result, or the value."""
         if self.function is not None:
             return await self.function.call(ctx, value)
@@ -170,7 +175,7 @@ class OutputContext:
     object_def: OutputObjectDefinition | None
     has_function: bool
     function_name: str | None = None
-    tool_call: Any = None
+    tool_call: ToolCallPart | None = None
     tool_def: ToolDefinition | None = None
     allows_text: bool = False
     allows_image: bool = False
@@ -273,7 +278,7 @@ class OutputSpec:
             allows_deferred_tools=self.allow_deferred,
         )
 
-    async def from_call(self, ctx: Any, chain: Any, call: Any) -> Any:
+    async def from_call(self, ctx: RunContext[Any], chain: CapabilityChain[Any], call: ToolCallPart) -> Any:
         """The output an output tool call carries (raises `ToolArgsError` or `ModelRetry`), through
         the capabilities' output hooks."""
         if not self._tools:
@@ -321,7 +326,7 @@ class OutputSpec:
         }
         return {**schema, 'description': output.doc} if output.doc else schema
 
-    async def from_text(self, ctx: Any, chain: Any, text: str) -> Any:
+    async def from_text(self, ctx: RunContext[Any], chain: CapabilityChain[Any], text: str) -> Any:
         """The output a text answer carries (raises `ToolArgsError` or `ModelRetry`), through the
         capabilities' output hooks."""
         chosen: list[_Output] = []
@@ -333,7 +338,7 @@ class OutputSpec:
             chosen.append(output)
             return value
 
-        async def process(ctx: Any, value: Any) -> Any:
+        async def process(ctx: RunContext[Any], value: Any) -> Any:
             if chosen:
                 return await chosen[-1].process(ctx, value)
             return await self._text_function(ctx, value)
@@ -345,7 +350,7 @@ class OutputSpec:
             return await chain.output_lifecycle(ctx, 'process', self.context(only), text, partial(process, ctx))
         return await _lifecycles(ctx, chain, self.context(only), text, validate, process)
 
-    async def _text_function(self, ctx: Any, text: str) -> Any:
+    async def _text_function(self, ctx: RunContext[Any], text: str) -> Any:
         if self.text_function is None:
             return text
 
@@ -383,7 +388,14 @@ class OutputSpec:
         return chosen, chosen.validate(result.get('data'))
 
 
-async def _lifecycles(ctx: Any, chain: Any, context: OutputContext, raw: Any, validate: Any, process: Any) -> Any:
+async def _lifecycles(
+    ctx: RunContext[Any],
+    chain: CapabilityChain[Any],
+    context: OutputContext,
+    raw: Any,
+    validate: Callable[[Any], Any],
+    process: Callable[[RunContext[Any], Any], Awaitable[Any]],
+) -> Any:
     """Validation, then processing, each as a hook lifecycle of `chain`."""
 
     async def validating(value: Any) -> Any:
