@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from threadline.agent import DeferredToolRequests, DeferredToolResults, RunContext
 from threadline.agent.capability import HOOKS, AbstractCapability
 from threadline.exceptions import HookTimeoutError
 
@@ -135,6 +136,12 @@ class Hooks(CombinedCapability):
         return f'Hooks({", ".join(h.method for h in self.capabilities if isinstance(h, _OneHook))})'
 
 
+DeferredHandler = Callable[
+    [RunContext[Any], DeferredToolRequests], 'DeferredToolResults | Awaitable[DeferredToolResults | None] | None'
+]
+"""A `HandleDeferredToolCalls` handler: the results for the waiting calls (sync or async), or None."""
+
+
 class HandleDeferredToolCalls(AbstractCapability[Any]):
     """Answers calls that wait on approval or an outside result during the run, with
     `handler(ctx, requests)` (sync or async) returning `DeferredToolResults`, or None to leave
@@ -143,9 +150,12 @@ class HandleDeferredToolCalls(AbstractCapability[Any]):
         HandleDeferredToolCalls(lambda ctx, requests: requests.build_results(approve_all=True))
     """
 
-    def __init__(self, handler: Callable[..., Any]) -> None:
+    def __init__(self, handler: DeferredHandler) -> None:
         self.handler = handler
 
-    async def handle_deferred_tool_calls(self, ctx: Any, *, requests: Any) -> Any:
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[Any], *, requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
         result = self.handler(ctx, requests)
-        return await result if inspect.isawaitable(result) else result
+        answer: DeferredToolResults | None = await result if inspect.isawaitable(result) else result
+        return answer

@@ -15,9 +15,12 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
+from opentelemetry.trace import Span
 
 from threadline.agent.capability import AbstractCapability, ModelRequestContext
 from threadline.messages import ModelMessage, ModelResponse
@@ -35,6 +38,20 @@ class MessageHistoryMutatedWarning(UserWarning):
     """A message already recorded in a span was changed in place; earlier spans show the old content."""
 
 
+Fragments = dict[int, tuple[ModelMessage, Sequence[object], bytes]]
+"""Each message's JSON by `id()`, with the message and its parts list it was made from (a fragment is
+reused only while both are the same objects: nothing was replaced in place)."""
+
+
+@dataclass
+class _RunSpans:
+    """One run's open spans, and the JSON of the messages it has shown them."""
+
+    span: Span
+    cache: Fragments = field(default_factory=dict)
+    request: Span | None = None
+
+
 class Instrumentation(AbstractCapability[Any]):
     """Records runs and model requests as OpenTelemetry spans (see the module docstring)."""
 
@@ -45,9 +62,9 @@ class Instrumentation(AbstractCapability[Any]):
         self._tracer = provider.get_tracer('threadline')
         self.include_content = include_content
         self.serializations = 0
-        self._runs: dict[str, dict[str, Any]] = {}
+        self._runs: dict[str, _RunSpans] = {}
 
-    def _fragment(self, cache: dict[int, tuple[Any, Any, bytes]], message: ModelMessage) -> bytes:
+    def _fragment(self, cache: Fragments, message: ModelMessage) -> bytes:
         entry = cache.get(id(message))
         if entry is not None and entry[0] is message and entry[1] is message.parts:
             return entry[2]
@@ -56,7 +73,7 @@ class Instrumentation(AbstractCapability[Any]):
         cache[id(message)] = (message, message.parts, fragment)
         return fragment
 
-    def _messages_json(self, cache: dict[int, tuple[Any, Any, bytes]], messages: list[ModelMessage]) -> str:
+    def _messages_json(self, cache: Fragments, messages: list[ModelMessage]) -> str:
         return (b'[' + b','.join(self._fragment(cache, m) for m in messages) + b']').decode()
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
@@ -69,7 +86,7 @@ class Instrumentation(AbstractCapability[Any]):
                 **({'gen_ai.agent.name': ctx.agent.name} if ctx.agent is not None and ctx.agent.name else {}),
             },
         )
-        self._runs[ctx.run_id] = {'span': span, 'cache': {}, 'request': None}
+        self._runs[ctx.run_id] = _RunSpans(span)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -77,7 +94,7 @@ class Instrumentation(AbstractCapability[Any]):
         run = self._runs.get(ctx.run_id)
         if run is None:
             return request_context
-        parent = self._trace.set_span_in_context(run['span'])
+        parent = self._trace.set_span_in_context(run.span)
         model = request_context.model
         span = self._tracer.start_span(
             f'chat {model.model_name}',
@@ -90,45 +107,45 @@ class Instrumentation(AbstractCapability[Any]):
             },
         )
         if self.include_content:
-            span.set_attribute('gen_ai.input.messages', self._messages_json(run['cache'], request_context.messages))
-        run['request'] = span
+            span.set_attribute('gen_ai.input.messages', self._messages_json(run.cache, request_context.messages))
+        run.request = span
         return request_context
 
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         run = self._runs.get(ctx.run_id)
-        if run is not None and run['request'] is not None:
-            span = run['request']
+        if run is not None and run.request is not None:
+            span = run.request
             span.set_attribute('gen_ai.usage.input_tokens', response.usage.input_tokens)
             span.set_attribute('gen_ai.usage.output_tokens', response.usage.output_tokens)
             if response.model_name:
                 span.set_attribute('gen_ai.response.model', response.model_name)
             if self.include_content:
-                span.set_attribute('gen_ai.output.messages', self._messages_json(run['cache'], [response]))
+                span.set_attribute('gen_ai.output.messages', self._messages_json(run.cache, [response]))
             span.end()
-            run['request'] = None
+            run.request = None
         return response
 
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
         run = self._runs.get(ctx.run_id)
-        if run is not None and run['request'] is not None:
-            self._record_error(run['request'], error)
-            run['request'].end()
-            run['request'] = None
+        if run is not None and run.request is not None:
+            self._record_error(run.request, error)
+            run.request.end()
+            run.request = None
         raise error
 
     async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         run = self._runs.pop(ctx.run_id, None)
         if run is None:
             return result
-        span = run['span']
+        span = run.span
         span.set_attribute('gen_ai.usage.input_tokens', result.run_usage.input_tokens)
         span.set_attribute('gen_ai.usage.output_tokens', result.run_usage.output_tokens)
         if self.include_content:
-            history, mutated = self._final_pass(run['cache'], result.all_messages())
+            history, mutated = self._final_pass(run.cache, result.all_messages())
             span.set_attribute('threadline.all_messages', history)
             if mutated:
                 warnings.warn(
@@ -140,7 +157,7 @@ class Instrumentation(AbstractCapability[Any]):
         span.end()
         return result
 
-    def _final_pass(self, cache: dict[int, tuple[Any, Any, bytes]], messages: list[ModelMessage]) -> tuple[str, int]:
+    def _final_pass(self, cache: Fragments, messages: list[ModelMessage]) -> tuple[str, int]:
         """The second pass: serialize the final history fresh, and count the recorded messages whose
         serialization changed since (mutated in place)."""
         fragments = []
@@ -157,13 +174,13 @@ class Instrumentation(AbstractCapability[Any]):
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
         run = self._runs.pop(ctx.run_id, None)
         if run is not None:
-            for key in ('request', 'span'):
-                if run[key] is not None:
-                    self._record_error(run[key], error)
-                    run[key].end()
+            for span in (run.request, run.span):
+                if span is not None:
+                    self._record_error(span, error)
+                    span.end()
         raise error
 
-    def _record_error(self, span: Any, error: BaseException) -> None:
+    def _record_error(self, span: Span, error: BaseException) -> None:
         """The exception on the span: in full (message and stack) only when content was asked for;
         otherwise its type and the length of its message (`threadline._errors`)."""
         if self.include_content:

@@ -89,7 +89,7 @@ def post_compaction_window(messages: Sequence[ModelMessage]) -> Sequence[ModelMe
     return messages
 
 
-def is_load_call(part: Any) -> TypeGuard[ToolCallPart]:
+def is_load_call(part: object) -> TypeGuard[ToolCallPart]:
     """Whether `part` is a `load_capability` call as the history records it (by its kind)."""
     return isinstance(part, ToolCallPart) and part.tool_kind == LOAD_KIND
 
@@ -139,7 +139,7 @@ def load_tool(deferred: dict[str, AbstractCapability[Any]], tools_of: dict[str, 
     `tools_of[id]` names each one's tools (revealed by the load). Its schema and validator are
     built once (`_load_template`); each run's tool only brings its own function."""
 
-    async def load_capability(ctx: RunContext[Any], id: str) -> Any:
+    async def load_capability(ctx: RunContext[Any], id: str) -> ToolReturn:
         if id not in deferred:
             raise ModelRetry(f'No capability found with id {id!r}.')
         if id in loaded_capabilities(ctx.messages):
