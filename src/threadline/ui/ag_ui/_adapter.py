@@ -24,7 +24,7 @@ import functools
 import json
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from pydantic import TypeAdapter
@@ -36,7 +36,9 @@ from threadline.messages import (
     ImageUrl,
     ModelMessage,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
+    ModelResponsePart,
     RetryPromptPart,
     StrippedItem,
     SystemPromptPart,
@@ -51,11 +53,14 @@ from threadline.messages import (
 )
 from threadline.messages.wire import Base64Bytes, enc_hook
 
+if TYPE_CHECKING:
+    from ag_ui.core import AssistantMessage, InputContent, Message  # the extra `ui`, loaded on first use
+
 __all__ = ['AGUIAdapter']
 
 
 @functools.cache  # building the adapter costs about 1 ms: once per process, not per request
-def _message_adapter() -> TypeAdapter[list[Any]]:
+def _message_adapter() -> TypeAdapter[list[Message]]:
     from ag_ui.core import Message
 
     return TypeAdapter(list[Message])
@@ -81,7 +86,7 @@ class AGUIAdapter:
     @classmethod
     def dump_messages(
         cls, messages: Sequence[ModelMessage], *, generate_message_id: Callable[[], str] | None = None
-    ) -> list[Any]:
+    ) -> list[Message]:
         """The AG-UI messages a client shows for a history."""
         from ag_ui.core import (
             AssistantMessage,
@@ -94,7 +99,7 @@ class AGUIAdapter:
         )
 
         new_id = generate_message_id or (lambda: str(uuid.uuid4()))
-        out: list[Any] = []
+        out: list[Message] = []
         for message in messages:
             if isinstance(message, ModelResponse):
                 thinking = [p.content for p in message.parts if isinstance(p, ThinkingPart) and p.content]
@@ -150,18 +155,26 @@ class _Loader:
         self.thinking: list[str] = []
         self.names: dict[str, str] = {}
 
-    def load(self, messages: list[Any]) -> list[ModelMessage]:
-        for message in messages:
-            role = message.role
-            if role == 'user':
+    def load(self, messages: list[Message]) -> list[ModelMessage]:
+        from ag_ui.core import (
+            AssistantMessage,
+            DeveloperMessage,
+            ReasoningMessage,
+            SystemMessage,
+            ToolMessage,
+            UserMessage,
+        )
+
+        for message in messages:  # each is the class its `role` names (the adapter validated them)
+            if isinstance(message, UserMessage):
                 self._request(UserPromptPart(_user_content(message.content)))
-            elif role in ('system', 'developer'):
+            elif isinstance(message, (SystemMessage, DeveloperMessage)):
                 self._request(SystemPromptPart(message.content))
-            elif role == 'reasoning':
+            elif isinstance(message, ReasoningMessage):
                 self.thinking.append(message.content)
-            elif role == 'assistant':
+            elif isinstance(message, AssistantMessage):
                 self._response(message)
-            elif role == 'tool':
+            elif isinstance(message, ToolMessage):
                 name = self.names.get(message.tool_call_id, 'unknown_tool')
                 if message.error:
                     self._request(ToolReturnPart(name, message.error, message.tool_call_id, outcome='failed'))
@@ -169,14 +182,14 @@ class _Loader:
                     self._request(ToolReturnPart(name, _maybe_json(message.content), message.tool_call_id))
         return self.out
 
-    def _request(self, part: Any) -> None:
+    def _request(self, part: ModelRequestPart) -> None:
         if self.out and isinstance(self.out[-1], ModelRequest):
             self.out[-1] = ModelRequest(parts=[*self.out[-1].parts, part])
         else:
             self.out.append(ModelRequest(parts=[part]))
 
-    def _response(self, message: Any) -> None:
-        parts: list[Any] = [ThinkingPart(t) for t in self.thinking]
+    def _response(self, message: AssistantMessage) -> None:
+        parts: list[ModelResponsePart] = [ThinkingPart(t) for t in self.thinking]
         self.thinking = []
         if message.content:
             parts.append(TextPart(message.content))
@@ -228,7 +241,7 @@ def _user_content(content: Any) -> Any:
     return items[0] if len(items) == 1 and isinstance(items[0], str) else items
 
 
-def _dump_user(part: UserPromptPart) -> Any:
+def _dump_user(part: UserPromptPart) -> str | list[InputContent]:
     if isinstance(part.content, str):
         return part.content
     from ag_ui.core import TextInputContent

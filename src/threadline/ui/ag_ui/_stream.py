@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from threadline.messages import (
     AgentRunResultEvent,
@@ -33,6 +33,9 @@ from threadline.messages import (
 from threadline.ui._errors import public_error
 from threadline.ui.ag_ui._adapter import AGUIAdapter, _text
 
+if TYPE_CHECKING:
+    from ag_ui.core import BaseEvent  # the extra `ui`: imported when a stream runs
+
 __all__ = ['ag_ui_events', 'encode']
 
 logger = logging.getLogger('threadline.ui')
@@ -44,7 +47,7 @@ async def ag_ui_events(
     thread_id: str,
     run_id: str,
     error_detail: bool = False,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator[BaseEvent]:
     """The AG-UI events for a run's events (`agent.run_stream_events(...)`)."""
     from ag_ui.core import MessagesSnapshotEvent, RunErrorEvent, RunFinishedEvent, RunStartedEvent
 
@@ -67,14 +70,14 @@ async def ag_ui_events(
     yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
 
 
-def _events(event: Any, ids: dict[int, str]) -> list[Any]:
+def _events(event: AgentStreamEvent, ids: dict[int, str]) -> list[BaseEvent]:
     from ag_ui import core
 
     if isinstance(event, PartStartEvent):
         part = event.part
         pid = ids[event.index] = part.tool_call_id if isinstance(part, ToolCallPart) else str(uuid.uuid4())
         if isinstance(part, TextPart):
-            out: list[Any] = [core.TextMessageStartEvent(message_id=pid, role='assistant')]
+            out: list[BaseEvent] = [core.TextMessageStartEvent(message_id=pid, role='assistant')]
             return out + ([core.TextMessageContentEvent(message_id=pid, delta=part.content)] if part.content else [])
         if isinstance(part, ThinkingPart):
             out = [
@@ -119,7 +122,7 @@ def _events(event: Any, ids: dict[int, str]) -> list[Any]:
     return []
 
 
-def encode(event: Any) -> str:
+def encode(event: BaseEvent) -> str:
     """One event as a server-sent event, by the protocol package's own encoder."""
     from ag_ui.encoder import EventEncoder
 
