@@ -49,6 +49,7 @@ from threadline.messages import (
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UserContent,
     UserPromptPart,
     VideoUrl,
     sanitize_report,
@@ -132,8 +133,8 @@ class VercelAIAdapter:
 
 
 # -- browser → history ------------------------------------------------------------------------------
-def _user_content(parts: Sequence[UIMessagePart]) -> Any:
-    items: list[Any] = []
+def _user_content(parts: Sequence[UIMessagePart]) -> str | list[UserContent]:
+    items: list[UserContent] = []
     for part in parts:
         if isinstance(part, TextUIPart):
             items.append(part.text)
@@ -144,13 +145,20 @@ def _user_content(parts: Sequence[UIMessagePart]) -> Any:
     return items
 
 
-def _file(part: FileUIPart) -> Any:
+_URL_KINDS: dict[str, type[ImageUrl | AudioUrl | VideoUrl | DocumentUrl]] = {
+    'image': ImageUrl,
+    'audio': AudioUrl,
+    'video': VideoUrl,
+}
+
+
+def _file(part: FileUIPart) -> BinaryContent | ImageUrl | AudioUrl | VideoUrl | DocumentUrl:
     if part.url.startswith('data:'):
         header, _, data = part.url.partition(',')
         raw = base64.b64decode(data) if header.endswith(';base64') else data.encode()
         return BinaryContent(Base64Bytes(raw), media_type=part.media_type)
     kind = part.media_type.split('/', 1)[0]
-    cls = {'image': ImageUrl, 'audio': AudioUrl, 'video': VideoUrl}.get(kind, DocumentUrl)
+    cls: type[ImageUrl | AudioUrl | VideoUrl | DocumentUrl] = _URL_KINDS.get(kind, DocumentUrl)
     return cls(part.url, media_type=part.media_type)
 
 

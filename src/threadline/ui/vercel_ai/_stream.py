@@ -22,6 +22,8 @@ from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
     FunctionToolResultEvent,
+    ModelRequestPart,
+    ModelResponsePart,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
@@ -83,7 +85,7 @@ async def ui_message_chunks(
     yield {'type': 'finish'}
 
 
-def _chunks(event: Any, ids: dict[int, str]) -> list[dict[str, Any]]:
+def _chunks(event: AgentStreamEvent | AgentRunResultEvent, ids: dict[int, str]) -> list[dict[str, Any]]:
     if isinstance(event, PartStartEvent):
         part = event.part
         ids[event.index] = _part_id(part)
@@ -97,11 +99,11 @@ def _chunks(event: Any, ids: dict[int, str]) -> list[dict[str, Any]]:
     return []
 
 
-def _part_id(part: Any) -> str:
+def _part_id(part: ModelResponsePart) -> str:
     return part.tool_call_id if isinstance(part, ToolCallPart) else str(uuid.uuid4())
 
 
-def _start(part: Any, pid: str) -> list[dict[str, Any]]:
+def _start(part: ModelResponsePart, pid: str) -> list[dict[str, Any]]:
     if isinstance(part, TextPart):
         out = [{'type': 'text-start', 'id': pid}]
         return out + ([{'type': 'text-delta', 'id': pid, 'delta': part.content}] if part.content else [])
@@ -115,7 +117,7 @@ def _start(part: Any, pid: str) -> list[dict[str, Any]]:
     return []
 
 
-def _delta(delta: Any, pid: str) -> list[dict[str, Any]]:
+def _delta(delta: TextPartDelta | ThinkingPartDelta | ToolCallPartDelta, pid: str) -> list[dict[str, Any]]:
     if isinstance(delta, TextPartDelta) and delta.content_delta:
         return [{'type': 'text-delta', 'id': pid, 'delta': delta.content_delta}]
     if isinstance(delta, ThinkingPartDelta) and delta.content_delta:
@@ -125,7 +127,7 @@ def _delta(delta: Any, pid: str) -> list[dict[str, Any]]:
     return []
 
 
-def _end(part: Any, pid: str) -> list[dict[str, Any]]:
+def _end(part: ModelResponsePart, pid: str) -> list[dict[str, Any]]:
     if isinstance(part, TextPart):
         return [{'type': 'text-end', 'id': pid}]
     if isinstance(part, ThinkingPart):
@@ -142,7 +144,7 @@ def _end(part: Any, pid: str) -> list[dict[str, Any]]:
     return []
 
 
-def _result(part: Any) -> list[dict[str, Any]]:
+def _result(part: ModelRequestPart) -> list[dict[str, Any]]:
     if isinstance(part, RetryPromptPart) or (
         isinstance(part, ToolReturnPart) and part.outcome in ('failed', 'retried')
     ):
