@@ -29,7 +29,7 @@ from threadline.agent._run_setup import (
     for_run,
     new_state,
 )
-from threadline.agent._state import RunState
+from threadline.agent._state import InstructionSource, RunState
 from threadline.agent._streamed import EventStream, StreamedRunResult, open_stream, stream_events
 from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
@@ -95,8 +95,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self.model = infer_model(model) if model is not None else None
         self.output_type = output_type
         self._output = OutputSpec(output_type)
-        self._instructions: list[Any] = as_list(instructions)
-        self._system_prompts: list[Any] = as_list(system_prompt)
+        self._instructions: list[InstructionSource] = as_list(instructions)
+        self._system_prompts: list[InstructionSource] = as_list(system_prompt)
         self._dynamic_system_prompts: dict[str, Callable[..., Any]] = {}
         self._tools: dict[str, Tool[AgentDepsT]] = {}
         self.deps_type = deps_type
@@ -266,7 +266,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
     @asynccontextmanager
     async def _running(
-        self, state: RunState, user_prompt: Any, *, wrapped: bool = False
+        self, state: RunState, user_prompt: str | Sequence[UserContent] | None, *, wrapped: bool = False
     ) -> AsyncIterator[AgentRun[OutputDataT]]:
         """The run's lifecycle around its nodes: toolsets entered, `before_run`, then the caller
         drives the nodes; `capture_run_messages` sees the history however the block ends. Unless

@@ -116,7 +116,7 @@ async def _refresh_dynamic_system_prompts(state: RunState) -> None:
 class UserPromptNode:
     """Turns the prompt and the given history into the first request (or resumes the history)."""
 
-    user_prompt: Any = None
+    user_prompt: Any = None  # what the caller passed (a str, or any sequence of user content), kept as given
 
     async def run(self, state: RunState) -> ModelRequestNode | CallToolsNode | End[FinalResult[Any]]:
         _clean_history_at_start(state)

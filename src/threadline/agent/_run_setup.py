@@ -19,12 +19,12 @@ from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._limits import UsageLimits
 from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
-from threadline.agent._state import RunState
+from threadline.agent._state import InstructionSource, RunState
 from threadline.agent.output._output import DeferredToolResults
 from threadline.agent.tools._function import merge_tools
 from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, RunUsage
+from threadline.messages import ModelMessage, RunUsage, UserContent
 from threadline.models import Model, ModelSettings, infer_model
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class ToolOptions(TypedDict, total=False):
     include_return_schema: bool | None
 
 
-def as_list(value: Any) -> list[Any]:
+def as_list(value: InstructionsArg) -> list[InstructionSource]:
     """An instructions-like argument (None, one item, or several) as a list."""
     if value is None:
         return []
@@ -98,7 +98,7 @@ def as_list(value: Any) -> list[Any]:
 
 def new_state(
     agent: Agent[Any, Any],
-    user_prompt: Any,
+    user_prompt: str | Sequence[UserContent] | None,
     *,
     message_history: Sequence[ModelMessage] | None = None,
     deferred_tool_results: DeferredToolResults | None = None,

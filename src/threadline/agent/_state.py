@@ -27,6 +27,7 @@ from threadline.messages import (
     RepairEvent,
     RunUsage,
     SystemPromptPart,
+    UserContent,
 )
 from threadline.models import Model, ModelRequestParameters, ModelSettings
 
@@ -61,7 +62,7 @@ class RunState:
     dynamic_system_prompts: dict[str, Callable[..., Any]]
     output_validators: Sequence[Callable[..., Any]]
     max_retries: int
-    user_prompt: Any
+    user_prompt: str | Sequence[UserContent] | None
     deferred_results: DeferredToolResults | None
     new_message_index: int = 0
     output_retries: int = 0
