@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._end import End, FinalResult
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
 
 __all__ = ['ToolStep', 'validate_output']
 
+T = TypeVar('T')
+Slots = list['ModelRequestPart | None']
+"""Each call's result part, in the order of the calls (None until it has one, or for none)."""
+
 
 async def validate_output(state: RunState, output: Any) -> Any:
     for validator in state.output_validators:
@@ -72,7 +77,7 @@ class ToolStep:
         self.outcomes: dict[str, str] = {}  # tool call id -> 'failed' once an error hook recovered it
         self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
 
-    async def _handle_deferred(self, slots: list[Any]) -> None:
+    async def _handle_deferred(self, slots: Slots) -> None:
         """Let `handle_deferred_tool_calls` hooks answer the calls waiting on approval or an
         outside result, so the run goes on; calls they leave unanswered still end the run."""
         state = self.state
@@ -95,7 +100,7 @@ class ToolStep:
         except UsageLimitExceeded:
             state.append(ModelRequest(parts=[], state='interrupted', timestamp=now_utc()))
             raise
-        slots: list[Any] = [None] * len(self.calls)
+        slots: Slots = [None] * len(self.calls)
         seen: set[str] = set()
         outputs: list[int] = []
         functions: list[int] = []
@@ -134,7 +139,7 @@ class ToolStep:
             await self._handle_deferred(slots)
         return await self._next(self._assemble(slots))
 
-    async def _run_functions(self, functions: list[int], slots: list[Any]) -> None:
+    async def _run_functions(self, functions: list[int], slots: Slots) -> None:
         """Run the function tools at `functions` concurrently, their results into `slots`."""
         state = self.state
         for index in functions:
@@ -147,7 +152,7 @@ class ToolStep:
                 if result is not None:
                     state.emit(FunctionToolResultEvent(result))
 
-    def _defer_final(self, slots: list[Any]) -> None:
+    def _defer_final(self, slots: Slots) -> None:
         """A function tool asked for a retry in the step that produced the output: the output is
         not final, so the model addresses the retry first (`graceful` and `exhaustive`)."""
         assert self.final is not None
@@ -160,11 +165,11 @@ class ToolStep:
                 )
         self.final = None
 
-    def _assemble(self, slots: list[Any]) -> list[ModelRequestPart]:
+    def _assemble(self, slots: Slots) -> list[ModelRequestPart]:
         """The step's parts in call order, each reveal right after its result, then any content
         tools sent beside their results (see `ToolReturn`)."""
         shown = revealed(self.state.history) if self.reveals else set()
-        parts: list[Any] = []
+        parts: list[ModelRequestPart] = []
         kinds = {c.tool_call_id: c.tool_kind for c in self.calls if c.tool_kind} if self.state.typed_tools else {}
         for part in slots:
             if part is None:
@@ -173,7 +178,7 @@ class ToolStep:
                 part.tool_kind = kinds.get(part.tool_call_id)
             parts.append(part)
             names = self.reveals.get(part.tool_call_id) if isinstance(part, ToolReturnPart) else None
-            delta = delta_part(names, shown, part.tool_call_id) if names else None
+            delta = delta_part(names, shown, part.tool_call_id) if names and isinstance(part, ToolReturnPart) else None
             if delta is not None:
                 parts.append(delta)
         return [*parts, *self.trailing]
@@ -389,7 +394,7 @@ def _callable_tools(state: RunState) -> dict[str, Tool[Any]]:
     return {name: t for name, t in state.tools.items() if name in shown}
 
 
-def _batches(indexes: list[int], sequential: Any) -> list[list[int]]:
+def _batches(indexes: list[int], sequential: Callable[[int], bool]) -> list[list[int]]:
     """The calls in groups that run concurrently: a sequential tool's call is a group of its own,
     so calls before it finish first and calls after it wait."""
     groups: list[list[int]] = []
@@ -405,11 +410,11 @@ def _batches(indexes: list[int], sequential: Any) -> list[list[int]]:
     return groups
 
 
-def _retried(part: ModelRequestPart) -> bool:
+def _retried(part: ModelRequestPart | None) -> bool:
     return isinstance(part, ToolReturnPart) and part.outcome == 'retried'
 
 
-async def _gather_cancelling(calls: list[Any]) -> list[Any]:
+async def _gather_cancelling(calls: Sequence[Awaitable[T]]) -> list[T]:
     """Run the calls concurrently; when one raises, cancel its siblings (and wait for them to
     stop) before the error goes on, so no tool keeps running after its run has failed."""
     tasks = [asyncio.ensure_future(call) for call in calls]
