@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadline._uuid import uuid7
 from threadline.agent._run_setup import new_state
-from threadline.agent.realtime._model import RealtimeConnection, RealtimeModel, RealtimeTurnComplete
+from threadline.agent.realtime._model import RealtimeConnection, RealtimeModel, RealtimeModelEvent, RealtimeTurnComplete
 from threadline.agent.tools._reveal import revealed
 from threadline.agent.tools._tool import ToolArgsError
 from threadline.exceptions import ModelRetry, UserError
@@ -34,7 +34,12 @@ if TYPE_CHECKING:
 
 __all__ = ['AgentRealtime', 'RealtimeSession', 'RealtimeToolResult']
 
-_WAKE: Any = object()
+
+class _Wake:
+    """The type of `_WAKE`: a nudge into the inbox so the loop looks at the queues again."""
+
+
+_WAKE = _Wake()
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ class RealtimeSession:
         self._start = len(state.history)
         self._asap: list[_Pending] = []
         self._when_idle: list[_Pending] = []
-        self._inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self._inbox: asyncio.Queue[RealtimeModelEvent | _Wake] = asyncio.Queue()
         self._in_flight = False
         self._closed = False
         state.ctx.queue = self  # `RunContext.enqueue` inside a tool queues here
@@ -158,14 +163,14 @@ class RealtimeSession:
     def context_window_used(self) -> float | None:
         return self._state.ctx.context_window_used
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
+    async def __aiter__(self) -> AsyncIterator[RealtimeModelEvent | EnqueuedMessagesEvent | RealtimeToolResult]:
         pump = asyncio.create_task(self._pump())
         try:
             while not self._closed:
-                for event in await self._deliver_due():
-                    yield event
+                for delivered in await self._deliver_due():
+                    yield delivered
                 item = await self._inbox.get()
-                if item is _WAKE:
+                if isinstance(item, _Wake):
                     continue
                 for event in await self._handle(item):
                     yield event
@@ -177,7 +182,7 @@ class RealtimeSession:
         async for event in self._connection.events():
             self._inbox.put_nowait(event)
 
-    async def _deliver_due(self) -> list[Any]:
+    async def _deliver_due(self) -> list[EnqueuedMessagesEvent]:
         if self._in_flight:
             return []
         queue = self._asap or self._when_idle
@@ -194,7 +199,9 @@ class RealtimeSession:
         await self._connection.send_turn(parts, respond=respond)
         return request
 
-    async def _handle(self, event: Any) -> list[Any]:
+    async def _handle(
+        self, event: RealtimeModelEvent
+    ) -> list[RealtimeModelEvent | EnqueuedMessagesEvent | RealtimeToolResult]:
         if not isinstance(event, RealtimeTurnComplete):
             return [event]
         state = self._state
