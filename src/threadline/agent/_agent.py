@@ -223,22 +223,22 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             self._overrides.reset(token)
 
     @staticmethod
-    def is_user_prompt_node(node: Any) -> TypeIs[UserPromptNode]:
+    def is_user_prompt_node(node: object) -> TypeIs[UserPromptNode]:
         """Whether a node from `iter()` is the first one (the user prompt)."""
         return isinstance(node, UserPromptNode)
 
     @staticmethod
-    def is_model_request_node(node: Any) -> TypeIs[ModelRequestNode]:
+    def is_model_request_node(node: object) -> TypeIs[ModelRequestNode]:
         """Whether a node from `iter()` sends a request to the model."""
         return isinstance(node, ModelRequestNode)
 
     @staticmethod
-    def is_call_tools_node(node: Any) -> TypeIs[CallToolsNode]:
+    def is_call_tools_node(node: object) -> TypeIs[CallToolsNode]:
         """Whether a node from `iter()` handles a response (runs its tool calls)."""
         return isinstance(node, CallToolsNode)
 
     @staticmethod
-    def is_end_node(node: Any) -> TypeIs[End[Any]]:
+    def is_end_node(node: object) -> TypeIs[End[Any]]:
         """Whether a node from `iter()` is the end of the run."""
         return isinstance(node, End)
 

@@ -19,7 +19,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -119,7 +119,12 @@ class EnqueueQueue:
         return entry.enqueue_id
 
     def deliver(
-        self, history: list[ModelMessage], stamp: Any, events: list[AgentStreamEvent] | None, *, idle: bool
+        self,
+        history: list[ModelMessage],
+        stamp: Callable[[ModelMessage], ModelMessage],
+        events: list[AgentStreamEvent] | None,
+        *,
+        idle: bool,
     ) -> list[ModelMessage]:
         """Deliver the asap queue (and the when-idle queue if `idle`) into `history`; returns the
         messages appended (spliced content adds none)."""

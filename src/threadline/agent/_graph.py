@@ -43,7 +43,7 @@ from threadline.messages import (
     repair_messages,
     repair_report,
 )
-from threadline.models import Model, StreamedResponse, ToolDefinition, render_history
+from threadline.models import Model, ModelProfile, StreamedResponse, ToolDefinition, render_history
 from threadline.models.budget import price_of
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
@@ -193,7 +193,7 @@ class ModelRequestNode:
     in_history: bool = False
     result: Any = field(default=None, repr=False, compare=False)
     _outcome: str = field(default='complete', repr=False, compare=False)
-    _streamed: Any = field(default=None, repr=False, compare=False)
+    _streamed: StreamedResponse | None = field(default=None, repr=False, compare=False)
 
     async def run(self, state: RunState) -> CallToolsNode:
         chain = state.capabilities
@@ -341,7 +341,7 @@ class ModelRequestNode:
         return CallToolsNode(response)
 
 
-def with_return_schemas(tools: list[ToolDefinition], profile: Any) -> list[ToolDefinition]:
+def with_return_schemas(tools: list[ToolDefinition], profile: ModelProfile) -> list[ToolDefinition]:
     """Tools as they go out with their return schemas (pydantic-ai 2.62's rules): a tool that did
     not opt in sends none; one that did, but whose return says nothing (no annotation, None), sends
     none and warns; otherwise the schema stays a field where the provider has one (Gemini), else

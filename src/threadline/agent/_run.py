@@ -166,7 +166,7 @@ class AgentRun(Generic[OutputDataT]):
         return await self._state.capabilities.on_run_error(self._state.ctx, error)
 
 
-def _redirect(request: Any) -> NodeResult:
+def _redirect(request: ModelMessage) -> NodeResult:
     """The run would have ended, but queued content arrived: one more model request with it."""
 
     assert isinstance(request, ModelRequest)

@@ -196,7 +196,7 @@ class StreamedRunResult(Generic[OutputDataT]):
             await self._run._state_cancelled(RunCancelled('the stream was cancelled'))
 
 
-def _text_of(event: Any) -> str | None:
+def _text_of(event: AgentStreamEvent) -> str | None:
     if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
         return event.part.content
     if isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):

@@ -24,7 +24,7 @@ from threadline.messages import (
     pairing_report,
 )
 from threadline.messages.wire import enc_hook
-from threadline.storage import OutcomeReceipt, StoredConversation, WaitRecord
+from threadline.storage import ChainCheck, OutcomeReceipt, StoredConversation, WaitRecord
 from threadline.trust import verify_history
 
 __all__ = [
@@ -58,7 +58,7 @@ class Facts:
     effects: dict[str, Any] = field(default_factory=dict)
     receipts: list[OutcomeReceipt] = field(default_factory=list)
     waits: list[WaitRecord] = field(default_factory=list)
-    seal: Any = None
+    seal: ChainCheck | None = None
     """The store's `verify()` of the conversation (its keyed seal), when it came from a store."""
 
     def h(self, value: str | None) -> str | None:
@@ -97,7 +97,7 @@ def gate_serialization(facts: Facts, context: AuditContext) -> tuple[GateResult,
     return GateResult('serialization', True, (), evidence), digest
 
 
-def _seal_evidence(check: Any) -> dict[str, Any]:
+def _seal_evidence(check: ChainCheck) -> dict[str, Any]:
     """What the store's keyed seal says, without content: the key that protects it, how many seals
     verified, the tip outside the store, and the failure's code (never the record's values)."""
     return {

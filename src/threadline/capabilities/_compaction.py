@@ -35,6 +35,7 @@ from threadline.messages import (
     ModelRequest,
     ModelRequestPart,
     ModelResponse,
+    ModelResponsePart,
     RetryPromptPart,
     SystemPromptPart,
     TextPart,
@@ -140,7 +141,7 @@ class ClearOldToolResults:
             out.append(message)
         return [*out, *messages[cut:]]
 
-    def _clearable(self, part: Any) -> bool:
+    def _clearable(self, part: ModelRequestPart) -> bool:
         # A load_capability result is the record that its capability is loaded: clearing it would
         # unload the capability, so it stays (it is a one-line message).
         return isinstance(part, ToolReturnPart) and part.content != self.marker and part.tool_kind != LOAD_KIND
@@ -192,7 +193,7 @@ def transcript_of(messages: Sequence[ModelMessage]) -> str:
     return '\n'.join(lines)
 
 
-def _line(part: Any) -> str | None:
+def _line(part: ModelRequestPart | ModelResponsePart) -> str | None:
     if isinstance(part, CompactionPart):
         return f'Earlier summary: {part.content or ""}'
     if isinstance(part, UserPromptPart):

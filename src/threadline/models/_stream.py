@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from threadline.messages import (
+    FinishReason,
     ModelResponse,
+    ModelResponsePart,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
@@ -89,7 +91,7 @@ class PartsManager:
             part.tool_call_id = tool_call_id
         return PartDeltaEvent(index, ToolCallPartDelta(name, args, tool_call_id))
 
-    def whole(self, key: Hashable, part: Any) -> PartStartEvent:
+    def whole(self, key: Hashable, part: ModelResponsePart) -> PartStartEvent:
         """A part that arrives complete (a built-in tool call or return)."""
         self._index[key] = len(self.parts)
         self.parts.append(part)
@@ -109,7 +111,7 @@ class StreamedResponse:
         self.parts = PartsManager()
         self.usage = RequestUsage()
         self.timestamp = datetime.now(tz=UTC)
-        self.finish_reason: Any = None
+        self.finish_reason: FinishReason | None = None
         self.provider_response_id: str | None = None
         self.complete = False
         self.watch: Callable[[RequestUsage], None] | None = None
