@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 from typing import assert_type
 
+from threadline.agent import Agent
 from threadline.messages import ModelMessage
+from threadline.models.test import TestModel
 from threadline.storage import (
     AsyncStore,
     ChainCheck,
     FileBackend,
     SQLiteStore,
     SQLStore,
+    StepPersistence,
     StoredConversation,
     open_store,
 )
@@ -28,6 +31,17 @@ assert_type(store.sync.verify('c1', scope='tenant-1'), ChainCheck)
 opened = open_store('app.db')
 assert_type(opened, AsyncStore[SQLStore] | AsyncStore[FileBackend])
 assert_type(opened.sync.load('c1', scope='tenant-1'), StoredConversation)
+
+
+class Deps:
+    tenant = 'tenant-1'
+
+
+# A capability for any agent's deps needs no annotation of its own and fits an agent with deps.
+persisted = StepPersistence(store, scope='tenant-1')
+agent: Agent[Deps, str] = Agent(
+    TestModel(), deps_type=Deps, capabilities=[persisted, StepPersistence(store, scope=lambda ctx: 'tenant-2')]
+)
 
 
 async def main() -> None:

@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
+from typing_extensions import TypeVar
+
 from threadline.agent._context import AgentDepsT
 from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
 from threadline.models import Model, ModelRequestParameters, ModelSettings, ToolDefinition
@@ -30,7 +32,12 @@ if TYPE_CHECKING:
     from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, OutputContext
     from threadline.agent.tools._function import FunctionToolset
 
-__all__ = ['AbstractCapability', 'ModelRequestContext', 'overridden_hooks']
+__all__ = ['AbstractCapability', 'CapabilityDepsT', 'ModelRequestContext', 'overridden_hooks']
+
+CapabilityDepsT = TypeVar('CapabilityDepsT', default=Any)
+"""The deps type of a capability that works with any agent's deps (`StepPersistence`, `Memory`, ...).
+Unsolved it is `Any`, so `StepPersistence(store, scope=...)` needs no annotation and fits an agent of
+any deps type; `StepPersistence[MyDeps](...)` types what its callables (a scope resolver) see."""
 
 
 @dataclass

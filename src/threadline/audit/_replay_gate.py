@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from threadline.agent.capability import CapabilityDepsT
 from threadline.audit._audit import audit_history
 from threadline.audit._context import AuditContext
 from threadline.audit._report import AuditReport
@@ -29,7 +30,7 @@ class ReplayRefused(ThreadlineError, PermissionError):
         )
 
 
-class ReplayGate(AbstractCapability[Any]):
+class ReplayGate(AbstractCapability[CapabilityDepsT]):
     """Before a run over a non-empty history, audit it and refuse the run unless the verdict is in
     `allow`. `context` is an `AuditContext` or a function of the `RunContext` building one (scope
     and store usually come from the run's deps). With `quarantine=True` a refused conversation is
@@ -49,7 +50,7 @@ class ReplayGate(AbstractCapability[Any]):
         self.quarantine = quarantine
         self.last_report: AuditReport | None = None
 
-    async def before_run(self, ctx: RunContext[Any]) -> None:
+    async def before_run(self, ctx: RunContext[CapabilityDepsT]) -> None:
         if not ctx.messages:
             return
         context = self._context(ctx) if callable(self._context) else self._context

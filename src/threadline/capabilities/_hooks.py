@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from threadline.agent import DeferredToolRequests, DeferredToolResults, RunContext
-from threadline.agent.capability import HOOKS, AbstractCapability
+from threadline.agent.capability import HOOKS, AbstractCapability, CapabilityDepsT
 from threadline.exceptions import HookTimeoutError
 
 __all__ = ['CombinedCapability', 'HandleDeferredToolCalls', 'HookTimeoutError', 'Hooks']
@@ -48,7 +48,7 @@ def _method_name(name: str) -> str:
     raise TypeError(f'unknown hook {name!r}; known hooks: {known}')
 
 
-class CombinedCapability(AbstractCapability[Any]):
+class CombinedCapability(AbstractCapability[CapabilityDepsT]):
     """Several capabilities acting as one, in the order given (the chain flattens it in place)."""
 
     def __init__(self, capabilities: Sequence[AbstractCapability[Any]] = ()) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
-from threadline.agent.capability import AbstractCapability, ModelRequestContext
+from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.messages.wire import encoder
 
@@ -52,7 +52,7 @@ class _RunSpans:
     request: Span | None = None
 
 
-class Instrumentation(AbstractCapability[Any]):
+class Instrumentation(AbstractCapability[CapabilityDepsT]):
     """Records runs and model requests as OpenTelemetry spans (see the module docstring)."""
 
     def __init__(self, *, tracer_provider: TracerProvider | None = None, include_content: bool = False) -> None:
@@ -76,7 +76,7 @@ class Instrumentation(AbstractCapability[Any]):
     def _messages_json(self, cache: Fragments, messages: list[ModelMessage]) -> str:
         return (b'[' + b','.join(self._fragment(cache, m) for m in messages) + b']').decode()
 
-    async def before_run(self, ctx: RunContext[Any]) -> None:
+    async def before_run(self, ctx: RunContext[CapabilityDepsT]) -> None:
         span = self._tracer.start_span(
             'agent run',
             attributes={
@@ -89,7 +89,7 @@ class Instrumentation(AbstractCapability[Any]):
         self._runs[ctx.run_id] = _RunSpans(span)
 
     async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
+        self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         run = self._runs.get(ctx.run_id)
         if run is None:
@@ -112,7 +112,7 @@ class Instrumentation(AbstractCapability[Any]):
         return request_context
 
     async def after_model_request(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+        self, ctx: RunContext[CapabilityDepsT], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         run = self._runs.get(ctx.run_id)
         if run is not None and run.request is not None:
@@ -128,7 +128,7 @@ class Instrumentation(AbstractCapability[Any]):
         return response
 
     async def on_model_request_error(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+        self, ctx: RunContext[CapabilityDepsT], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
         run = self._runs.get(ctx.run_id)
         if run is not None and run.request is not None:
@@ -137,7 +137,7 @@ class Instrumentation(AbstractCapability[Any]):
             run.request = None
         raise error
 
-    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+    async def after_run(self, ctx: RunContext[CapabilityDepsT], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         run = self._runs.pop(ctx.run_id, None)
         if run is None:
             return result
@@ -171,7 +171,7 @@ class Instrumentation(AbstractCapability[Any]):
             fragments.append(fragment)
         return (b'[' + b','.join(fragments) + b']').decode(), mutated
 
-    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+    async def on_run_error(self, ctx: RunContext[CapabilityDepsT], *, error: BaseException) -> AgentRunResult[Any]:
         run = self._runs.pop(ctx.run_id, None)
         if run is not None:
             for span in (run.request, run.span):

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from threadline.agent.capability import AbstractCapability, ModelRequestContext
+from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
 from threadline.agent.tools import takes_run_context
 from threadline.messages import ModelMessage
 
@@ -20,7 +20,7 @@ __all__ = ['ProcessHistory']
 HistoryProcessor = Callable[..., Any]
 
 
-class ProcessHistory(AbstractCapability[Any]):
+class ProcessHistory(AbstractCapability[CapabilityDepsT]):
     """Runs `processor(messages)` or `processor(ctx, messages)` before every model request.
 
     Rules:
@@ -48,7 +48,7 @@ class ProcessHistory(AbstractCapability[Any]):
         return f'ProcessHistory({getattr(self.processor, "__name__", self.processor)!r})'
 
     async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
+        self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         messages = list(request_context.messages)
         args: tuple[Any, ...] = (ctx, messages) if self.takes_ctx else (messages,)

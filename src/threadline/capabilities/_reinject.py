@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from threadline.agent.capability import AbstractCapability, ModelRequestContext
+from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
 from threadline.messages import ModelMessage, ModelRequest, SystemPromptPart
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ['ReinjectSystemPrompt']
 
 
-class ReinjectSystemPrompt(AbstractCapability[Any]):
+class ReinjectSystemPrompt(AbstractCapability[CapabilityDepsT]):
     """Reinjects the agent's configured system prompt at the head of the first request.
 
     Histories from a UI, a store that dropped system prompts, or a compaction pipeline may arrive
@@ -32,7 +32,7 @@ class ReinjectSystemPrompt(AbstractCapability[Any]):
         self.replace_existing = replace_existing
         self._initial: dict[str, set[int]] = {}
 
-    async def before_run(self, ctx: RunContext[Any]) -> None:
+    async def before_run(self, ctx: RunContext[CapabilityDepsT]) -> None:
         self._initial[ctx.run_id] = {
             id(p)
             for m in ctx.messages
@@ -41,12 +41,12 @@ class ReinjectSystemPrompt(AbstractCapability[Any]):
             if isinstance(p, SystemPromptPart)
         }
 
-    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+    async def after_run(self, ctx: RunContext[CapabilityDepsT], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
         self._initial.pop(ctx.run_id, None)
         return result
 
     async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
+        self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         if ctx.agent is None:
             return request_context

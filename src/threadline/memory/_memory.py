@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from threadline.agent import RunContext, Tool
+from threadline.agent.capability import CapabilityDepsT
 from threadline.agent.tools import FunctionToolset
 from threadline.capabilities import AbstractCapability, ModelRequestContext
 from threadline.exceptions import ConflictError, ModelRetry, UserError
@@ -54,15 +55,15 @@ class _RunMemory:
     injected: bool = False
 
 
-class Memory(AbstractCapability[Any]):
+class Memory(AbstractCapability[CapabilityDepsT]):
     """Gives the agent a Markdown notebook that outlives conversations (see the module docstring)."""
 
     def __init__(
         self,
         store: AsyncStore[SyncStore],
         *,
-        scope: str | Callable[[RunContext[Any]], str],
-        namespace: str | Callable[[RunContext[Any]], str],
+        scope: str | Callable[[RunContext[CapabilityDepsT]], str],
+        namespace: str | Callable[[RunContext[CapabilityDepsT]], str],
         max_excerpt: int = 2_000,
         max_chars: int = 65_536,
         inject: bool = True,
@@ -70,17 +71,17 @@ class Memory(AbstractCapability[Any]):
         self.store, self.scope, self.namespace = store, scope, namespace
         self.max_excerpt, self.max_chars, self.inject = max_excerpt, max_chars, inject
         self._runs: dict[str, _RunMemory] = {}
-        self._toolset: FunctionToolset[Any] = FunctionToolset(id='memory')
+        self._toolset: FunctionToolset[CapabilityDepsT] = FunctionToolset(id='memory')
         for function in (self._read_memory, self._write_memory, self._delete_memory, self._search_memory):
             self._toolset.add_tool(Tool(function, takes_ctx=True, name=function.__name__.lstrip('_')))
 
     def __repr__(self) -> str:
         return 'Memory()'
 
-    def get_toolset(self) -> FunctionToolset[Any]:
+    def get_toolset(self) -> FunctionToolset[CapabilityDepsT]:
         return self._toolset
 
-    async def before_run(self, ctx: RunContext[Any]) -> None:
+    async def before_run(self, ctx: RunContext[CapabilityDepsT]) -> None:
         scope = self.scope(ctx) if callable(self.scope) else self.scope
         namespace = self.namespace(ctx) if callable(self.namespace) else self.namespace
         for name, value in (('scope', scope), ('namespace', namespace)):
@@ -88,28 +89,28 @@ class Memory(AbstractCapability[Any]):
                 raise UserError(f'Memory {name} must resolve to a non-empty string (from the run, not the model)')
         self._runs[ctx.run_id] = _RunMemory(scope, namespace)
 
-    async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
+    async def after_run(self, ctx: RunContext[CapabilityDepsT], *, result: Any) -> Any:
         self._runs.pop(ctx.run_id, None)
         return result
 
-    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> Any:
+    async def on_run_error(self, ctx: RunContext[CapabilityDepsT], *, error: BaseException) -> Any:
         self._runs.pop(ctx.run_id, None)
         raise error
 
-    async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
+    async def wrap_run(self, ctx: RunContext[CapabilityDepsT], *, handler: Any) -> Any:
         try:
             return await handler()
         finally:  # however the run ends, its per-run state goes
             self._runs.pop(ctx.run_id, None)
 
-    def _state(self, ctx: RunContext[Any]) -> _RunMemory:
+    def _state(self, ctx: RunContext[CapabilityDepsT]) -> _RunMemory:
         state = self._runs.get(ctx.run_id)
         if state is None:
             raise UserError('Memory tools run only inside a run that has the Memory capability')
         return state
 
     async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
+        self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         state = self._runs.get(ctx.run_id)
         if state is None or state.injected or not self.inject:
@@ -125,7 +126,7 @@ class Memory(AbstractCapability[Any]):
         return request_context
 
     # -- tools ------------------------------------------------------------------------------
-    async def _read_memory(self, ctx: RunContext[Any], section: str | None = None) -> str:
+    async def _read_memory(self, ctx: RunContext[CapabilityDepsT], section: str | None = None) -> str:
         """Read your notebook, or one section of it.
 
         Args:
@@ -142,7 +143,11 @@ class Memory(AbstractCapability[Any]):
         return found.render() if found else f'No section {section!r}. Sections: {_titles(notebook.content)}.'
 
     async def _write_memory(
-        self, ctx: RunContext[Any], section: str, content: str, mode: Literal['append', 'replace'] = 'append'
+        self,
+        ctx: RunContext[CapabilityDepsT],
+        section: str,
+        content: str,
+        mode: Literal['append', 'replace'] = 'append',
     ) -> str:
         """Write to a section of your notebook (it is created if missing).
 
@@ -164,7 +169,7 @@ class Memory(AbstractCapability[Any]):
         written = await self._write(ctx, state, updated, current)
         return f'Saved section {section!r} (notebook version {written}).'
 
-    async def _delete_memory(self, ctx: RunContext[Any], section: str) -> str:
+    async def _delete_memory(self, ctx: RunContext[CapabilityDepsT], section: str) -> str:
         """Delete a section of your notebook.
 
         Args:
@@ -181,7 +186,7 @@ class Memory(AbstractCapability[Any]):
         written = await self._write(ctx, state, updated, current)
         return f'Deleted section {section!r} (notebook version {written}).'
 
-    async def _search_memory(self, ctx: RunContext[Any], query: str) -> str:
+    async def _search_memory(self, ctx: RunContext[CapabilityDepsT], query: str) -> str:
         """Find the sections of your notebook that mention every word of the query.
 
         Args:
@@ -198,7 +203,7 @@ class Memory(AbstractCapability[Any]):
             return f'No section mentions {query!r}.'
         return '\n'.join(s.render() for s in hits)[: self.max_chars]
 
-    async def _write(self, ctx: RunContext[Any], state: _RunMemory, content: str, expected: int) -> int:
+    async def _write(self, ctx: RunContext[CapabilityDepsT], state: _RunMemory, content: str, expected: int) -> int:
         operation = f'{ctx.run_id}:{ctx.tool_call_id}'
         try:
             written = await self.store.write_notebook(

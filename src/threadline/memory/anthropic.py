@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from threadline.agent import RunContext, Tool
-from threadline.agent.capability import AbstractCapability
+from threadline.agent.capability import AbstractCapability, CapabilityDepsT
 from threadline.agent.tools import FunctionToolset
 from threadline.exceptions import ConflictError, ModelRetry, UserError
 from threadline.storage import AsyncStore, SyncStore
@@ -238,15 +238,15 @@ def _view(files: _Files, parts: list[str], path: str, view_range: Any) -> str:
     return '\n'.join(f'{n:6}\t{lines[n - 1]}' for n in range(start, end + 1))
 
 
-class MemoryTool(AbstractCapability[Any]):
+class MemoryTool(AbstractCapability[CapabilityDepsT]):
     """Gives the agent Anthropic's `memory` tool over storage you own (see the module docstring)."""
 
     def __init__(
         self,
         store: AsyncStore[SyncStore] | None = None,
         *,
-        scope: str | Callable[[RunContext[Any]], str] | None = None,
-        namespace: str | Callable[[RunContext[Any]], str] | None = None,
+        scope: str | Callable[[RunContext[CapabilityDepsT]], str] | None = None,
+        namespace: str | Callable[[RunContext[CapabilityDepsT]], str] | None = None,
         directory: str | os.PathLike[str] | None = None,
     ) -> None:
         if (store is None) == (directory is None):
@@ -257,17 +257,17 @@ class MemoryTool(AbstractCapability[Any]):
         self.directory = Path(directory) if directory is not None else None
         tool: Tool[Any] = Tool(self._memory, takes_ctx=True, name='memory')
         tool.tool_def.provider_definitions = {'anthropic': ANTHROPIC_MEMORY_TOOL}
-        self._toolset: FunctionToolset[Any] = FunctionToolset([tool], id='memory')
+        self._toolset: FunctionToolset[CapabilityDepsT] = FunctionToolset([tool], id='memory')
 
     def __repr__(self) -> str:
         return f'MemoryTool(directory={str(self.directory)!r})' if self.directory else 'MemoryTool(store)'
 
-    def get_toolset(self) -> FunctionToolset[Any]:
+    def get_toolset(self) -> FunctionToolset[CapabilityDepsT]:
         return self._toolset
 
     async def _memory(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CapabilityDepsT],
         command: Command,
         path: str | None = None,
         view_range: list[int] | None = None,
@@ -288,13 +288,18 @@ class MemoryTool(AbstractCapability[Any]):
             return await asyncio.to_thread(run_command, _DirectoryFiles(self.directory), command, args)
         return await asyncio.to_thread(self._in_notebook, ctx, command, args)
 
-    def _resolve(self, ctx: RunContext[Any], value: str | Callable[[RunContext[Any]], str] | None, what: str) -> str:
+    def _resolve(
+        self,
+        ctx: RunContext[CapabilityDepsT],
+        value: str | Callable[[RunContext[CapabilityDepsT]], str] | None,
+        what: str,
+    ) -> str:
         resolved = value(ctx) if callable(value) else value
         if not isinstance(resolved, str) or not resolved:
             raise UserError(f'MemoryTool {what} must resolve to a non-empty string')
         return resolved
 
-    def _in_notebook(self, ctx: RunContext[Any], command: str, args: dict[str, Any]) -> str:
+    def _in_notebook(self, ctx: RunContext[CapabilityDepsT], command: str, args: dict[str, Any]) -> str:
         """One command as one compare-and-set write of the namespace's notebook (retried on a
         concurrent writer; a retried tool call applies once)."""
         assert self.store is not None  # __init__ takes a store or a directory, and _memory picked the store

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from threadline.agent import RunContext, Tool
+from threadline.agent.capability import CapabilityDepsT
 from threadline.agent.tools import FunctionToolset
 from threadline.capabilities import AbstractCapability
 from threadline.exceptions import ConversationNotFound, ModelRetry, UserError
@@ -37,7 +38,7 @@ Role = Literal['user', 'assistant', 'tool']
 _MAX_FETCH = 400
 
 
-class ConversationSearch(AbstractCapability[Any]):
+class ConversationSearch(AbstractCapability[CapabilityDepsT]):
     """Gives the model a tool (`tool_name`, default `search_conversation`) that searches stored
     history: the run's conversation (`reach='conversation'`) or its whole scope (`reach='scope'`).
     See the module docstring for the rules."""
@@ -46,7 +47,7 @@ class ConversationSearch(AbstractCapability[Any]):
         self,
         store: AsyncStore[SyncStore],
         *,
-        scope: str | Callable[[RunContext[Any]], str],
+        scope: str | Callable[[RunContext[CapabilityDepsT]], str],
         reach: Literal['conversation', 'scope'] = 'conversation',
         tool_name: str = 'search_conversation',
         max_hits: int = 10,
@@ -58,17 +59,17 @@ class ConversationSearch(AbstractCapability[Any]):
             raise UserError('ConversationSearch needs max_hits >= 1 and max_chars >= 200')
         self.store, self.scope, self.reach = store, scope, reach
         self.max_hits, self.max_chars = max_hits, max_chars
-        self._toolset: FunctionToolset[Any] = FunctionToolset(id='conversation-search')
+        self._toolset: FunctionToolset[CapabilityDepsT] = FunctionToolset(id='conversation-search')
         description = _DESCRIPTION + (_CONVERSATION_NOTE if reach == 'conversation' else _SCOPE_NOTE)
         self._toolset.add_tool(Tool(self._search, takes_ctx=True, name=tool_name, description=description))
 
     def __repr__(self) -> str:
         return f'ConversationSearch(reach={self.reach!r})'
 
-    def get_toolset(self) -> FunctionToolset[Any]:
+    def get_toolset(self) -> FunctionToolset[CapabilityDepsT]:
         return self._toolset
 
-    def _scope_for(self, ctx: RunContext[Any]) -> str:
+    def _scope_for(self, ctx: RunContext[CapabilityDepsT]) -> str:
         scope = self.scope(ctx) if callable(self.scope) else self.scope
         if not isinstance(scope, str) or not scope:
             raise UserError('ConversationSearch scope must resolve to a non-empty string')
@@ -76,7 +77,7 @@ class ConversationSearch(AbstractCapability[Any]):
 
     async def _search(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CapabilityDepsT],
         query: str,
         run_id: str | None = None,
         roles: list[Role] | None = None,

@@ -66,8 +66,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from threadline._errors import error_summary
 from threadline.agent import CallToolsNode, ModelRequestNode
+from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
 from threadline.audit import record_repair_events
-from threadline.capabilities import AbstractCapability, ModelRequestContext
 from threadline.exceptions import ConflictError, ModelRetry, UserError
 from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
 from threadline.messages.wire import encoder
@@ -100,7 +100,7 @@ class _ToolScope:
 _current_tool: contextvars.ContextVar[_ToolScope | None] = contextvars.ContextVar('threadline_tool_scope', default=None)
 
 
-class StepPersistence(AbstractCapability[Any]):
+class StepPersistence(AbstractCapability[CapabilityDepsT]):
     """Persists a run step by step into `store` under `scope` (a string, or a function of the
     `RunContext`, e.g. reading the tenant from deps). The scope is the server's decision.
 
@@ -120,7 +120,7 @@ class StepPersistence(AbstractCapability[Any]):
         self,
         store: AsyncStore[SyncStore],
         *,
-        scope: str | Callable[[Any], str],
+        scope: str | Callable[[RunContext[CapabilityDepsT]], str],
         include_content: bool = False,
         allow_unknown_effects: bool = False,
     ) -> None:
@@ -139,14 +139,14 @@ class StepPersistence(AbstractCapability[Any]):
             self._key = self.store.sync.audit_key()
         return error_summary(error, key=self._key)
 
-    def _scope_for(self, ctx: Any) -> str:
+    def _scope_for(self, ctx: RunContext[CapabilityDepsT]) -> str:
         scope = self._scope(ctx) if callable(self._scope) else self._scope
         if not isinstance(scope, str) or not scope:
             raise UserError('StepPersistence scope must resolve to a non-empty string')
         return scope
 
     # -- hooks ------------------------------------------------------------------------------
-    async def before_run(self, ctx: RunContext[Any]) -> None:
+    async def before_run(self, ctx: RunContext[CapabilityDepsT]) -> None:
         scope = self._scope_for(ctx)
         started, repaired = (ctx.run_step, _now()), bool(ctx.repair_events)
         # The run start's read is a few index descents: done here when the store can do it at
@@ -178,7 +178,7 @@ class StepPersistence(AbstractCapability[Any]):
 
     async def _open_behind(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CapabilityDepsT],
         scope: str,
         read: asyncio.Future[RunStart | None],
         history: list[ModelMessage],
@@ -189,7 +189,7 @@ class StepPersistence(AbstractCapability[Any]):
 
     def _open(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CapabilityDepsT],
         scope: str,
         start: RunStart | None,
         history: list[ModelMessage],
@@ -206,7 +206,7 @@ class StepPersistence(AbstractCapability[Any]):
         state.event(ctx, 'run_started', at=started)
         self._runs[ctx.run_id] = state
 
-    async def _state(self, ctx: RunContext[Any]) -> RunLog | None:
+    async def _state(self, ctx: RunContext[CapabilityDepsT]) -> RunLog | None:
         """The run's records, once its start is checked (waiting for that, and raising its error)."""
         opening = self._opening.get(ctx.run_id)
         if opening is not None:
@@ -217,7 +217,7 @@ class StepPersistence(AbstractCapability[Any]):
                     self._opening.pop(ctx.run_id, None)
         return self._runs.get(ctx.run_id)
 
-    async def _settle_opening(self, ctx: RunContext[Any]) -> BaseException | None:
+    async def _settle_opening(self, ctx: RunContext[CapabilityDepsT]) -> BaseException | None:
         """Wait for a run start still under way when the run ends; its error, if it refused the
         run (returned, not raised: the caller decides which error the run reports)."""
         opening = self._opening.pop(ctx.run_id, None)
@@ -247,7 +247,7 @@ class StepPersistence(AbstractCapability[Any]):
         )
 
     async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
+        self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         state = await self._state(ctx)
         if state is not None:
@@ -271,7 +271,7 @@ class StepPersistence(AbstractCapability[Any]):
         return request_context
 
     async def after_model_request(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+        self, ctx: RunContext[CapabilityDepsT], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         state = await self._state(ctx)
         if state is not None:
@@ -279,14 +279,16 @@ class StepPersistence(AbstractCapability[Any]):
         return response
 
     async def on_model_request_error(
-        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+        self, ctx: RunContext[CapabilityDepsT], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
         state = await self._state(ctx)
         if state is not None:
             state.event(ctx, 'model_request_failed', error=self._error(error))
         raise error
 
-    async def after_node_run(self, ctx: RunContext[Any], *, node: AgentNode, result: NodeResult) -> NodeResult:
+    async def after_node_run(
+        self, ctx: RunContext[CapabilityDepsT], *, node: AgentNode, result: NodeResult
+    ) -> NodeResult:
 
         if not isinstance(node, ModelRequestNode | CallToolsNode):
             return result  # nothing to record: the run start's read may go on behind the next node
@@ -303,7 +305,7 @@ class StepPersistence(AbstractCapability[Any]):
         return result
 
     async def before_tool_execute(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
+        self, ctx: RunContext[CapabilityDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
         state = await self._state(ctx)
         if state is None:
@@ -318,14 +320,20 @@ class StepPersistence(AbstractCapability[Any]):
         return args
 
     async def after_tool_execute(
-        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any], result: Any
+        self,
+        ctx: RunContext[CapabilityDepsT],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        result: Any,
     ) -> Any:
         await self._finish_tool(ctx, call, 'completed', None)
         return result
 
     async def on_tool_execute_error(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CapabilityDepsT],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,
@@ -360,7 +368,7 @@ class StepPersistence(AbstractCapability[Any]):
         )
         state.effects.append(effect)  # synced with the step's results (rule 2 above)
 
-    async def after_run(self, ctx: RunContext[Any], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+    async def after_run(self, ctx: RunContext[CapabilityDepsT], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
 
         await self._state(ctx)
         state = self._runs.pop(ctx.run_id, None)
@@ -375,7 +383,7 @@ class StepPersistence(AbstractCapability[Any]):
         await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'completed', output, result.run_usage))
         return result
 
-    async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
+    async def wrap_run(self, ctx: RunContext[CapabilityDepsT], *, handler: Any) -> Any:
         """A run left any way at all (cancelled, interrupted, abandoned by its caller) still
         finishes the write that went behind its model request before control returns."""
         try:
@@ -386,7 +394,7 @@ class StepPersistence(AbstractCapability[Any]):
             if state is not None and state.behind is not None:
                 await asyncio.shield(state.behind)
 
-    async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> AgentRunResult[Any]:
+    async def on_run_error(self, ctx: RunContext[CapabilityDepsT], *, error: BaseException) -> AgentRunResult[Any]:
         refusal = await self._settle_opening(ctx)
         if refusal is not None:
             # The run failed before any hook waited for its start, which refused it: report the
