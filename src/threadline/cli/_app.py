@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from threadline.exceptions import ConversationNotFound, ThreadlineError
-from threadline.storage import AsyncStore, FileBackend, FileStore, SQLiteStore, SQLStore, open_store
+from threadline.storage import AsyncStore, ChainCheck, FileBackend, FileStore, SQLiteStore, SQLStore, open_store
 
 __all__ = [
     'refuse_if_tampered',
@@ -40,7 +40,7 @@ __all__ = [
 console = Console(highlight=False, soft_wrap=True)
 
 
-def progress() -> Any:
+def progress() -> Progress:
     """A rich progress display at a terminal (transient: it leaves no trace); disabled when the
     output is piped, so scripts read only results."""
 
@@ -137,7 +137,7 @@ def refuse_if_tampered(store: CliStore, conversation_id: str, scope: str, *, for
     warn_if_tampered(store, conversation_id, scope)
 
 
-def _failure(check: Any) -> str:
+def _failure(check: ChainCheck) -> str:
     if check.code == 'unknown_key':
         return (
             f'cannot be checked here ({check.reason}); set THREADLINE_HOME or THREADLINE_STORE_KEYS to the key '
@@ -173,7 +173,7 @@ def dump(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True, default=_json_default))
 
 
-def wire_time(value: Any) -> str:
+def wire_time(value: datetime) -> str:
     """A datetime as the message JSON writes it: UTC, ISO 8601, `Z`."""
 
     return str(value.astimezone(UTC).isoformat().replace('+00:00', 'Z'))

@@ -17,7 +17,7 @@ from threadline.exceptions import (
     UnexpectedModelBehavior,
     UserError,
 )
-from threadline.messages import BinaryContent, ModelMessage, ModelResponse
+from threadline.messages import BinaryContent, ModelMessage, ModelResponse, ToolReturnPart
 from threadline.messages.wire import enc_hook
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
 from threadline.models._stream import StreamedResponse
@@ -161,7 +161,7 @@ def binary_base64(content: BinaryContent) -> str:
     return base64.b64encode(content.data).decode('ascii')
 
 
-def tool_result_text(part: Any) -> str:
+def tool_result_text(part: ToolReturnPart) -> str:
     """A tool result as the model reads it: text as is, other values as JSON; a `failed` or
     `retried` result as `{"error": ...}` (a synthesized `interrupted` return is its text)."""
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from pydantic_core import to_jsonable_python
@@ -14,6 +14,9 @@ from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolC
 from threadline.messages.wire import to_python
 from threadline.storage._records import EVERY_SCOPE, StepEvent, StepWrite, ToolEffect
 from threadline.trust.sealing import canonical_json
+
+if TYPE_CHECKING:
+    from threadline.storage._contract import FinishedRun
 
 __all__ = [
     'check_every_scope',
@@ -101,7 +104,7 @@ def shared_prefix(old: Sequence[str], new: Sequence[bytes]) -> int:
     return shared
 
 
-def finished_ids(result: Any, conversation_id: str | None) -> tuple[str, str]:
+def finished_ids(result: FinishedRun, conversation_id: str | None) -> tuple[str, str]:
     """(run id, conversation id) of a result being saved; a hand-built result without them is refused."""
     conversation_id = conversation_id or result.conversation_id
     if not result.run_id or not conversation_id:
@@ -141,14 +144,14 @@ def _output_hook(value: Any) -> Any:
     return to_jsonable_python(value)
 
 
-def check_append(messages: Any, provenance: str) -> None:
+def check_append(messages: object, provenance: str) -> None:
     check_messages(messages, 'messages')
     if provenance not in ('server', 'client'):
         raise UserError(f"provenance must be 'server' or 'client', not {provenance!r}")
 
 
-def check_messages(messages: Any, name: str) -> None:
-    if isinstance(messages, (str, bytes, dict)):
+def check_messages(messages: object, name: str) -> None:
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Iterable):
         raise UserError(f'{name} must be a list of messages')
     for index, message in enumerate(messages):
         if not isinstance(message, (ModelRequest, ModelResponse)):
