@@ -33,7 +33,7 @@ from typing import Any, Literal, TypeGuard
 
 import msgspec
 
-from threadline.messages._messages import ModelMessage, ModelRequest, ModelResponse
+from threadline.messages._messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponse
 from threadline.messages._parts import RetryPromptPart, ToolAvailabilityDeltaPart, ToolCallPart, ToolReturnPart
 
 __all__ = [
@@ -94,7 +94,7 @@ def _is_result(part: Any) -> TypeGuard[ToolReturnPart | RetryPromptPart]:
     return kind is ToolReturnPart or (kind is RetryPromptPart and part.tool_name is not None)
 
 
-def _check(messages: Sequence[Any]) -> None:
+def _check(messages: Sequence[object]) -> None:
     for index, message in enumerate(messages):
         if type(message) is not ModelRequest and type(message) is not ModelResponse:
             raise TypeError(f'messages[{index}] is a {type(message).__name__}, not a ModelRequest or ModelResponse')
@@ -301,6 +301,7 @@ def _apply_pairing(
         by_response.setdefault(i, []).append((j, call))
     for i, calls in by_response.items():
         response = current[i]
+        assert isinstance(response, ModelResponse)  # a dangling call is in the response that made it
         synthesized = []
         for j, call in calls:
             synthesized.append(_interrupted_return(call, response))
@@ -327,7 +328,7 @@ def _apply_pairing(
     return out, origins, bool(dropped)
 
 
-def _interrupted_return(call: ToolCallPart, response: Any) -> ToolReturnPart:
+def _interrupted_return(call: ToolCallPart, response: ModelResponse) -> ToolReturnPart:
     return ToolReturnPart(
         call.tool_name,
         INTERRUPTED_TEXT,
@@ -339,13 +340,13 @@ def _interrupted_return(call: ToolCallPart, response: Any) -> ToolReturnPart:
     )
 
 
-def _results_first(parts: Sequence[Any]) -> list[Any]:
+def _results_first(parts: Sequence[ModelRequestPart]) -> list[ModelRequestPart]:
     """Merged requests: tool results and legacy retry prompts first, everything else after (stable)."""
     first = [p for p in parts if type(p) is ToolReturnPart or type(p) is RetryPromptPart]
     return first + [p for p in parts if not (type(p) is ToolReturnPart or type(p) is RetryPromptPart)]
 
 
-def _between_results(parts: Sequence[Any]) -> tuple[int, int] | None:
+def _between_results(parts: Sequence[ModelRequestPart]) -> tuple[int, int] | None:
     """(first, last) result positions when a movable part sits between them, else None."""
     result_positions = [k for k, p in enumerate(parts) if _is_result(p)]
     if len(result_positions) < 2:
@@ -357,7 +358,7 @@ def _between_results(parts: Sequence[Any]) -> tuple[int, int] | None:
     return None
 
 
-def _gather_results(parts: Sequence[Any], first: int, last: int) -> list[Any]:
+def _gather_results(parts: Sequence[ModelRequestPart], first: int, last: int) -> list[ModelRequestPart]:
     """Move the parts sitting between the first and last tool result to just after the last one."""
     span = parts[first : last + 1]
     kept = [p for p in span if _is_result(p) or type(p) is ToolAvailabilityDeltaPart]
