@@ -54,7 +54,7 @@ class RunContext(Generic[AgentDepsT]):
     @property
     def context_tokens(self) -> int | None:
         """The tokens the next request will carry: the last response's reported input and output
-        tokens plus an estimate of what the history gained since (see `models._window`); None
+        tokens plus an estimate of what the history gained since (see `models.budget`); None
         before the first response or when that response reported no usage."""
 
         return context_tokens(self.messages)

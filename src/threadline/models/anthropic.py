@@ -26,24 +26,22 @@ Request mapping:
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from threadline.exceptions import UnexpectedModelBehavior, UserError
+from threadline.exceptions import UserError
 from threadline.messages import (
     BinaryContent,
     CachePoint,
     DocumentUrl,
-    FinishReason,
     ImageUrl,
     ModelMessage,
     ModelRequest,
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
-    RequestUsage,
     SystemPromptPart,
     TextContent,
     TextPart,
@@ -54,11 +52,12 @@ from threadline.messages import (
     UserPromptPart,
 )
 from threadline.messages.wire import enc_hook
+from threadline.models._anthropic_answer import AnthropicStream, response_of
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
 from threadline.models._schema_walk import json_type_of, walk_schema
-from threadline.models._stream import ModelStreamEvent, StreamedResponse
+from threadline.models._stream import StreamedResponse
 
 if TYPE_CHECKING:
     from threadline.memory.anthropic import MemoryTool
@@ -76,14 +75,6 @@ INLINE_SYSTEM_PROMPT_MODELS = (
     'claude-sonnet-5-5',
     'claude-haiku-5-5',
 )
-_STOP: dict[str, FinishReason] = {
-    'end_turn': 'stop',
-    'max_tokens': 'length',
-    'tool_use': 'tool_call',
-    'stop_sequence': 'stop',
-    'refusal': 'content_filter',
-    'pause_turn': 'stop',
-}
 
 
 class AnthropicProvider:
@@ -310,94 +301,10 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         return anthropic, '/v1/messages', Message, RawMessageStreamEvent
 
     def _streamed(self, stream: Any) -> StreamedResponse:
-        return _AnthropicStream(self._model_name, stream)
+        return AnthropicStream(self._model_name, stream)
 
     def _response(self, message: Any) -> ModelResponse:
-        parts: list[Any] = []
-        for block in getattr(message, 'content', None) or []:
-            kind = block.type
-            if kind == 'text':
-                parts.append(TextPart(block.text))
-            elif kind == 'thinking':
-                parts.append(ThinkingPart(block.thinking, signature=block.signature, provider_name='anthropic'))
-            elif kind == 'tool_use':
-                parts.append(ToolCallPart(block.name, dict(block.input), block.id))
-            elif kind == 'server_tool_use':
-                parts.append(NativeToolCallPart(block.name, dict(block.input), block.id, provider_name='anthropic'))
-            elif kind.endswith('_tool_result'):
-                parts.append(
-                    NativeToolReturnPart(
-                        kind,
-                        block.model_dump(mode='json'),
-                        getattr(block, 'tool_use_id', ''),
-                        provider_name='anthropic',
-                    )
-                )
-        if not hasattr(message, 'content'):
-            raise UnexpectedModelBehavior('the provider answered without content', repr(message))
-        return ModelResponse(
-            parts=parts,
-            usage=_usage(message.usage),
-            model_name=message.model,
-            provider_name='anthropic',
-            provider_response_id=message.id,
-            finish_reason=_STOP.get(message.stop_reason or ''),
-        )
-
-
-class _AnthropicStream(StreamedResponse):
-    def __init__(self, model_name: str, stream: Any) -> None:
-        super().__init__(model_name, 'anthropic')
-        self._stream = stream
-
-    async def _events(self) -> AsyncIterator[ModelStreamEvent]:
-        async for event in self._stream:
-            kind = event.type
-            if kind == 'message_start':
-                self.provider_response_id = event.message.id
-                self.model_name = event.message.model
-                self.usage = _usage(event.message.usage)
-            elif kind == 'content_block_start':
-                block = event.content_block
-                if block.type == 'text':
-                    yield self.parts.text(event.index, block.text)
-                elif block.type == 'thinking':
-                    yield self.parts.thinking(
-                        event.index, block.thinking, getattr(block, 'signature', None) or None, 'anthropic'
-                    )
-                elif block.type == 'tool_use':
-                    yield self.parts.tool_call(event.index, block.name, '', block.id)
-            elif kind == 'content_block_delta':
-                delta = event.delta
-                if delta.type == 'text_delta':
-                    yield self.parts.text(event.index, delta.text)
-                elif delta.type == 'input_json_delta':
-                    yield self.parts.tool_call(event.index, None, delta.partial_json, None)
-                elif delta.type == 'thinking_delta':
-                    yield self.parts.thinking(event.index, delta.thinking)
-                elif delta.type == 'signature_delta':
-                    yield self.parts.thinking(event.index, None, delta.signature)
-            elif kind == 'message_delta':
-                self.finish_reason = _STOP.get(event.delta.stop_reason or '')
-                usage = getattr(event, 'usage', None)
-                if usage is not None and getattr(usage, 'output_tokens', None) is not None:
-                    self.usage = RequestUsage(
-                        input_tokens=self.usage.input_tokens,
-                        output_tokens=usage.output_tokens,
-                        cache_read_tokens=self.usage.cache_read_tokens,
-                        cache_write_tokens=self.usage.cache_write_tokens,
-                    )
-
-
-def _usage(usage: Any) -> RequestUsage:
-    if usage is None:
-        return RequestUsage()
-    return RequestUsage(
-        input_tokens=getattr(usage, 'input_tokens', 0) or 0,
-        output_tokens=getattr(usage, 'output_tokens', 0) or 0,
-        cache_write_tokens=getattr(usage, 'cache_creation_input_tokens', 0) or 0,
-        cache_read_tokens=getattr(usage, 'cache_read_input_tokens', 0) or 0,
-    )
+        return response_of(message)
 
 
 def _tool(tool: ToolDefinition) -> dict[str, Any]:
