@@ -35,7 +35,6 @@ from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
 from threadline.agent.output._end import End
 from threadline.agent.output._output import OutputSpec
-from threadline.agent.realtime import AgentRealtime, RealtimeModel
 from threadline.agent.tools._tool import Tool
 from threadline.agent.tools._toolsets import AbstractToolset
 from threadline.exceptions import UserError
@@ -44,6 +43,8 @@ from threadline.models import Model, ModelSettings, infer_model
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs  # typing.TypeIs from Python 3.13
+
+    from threadline.agent.realtime import AgentRealtime, RealtimeModel
 
 __all__ = ['Agent', 'EndStrategy', 'RunOptions']
 
@@ -157,6 +158,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     def realtime(self, model: RealtimeModel) -> AgentRealtime:
         """This agent on a realtime model: `async with agent.realtime(model).session() as s:`
         (see `threadline.realtime`)."""
+        from threadline.agent.realtime import AgentRealtime  # realtime sessions load when first used
 
         return AgentRealtime(self, model)
 

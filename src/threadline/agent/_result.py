@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args
 
 import msgspec
-from pydantic_core import core_schema as cs
 
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage
 
@@ -100,6 +99,7 @@ class AgentRunResult(Generic[OutputDataT]):
         `new_message_index`, `output_tool_name`, `usage`, `run_id`, `conversation_id`, `metadata`,
         `traceparent` and `output` (validated as `AgentRunResult[T]`'s `T`), so one stored by either
         library loads in the other."""
+        from pydantic_core import core_schema as cs
 
         args = get_args(source)
         output = handler.generate_schema(args[0]) if args else cs.any_schema()

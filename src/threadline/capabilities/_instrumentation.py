@@ -19,15 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
-from opentelemetry.trace import Span
-
 from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.messages.wire import encoder
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import TracerProvider
+    from opentelemetry.trace import Span, TracerProvider
 
     from threadline.agent import AgentRunResult, RunContext
 
@@ -56,6 +53,8 @@ class Instrumentation(AbstractCapability[CapabilityDepsT]):
     """Records runs and model requests as OpenTelemetry spans (see the module docstring)."""
 
     def __init__(self, *, tracer_provider: TracerProvider | None = None, include_content: bool = False) -> None:
+
+        from opentelemetry import trace
 
         self._trace = trace
         provider = tracer_provider or trace.get_tracer_provider()

@@ -19,9 +19,6 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
-from pydantic_core import SchemaSerializer
-
-from threadline.messages._pydantic import struct_core_schema
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
@@ -58,6 +55,10 @@ class _PydanticSerializer:
 
     def __get__(self, obj: object, cls: type) -> Any:
 
+        from pydantic_core import SchemaSerializer
+
+        from threadline.messages._pydantic import struct_core_schema
+
         serializer = SchemaSerializer(struct_core_schema(cls))
         type.__setattr__(cls, '__pydantic_serializer__', serializer)
         return serializer
@@ -86,6 +87,8 @@ class WireStruct(msgspec.Struct, metaclass=MessageMeta, repr_omit_defaults=True,
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+
+        from threadline.messages._pydantic import struct_core_schema
 
         return struct_core_schema(cls)
 

@@ -17,7 +17,6 @@ import re
 from typing import Any
 
 import msgspec
-from pydantic_core import to_jsonable_python
 
 from threadline.exceptions import MessageValidationError
 from threadline.messages._content import (
@@ -68,6 +67,8 @@ def dec_hook(tp: Any, obj: Any) -> Any:
 def enc_hook(obj: Any) -> Any:
     """Encode what msgspec does not know natively: URL-safe base64 data, opaque parts, and (for
     application `metadata`) anything pydantic knows how to make JSON-compatible."""
+    from pydantic_core import to_jsonable_python
+
     if isinstance(obj, Base64Bytes):
         return obj.encode_text()
     if isinstance(obj, (OpaquePart, OpaqueContent)):

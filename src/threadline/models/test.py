@@ -20,7 +20,6 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import msgspec
-from pydantic_core import to_json
 
 from threadline.exceptions import UserError
 from threadline.messages import (
@@ -226,5 +225,6 @@ def _chunks(text: str) -> list[str]:
 def _json_text(value: Any) -> str:
     """Tool results as the JSON text the reference's TestModel answers with: pydantic models,
     dataclasses, file content and bytes (as UTF-8 text) included."""
+    from pydantic_core import to_json
 
     return to_json(value).decode()

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from pydantic_core import to_jsonable_python
 
 from threadline.exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
 from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
@@ -140,6 +139,8 @@ def to_python_output(output: Any) -> Any:
 
 
 def _output_hook(value: Any) -> Any:
+
+    from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(value)
 

@@ -12,7 +12,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import pydantic
 
 from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
 from threadline.agent.tools._tool import Tool, ToolArgsError, _clean_schema, takes_run_context, validate_with
@@ -112,6 +111,8 @@ class _Output:
     whose parameters are the arguments and whose return value is the output."""
 
     def __init__(self, target: Any, tool_name: str, description: str | None, strict: bool | None, retries: int | None):
+
+        import pydantic
 
         self.target, self.name, self.strict, self.max_retries = target, tool_name, strict, retries
         self.function: Tool[Any] | None = None

@@ -13,8 +13,6 @@ import typing
 from collections.abc import Callable
 from typing import Any, Generic
 
-import pydantic
-
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.exceptions import ModelRetry, ToolArgsError, UserError
 from threadline.models import ToolDefinition
@@ -26,6 +24,7 @@ def validate_with(validator: Any, args: str | dict[str, Any] | None) -> Any:
     """`args` (JSON text or a dict; empty means `{}`) through a pydantic validator (anything with
     `validate_json` / `validate_python`: a `TypeAdapter`, a model's schema validator); its errors
     become a `ToolArgsError`, the list sent back to the model."""
+    import pydantic
 
     try:
         if isinstance(args, str):
@@ -173,6 +172,8 @@ class Tool(Generic[AgentDepsT]):
 
     def _build(self) -> None:
 
+        import pydantic
+
         signature = inspect.signature(self.function)
         params = list(signature.parameters.values())
         if self.takes_ctx:
@@ -212,6 +213,7 @@ class Tool(Generic[AgentDepsT]):
     def _return_schema(self, hints: dict[str, Any]) -> dict[str, Any] | None:
         """The JSON schema of the return annotation (property titles dropped, the type's own kept);
         None when there is nothing meaningful to say (no annotation, `None`, `Any`)."""
+        import pydantic
 
         annotation = hints.get('return')
         if annotation is None or annotation is type(None) or annotation is Any:
