@@ -9,15 +9,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import platformdirs
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from threadline.exceptions import ConversationNotFound, ThreadlineError
-from threadline.storage import AsyncStore, ChainCheck, FileBackend, FileStore, SQLiteStore, SQLStore, open_store
+
+if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
+    from rich.progress import Progress
+
+    from threadline.storage import AsyncStore, ChainCheck, FileBackend, SQLStore
+
+    CliStore = AsyncStore[SQLStore] | AsyncStore[FileBackend]
+    """The stores `--db` can name (see `open_store`): each has a seal and, for SQL, migrations."""
 
 __all__ = [
     'refuse_if_tampered',
@@ -43,12 +48,15 @@ console = Console(highlight=False, soft_wrap=True)
 def progress() -> Progress:
     """A rich progress display at a terminal (transient: it leaves no trace); disabled when the
     output is piped, so scripts read only results."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn('{task.description}'), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
     return Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
 
 
 def default_db() -> str:
+    import platformdirs
+
     configured = os.environ.get('THREADLINE_DB')
     if configured:
         return configured
@@ -58,10 +66,6 @@ def default_db() -> str:
 
 def default_scope() -> str:
     return os.environ.get('THREADLINE_SCOPE', 'local')
-
-
-CliStore = AsyncStore[SQLStore] | AsyncStore[FileBackend]
-"""The stores `--db` can name (see `open_store`): each has a seal and, for SQL, migrations."""
 
 
 class State:
@@ -81,6 +85,8 @@ class State:
     @property
     def store(self) -> CliStore:
         """The store, for commands that write (created, with its directories, if it is new)."""
+        from threadline.storage import open_store
+
         if self._store is None:
             self._store = open_store(self.db)
         return self._store
@@ -99,6 +105,8 @@ class State:
     def reader(self) -> CliStore:
         """The store, for commands that only read: a database that does not exist is an error, not
         created, and a SQLite file is opened read-only (so it can be read in a read-only place)."""
+        from threadline.storage import FileStore, SQLiteStore, open_store
+
         if self._store is not None:
             return self._store
 

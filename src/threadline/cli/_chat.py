@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import platformdirs
 
 from threadline._uuid import uuid7
-from threadline.agent import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from threadline.cli._app import State, cli, console, one_line, shared_options, state_for, warn_if_tampered
-from threadline.cli._demo import DemoFailed, run_demo
-from threadline.cli._support import Payments, support_agent
 from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
-from threadline.models import UnknownModel, infer_model
-from threadline.storage import AsyncStore, SyncStore
+
+if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
+    from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['chat', 'demo', 'prompt']
 
@@ -28,6 +24,9 @@ __all__ = ['chat', 'demo', 'prompt']
 @shared_options
 def demo(db: str | None, scope: str | None, debug: bool) -> None:
     """Run the narrated, offline demo of the whole system (exit 0 only if every step held)."""
+    import platformdirs
+
+    from threadline.cli._demo import DemoFailed, run_demo
 
     if db is None:
         path = Path(platformdirs.user_data_dir('threadline')) / 'demo.db'
@@ -59,6 +58,10 @@ def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | Non
 
 def _agent_for(state: State, model: str, system: str | None, key: str | None = None) -> Any:
 
+    from threadline.agent import Agent
+    from threadline.cli._support import Payments, support_agent
+    from threadline.models import infer_model
+
     if model == 'demo':  # the demo model comes with the demo's support tools
         if system is not None:
             raise click.UsageError('-s/--system is for provider models; the demo model has its own prompt')
@@ -77,6 +80,7 @@ def _agent_for(state: State, model: str, system: str | None, key: str | None = N
 
 def _in_cli_terms(error: Exception, model: str) -> str:
     """A model error told the way the command line is used (flags, not Python arguments)."""
+    from threadline.models import UnknownModel
 
     if isinstance(error, UnknownModel):
         return (
@@ -90,6 +94,8 @@ def _in_cli_terms(error: Exception, model: str) -> str:
 
 def _with_key(model: Any, key: str) -> Any:
     """`model` talking to its provider with `key` instead of the environment's."""
+    import importlib
+
     providers = {
         'openai': ('openai', 'OpenAIProvider'),
         'anthropic': ('anthropic', 'AnthropicProvider'),
@@ -279,6 +285,7 @@ class _Session:
     def _approvals(self, agent: Any, result: Any) -> Any:
         """While the run waits on calls that need approval: ask at the terminal (arguments shown),
         y or n for each, and resume it. Without a terminal every call is denied."""
+        from threadline.agent import DeferredToolRequests, DeferredToolResults, ToolDenied
 
         while isinstance(result.output, DeferredToolRequests) and result.output.approvals:
             decisions: dict[str, Any] = {}

@@ -5,18 +5,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
-from threadline.audit import AuditContext, PromptContract, audit_history
 from threadline.cli._app import cli, console, dump, group_state, progress, shared_options, state_for
-from threadline.cli._fix import fix_lines
 
 __all__ = ['audit', 'db']
 
@@ -61,6 +57,10 @@ def audit(
     debug: bool,
 ) -> None:
     """Audit a stored conversation (by id) or a JSON history file before replaying it."""
+    from rich.table import Table
+
+    from threadline.audit import AuditContext, PromptContract, audit_history
+    from threadline.cli._fix import fix_lines
 
     state = state_for(db, scope, debug)
     path = Path(target)
@@ -208,6 +208,7 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
     place only if DESTINATION still does not exist: an existing file is never overwritten, and a
     failure leaves nothing behind.
     """
+    import sqlite3
 
     state = state_for(db, scope, debug)
     if state.db.startswith(('postgresql://', 'postgres://')):

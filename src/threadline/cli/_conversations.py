@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -27,8 +27,10 @@ from threadline.cli._app import (
     warn_if_tampered,
 )
 from threadline.exceptions import ConversationNotFound, MessageValidationError
-from threadline.messages import ModelMessagesTypeAdapter, RunUsage
-from threadline.storage import EVERY_SCOPE, SyncStore
+
+if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
+    from threadline.messages import RunUsage
+    from threadline.storage import SyncStore
 
 __all__ = ['conversations']
 
@@ -118,6 +120,7 @@ def _tokens(usage: RunUsage) -> dict[str, int]:
 
 def _other_scopes(store: SyncStore, scope: str) -> None:
     """When this scope holds nothing, say which scopes do (the usual cause is a wrong --scope)."""
+    from threadline.storage import EVERY_SCOPE
 
     others = {name: n for name, n in store.scope_counts(EVERY_SCOPE).items() if name != scope and n}
     hints = ', '.join(f'--scope {name} holds {n} conversation{"s" if n != 1 else ""}' for name, n in others.items())
@@ -150,6 +153,7 @@ def show(
     debug: bool,
 ) -> None:
     """One conversation's messages (through a pager at a terminal when longer than the screen)."""
+    from threadline.messages import ModelMessagesTypeAdapter
 
     state = state_for(db, scope, debug)
     stored = state.reader.sync.load(conversation_id, scope=state.scope)
@@ -278,6 +282,7 @@ def delete(conversation_id: str, as_json: bool, db: str | None, scope: str | Non
 @shared_options
 def export(conversation_id: str, force: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """The conversation's history as wire-format JSON (as stored; checked before it is written)."""
+    from threadline.messages import ModelMessagesTypeAdapter
 
     state = state_for(db, scope, debug)
     refuse_if_tampered(state.reader, conversation_id, state.scope, force=force, doing='export')
@@ -340,6 +345,7 @@ def _import(
 ) -> tuple[str, int]:
     """Store the history in `data`; (its conversation id, how many messages were added). `step` is
     called once the file is checked (the caller counts the storing that follows)."""
+    from threadline.messages import ModelMessagesTypeAdapter
 
     messages = ModelMessagesTypeAdapter.validate_json(data)
     step()
@@ -369,6 +375,8 @@ def _import(
 
 
 def _wire(messages: Sequence[Any]) -> bytes:
+
+    from threadline.messages import ModelMessagesTypeAdapter
 
     return ModelMessagesTypeAdapter.dump_json(list(messages))
 
@@ -429,6 +437,7 @@ def prune(
 def _prune_every_scope(store: SyncStore, cutoff: datetime | None, keep_last: int | None) -> list[str]:
     """Prune scope by scope with a bar over the scopes, then once across every scope for what the
     loop could not see (a scope made meanwhile, notebooks in a scope without conversations)."""
+    from threadline.storage import EVERY_SCOPE
 
     deleted: list[str] = []
     scopes = sorted(store.scope_counts(EVERY_SCOPE))

@@ -9,12 +9,15 @@
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 import click
 
-from threadline.audit import AuditReport, reconcile_tool_call
 from threadline.cli._app import cli, dump, shared_options, state_for
-from threadline.storage import AsyncStore, SyncStore
+
+if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
+    from threadline.audit import AuditReport
+    from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['fix_lines', 'outcome', 'reconcile']
 
@@ -38,6 +41,7 @@ def reconcile(
 ) -> None:
     """Close a tool call left unknown by a crash (audit: INTERRUPTED_TOOL) with its real result,
     after checking the destination by the ledger's idempotency key. Never re-runs the tool."""
+    from threadline.audit import reconcile_tool_call
 
     state = state_for(db, scope, debug)
     revision = reconcile_tool_call(

@@ -10,10 +10,7 @@ from typing import Any
 
 import click
 
-from threadline.agent import Agent
 from threadline.cli._app import cli, console, shared_options, state_for
-from threadline.models import infer_model
-from threadline.trust import Keyring
 
 LOOPBACK = ('127.0.0.1', '::1', 'localhost')
 
@@ -69,6 +66,9 @@ def serve(
     debug: bool,
 ) -> None:
     """Serve the chat API (Vercel AI at /api/chat, AG-UI at /api/ag-ui) and conversation endpoints."""
+    from threadline.agent import Agent
+    from threadline.models import infer_model
+
     try:
         import uvicorn
 
@@ -96,6 +96,7 @@ def serve(
 def _trust_keys() -> Any:
     """The keys that sign client-held histories: `THREADLINE_TRUST_KEYS`, or a key made for this
     process (said so: its envelopes do not survive a restart, nor verify on another server)."""
+    from threadline.trust import Keyring
 
     if os.environ.get('THREADLINE_TRUST_KEYS'):
         return Keyring.from_env()
