@@ -148,8 +148,9 @@ class ChainCheck:
 
     `key_id` is the key that seals this conversation now (None: not sealed), `seals` how many seals
     verified, and `tip` what the tip book outside the store says: 'current', 'behind' (the store
-    is ahead of it, which is fine), 'none', 'replaced' (created again since), 'truncated' or
-    'diverged'. `code` says what failed, for programs (see `storage._seal.Problem`).
+    is ahead of it, which is fine), 'none', or a failure: 'replaced' (its first seal is not the
+    book's), 'truncated' or 'diverged'. `code` says what failed, for programs (see
+    `trust.sealing.Problem`).
     """
 
     ok: bool

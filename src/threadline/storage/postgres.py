@@ -111,7 +111,6 @@ class PostgresDialect:
                         f'cannot reach PostgreSQL within {connect_timeout:g}s; check the URL and that the server is up'
                     ) from None
             self._pool = pool
-            self.migrate()
             with pool.connection() as conn:
                 info = conn.info
                 schema = conn.execute('SELECT current_schema()').fetchone()
@@ -132,17 +131,17 @@ class PostgresDialect:
     def q(self, sql: str) -> str:
         return _PLACEHOLDER.sub('%s', sql)
 
-    def migrate(self) -> None:
-        with self.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('threadline_schema'))")
-            migrate(
-                conn,
-                'postgres',
-                has_table=_has_table,
-                run_script=_run_script,
-                steps={'index_grams_of_older_messages': self._index_grams_of_older_messages},
-                placeholder='%s',
-            )
+    def migrate(self, conn: Connection) -> list[str]:
+        """A second opener waits on the schema's advisory lock until this transaction ends."""
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('threadline_schema'))")
+        return migrate(
+            conn,
+            'postgres',
+            has_table=_has_table,
+            run_script=_run_script,
+            steps={'index_grams_of_older_messages': self._index_grams_of_older_messages},
+            placeholder='%s',
+        )
 
     def migrations(self) -> list[str]:
         """The names of the migrations applied to this database, in order."""

@@ -100,7 +100,6 @@ class SQLiteDialect:
             self.connection.execute('PRAGMA journal_mode=WAL')
             self.connection.execute(f'PRAGMA synchronous={synchronous}')
             self.connection.execute(f'PRAGMA busy_timeout={self._busy_ms}')
-            self.migrate()
         except sqlite3.DatabaseError as exc:
             raise _backend_error(exc, f'cannot open the SQLite database at {self.path}') from None
 
@@ -111,16 +110,16 @@ class SQLiteDialect:
         with self._lock:
             self.connection.close()
 
-    def migrate(self) -> None:
-        with self.write() as conn:
-            migrate(
-                conn,
-                'sqlite',
-                has_table=_has_table,
-                run_script=_run_script,
-                steps={'index_grams_of_older_messages': self._index_grams_of_older_messages},
-                placeholder='?',
-            )
+    def migrate(self, conn: Connection) -> list[str]:
+        """`BEGIN IMMEDIATE` (the write `conn` is in) already keeps a second opener waiting."""
+        return migrate(
+            conn,
+            'sqlite',
+            has_table=_has_table,
+            run_script=_run_script,
+            steps={'index_grams_of_older_messages': self._index_grams_of_older_messages},
+            placeholder='?',
+        )
 
     def q(self, sql: str) -> str:
         return sql

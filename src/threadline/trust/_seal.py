@@ -19,13 +19,21 @@ Rules, and what they catch:
   an older copy of the whole database, leaves a valid chain that ends before the tip in the book;
   `verify()` reports it as truncated. A store ahead of its tip is accepted (a crash between the
   commit and the tip update, or a writer on another machine with its own book).
+- The tip book is keyed by the store's id (minted once, in the store), not by its path or URL: a
+  moved file and another spelling of a PostgreSQL host keep their truncation check.
+- A store written before seals is sealed once, when the seal migration is applied (SQL) or when
+  it has neither `seals.json` nor `store.json` (FileStore). A store that had seals and lost them,
+  with or without their record, is never sealed again: its conversations fail as 'no_seals'. A
+  conversation whose first seal is not the one in the book fails as 'replaced'.
 - A retired key keeps verifying what it sealed (a store outlives any grace window); a seal made
   with a key that is not configured fails as 'unknown_key'.
 
 What it cannot catch: an attacker who also holds the key directory (the key and the book live
 together by design: protect that directory like a password file); deleting a whole conversation
 (it is then simply not found); a store whose writers do not share one tip book (each machine's
-book knows only its own writes, so rollback detection there is per machine). Run records, step
+book knows only its own writes, so rollback detection there is per machine); a store rewritten to
+look in full like one made before seals (the seals table dropped and the migration history
+edited, or `store.json` deleted too) on a machine whose book never saw it. Run records, step
 events and snapshots are not sealed: the audit does not rely on them.
 """
 
@@ -133,6 +141,17 @@ class TipBook:
                 (location, conversation_id, tip.genesis, tip.seq, tip.tag),
             )
 
+    def carry_over(self, old: str, new: str) -> None:
+        """Copy the tips recorded under location `old` to `new` where `new` has none (a book
+        written when tips were keyed by a store's path or URL, before stores had ids)."""
+        with self._lock:
+            self._db.execute(
+                'INSERT INTO tips (location, conversation_id, genesis, seq, tag) '
+                'SELECT ?, conversation_id, genesis, seq, tag FROM tips WHERE location = ? '
+                'ON CONFLICT (location, conversation_id) DO NOTHING',
+                (new, old),
+            )
+
     def forget(self, location: str, conversation_id: str) -> None:
         with self._lock:
             self._db.execute('DELETE FROM tips WHERE location = ? AND conversation_id = ?', (location, conversation_id))
@@ -172,7 +191,7 @@ class Problem:
     """The first thing that fails: which record, seal or line (`where`), a stable `code`, and why.
 
     Codes: 'message_changed', 'record_changed', 'record_removed', 'record_unsealed',
-    'seal_invalid', 'seal_missing', 'unknown_key', 'no_seals', 'truncated', 'diverged'."""
+    'seal_invalid', 'seal_missing', 'unknown_key', 'no_seals', 'truncated', 'diverged', 'replaced'."""
 
     where: str
     code: str
@@ -320,12 +339,17 @@ class StoreSeal:
 
     def tip_status(self, location: str | None, conversation_id: str, walk: Walk) -> Walk:
         """`walk` with its tip status: 'current', 'behind' (the store is ahead of the book: fine),
-        'none', 'replaced' (the conversation was created again since), or a problem: 'truncated',
-        'diverged'."""
+        'none', or a problem: 'truncated', 'diverged', 'replaced' (its first seal is not the book's:
+        recreated where this book did not see it, or re-sealed by someone who removed its seals)."""
         tip = None if self.tips is None or location is None else self.tips.get(location, conversation_id)
         status, problem = 'none', None
         if tip is not None and walk.genesis is not None and tip.genesis != walk.genesis:
             status = 'replaced'
+            why = (
+                'its first seal is not the one recorded outside the store: it was deleted and written again '
+                'where this tip book did not see it, or its seals were removed and made again'
+            )
+            problem = Problem('seal 0', 'replaced', why)
         elif tip is not None and tip.seq >= walk.count:
             status = 'truncated'
             why = (

@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -120,24 +121,42 @@ class FileBase:
             raise BackendError(f'cannot write {path.name}: {exc}') from None
 
     def _adopt(self) -> None:
-        """Seal, once, every conversation file written before seals existed (the re-chain
-        migration), and record that it did in `seals.json` beside the files and in the tip book.
-        A store the tip book already saw sealed is not adopted again."""
-        marker = self.root / 'seals.json'
-        if marker.exists():
-            return
-        seen = self.seal.tips.adoption(self._location) if self.seal.tips else None
-        adopted = 0
-        for path in sorted((self.root / 'conversations').glob('*.jsonl')) if seen is None else []:
-            adopted += self._adopt_file(path)
-        record = {'at': now_text(), 'key_id': self.seal.key_id, 'adopted': adopted, 'book_saw': seen}
-        tmp = marker.with_suffix(f'.{os.getpid()}.{threading.get_ident()}.tmp')
-        tmp.write_text(json.dumps(record))
-        with contextlib.suppress(FileExistsError):  # a concurrent opener recorded it first
-            os.link(tmp, marker)
-        tmp.unlink(missing_ok=True)
-        if seen is None and self.seal.tips and self.seal.key_id:
-            self.seal.tips.record_adoption(self._location, self.seal.key_id, adopted)
+        """Learn the store's id, and seal every conversation file of a store written before seals.
+
+        Rules:
+        - A store never had seals when it has neither `seals.json` (the adoption record) nor
+          `store.json` (its id, written after adoption): only then are its files sealed, each once,
+          under its lock. A store with `store.json` and no `seals.json` lost its record: nothing is
+          sealed, every file whose seal lines were removed fails `verify()` ('no_seals'), and the
+          new record says the adoption was refused.
+        - The id is written last, so a crash part-way leaves a store that is adopted again, and a
+          file already sealed is skipped.
+        - The tip book is keyed by the id (tips recorded under the path are carried over), so a
+          moved directory keeps its truncation check.
+        """
+        marker, identity = self.root / 'seals.json', self.root / 'store.json'
+        store_id = _read_id(identity)
+        if not marker.exists():
+            legacy = store_id is None
+            seen = self.seal.tips.adoption(self._location) if self.seal.tips else None
+            adopted = 0
+            for path in sorted((self.root / 'conversations').glob('*.jsonl')) if legacy else []:
+                adopted += self._adopt_file(path)
+            record: dict[str, object] = {'at': now_text(), 'key_id': self.seal.key_id, 'adopted': adopted}
+            record['book_saw'] = seen
+            if not legacy:
+                record['refused'] = 'the store had seals (store.json is there), but their record was removed'
+            _write_once(marker, json.dumps(record))
+            if legacy and self.seal.tips and self.seal.key_id:
+                self.seal.tips.record_adoption(self._location, self.seal.key_id, adopted)
+        if store_id is None:
+            _write_once(identity, json.dumps({'store_id': secrets.token_hex(16)}))
+            store_id = _read_id(identity)
+        if store_id is not None:
+            key = f'store:{store_id}'
+            if self.seal.tips is not None:
+                self.seal.tips.carry_over(self._location, key)
+            self._location = key
 
     def _adopt_file(self, path: Path) -> int:
         try:
@@ -418,3 +437,29 @@ def _damaged(conversation_id: str, line: int) -> CorruptRecordError:
         'of Threadline; restore the file from a backup, or upgrade',
         conversation_id=conversation_id,
     )
+
+
+def _write_once(path: Path, text: str) -> None:
+    """Create `path` holding `text`, whole, unless a concurrent opener created it first."""
+    tmp = path.with_suffix(f'.{os.getpid()}.{threading.get_ident()}.tmp')
+    try:
+        tmp.write_text(text)
+        with contextlib.suppress(FileExistsError):  # the first opener's file wins
+            os.link(tmp, path)
+    except OSError as exc:
+        raise BackendError(f'cannot write {path}: {exc.strerror}') from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_id(path: Path) -> str | None:
+    """The store id in `store.json`, or None when there is none (a store made before ids)."""
+    try:
+        value = json.loads(path.read_text()).get('store_id')
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, AttributeError) as exc:
+        raise BackendError(f'{path} is damaged ({type(exc).__name__}); restore it from a backup') from None
+    if not isinstance(value, str) or not value:
+        raise BackendError(f'{path} holds no store id; restore it from a backup')
+    return value

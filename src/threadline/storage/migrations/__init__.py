@@ -55,6 +55,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration('gin_pending_lists', {'postgres': 10}),
     Migration('gram_table', {'postgres': 11}),
     Migration('ledger_by_status', {'sqlite': 9, 'postgres': 12}),
+    Migration('store_identity'),
 )
 
 _TABLE = 'threadline_schema_migrations'

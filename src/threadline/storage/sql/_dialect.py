@@ -100,8 +100,9 @@ class Dialect(Protocol):
         """The best `limit` hits for all `terms`, within `conversations` or else `scope`."""
         ...
 
-    def migrate(self) -> None:
-        """Apply the migrations this database has not seen."""
+    def migrate(self, conn: Connection) -> list[str]:
+        """Apply, in the write transaction `conn` is in, the migrations this database has not
+        seen; returns the names applied now (the store decides from them whether to adopt)."""
         ...
 
     def migrations(self) -> list[str]:

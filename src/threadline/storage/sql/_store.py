@@ -16,7 +16,7 @@ from threadline.storage._neutral import now_text
 from threadline.storage._records import EveryScope
 from threadline.storage._validate import validated
 from threadline.storage.sql._audit import AuditOps
-from threadline.storage.sql._dialect import Dialect
+from threadline.storage.sql._dialect import Connection, Dialect
 from threadline.storage.sql._leases import LeaseOps
 from threadline.storage.sql._log import LogOps
 from threadline.storage.sql._notebooks import NotebookOps
@@ -51,48 +51,80 @@ class SQLStore(LogOps, StepOps, AuditOps, NotebookOps, LeaseOps):
                 else StoreSeal.from_environment(create=dialect.writable)
             )
         self._seal = seal
-        self._sealed_schema = dialect.writable or 'seals' in dialect.migrations()
         if dialect.writable:
-            self._adopt()
+            self._open_for_writing()
+        names = dialect.migrations()
+        if not dialect.writable:
+            with self._read() as conn:
+                self._identify(conn, known='store_identity' in names)
+        self._sealed_schema = 'seals' in names
 
     @property
     def seal(self) -> StoreSeal:
         """The key and tip book that seal this store's writes."""
         return self._seal
 
-    def _adopt(self) -> None:
-        """Seal, once, every conversation written before this store had seals (the re-chain
-        migration), and record that it did in `threadline_meta` and in the tip book. A store the
-        tip book already saw sealed is not adopted again: records found without seals then stay
-        unsealed and fail `verify()`, instead of being blessed."""
-        with self._read() as conn:
-            if self._one(conn, "SELECT 1 FROM threadline_meta WHERE key = 'seals'") is not None:
-                return
-        seen = self._seal.tips.adoption(self._location) if self._seal.tips and self._location else None
-        adopted = 0
-        self._tx.adopting = seen is None
+    def _open_for_writing(self) -> None:
+        """Migrate, learn the store's id, and adopt a store that predates seals: one transaction,
+        so a crash leaves either the old store or all of it done."""
+        self._tx.adopting = False
         try:
             with self._write() as conn:
-                self._dialect.lock_conversation(conn, 'threadline seal adoption')
-                if self._one(conn, "SELECT 1 FROM threadline_meta WHERE key = 'seals'") is not None:
-                    return
-                if seen is None:
-                    for (conversation_id,) in self._all(
-                        conn,
-                        'SELECT id FROM conversations c WHERE NOT EXISTS '
-                        '(SELECT 1 FROM seals s WHERE s.conversation_id = c.id) ORDER BY id',
-                    ):
-                        self._touch(conversation_id, *all_idents(self, conn, conversation_id))
-                        adopted += 1
-                record = {'at': now_text(), 'key_id': self._seal.key_id, 'adopted': adopted, 'book_saw': seen}
-                self._exec(
-                    conn,
-                    "INSERT INTO threadline_meta (key, value) VALUES ('seals', ?) ON CONFLICT DO NOTHING",
-                    (json.dumps(record),),
-                )
+                now = self._dialect.migrate(conn)
+                self._identify(conn, known=True)
+                if self._one(conn, "SELECT 1 FROM threadline_meta WHERE key = 'seals'") is None:
+                    self._adopt(conn, legacy='seals' in now)
         finally:
             self._tx.adopting = False
-        if seen is None and self._seal.tips and self._location and self._seal.key_id:
+
+    def _identify(self, conn: Connection, *, known: bool) -> None:
+        """Key the tip book by the store's id, which moves and host spellings keep (tips recorded
+        under the old location are carried over once). `known`: the id's migration was applied."""
+        row = self._one(conn, "SELECT value FROM threadline_meta WHERE key = 'store_id'") if known else None
+        if row is None or self._location is None:
+            return  # a store that dies with the process, or one made before ids: keyed by location
+        key = f'store:{row[0]}'
+        if self._seal.tips is not None:
+            self._seal.tips.carry_over(self._location, key)
+        self._location = key
+
+    def _adopt(self, conn: Connection, *, legacy: bool) -> None:
+        """Seal every conversation of a store written before seals existed, and record it.
+
+        Rules:
+        - Only a store whose seal migration is applied now, in this transaction, is adopted: it
+          never had seals. A store that had the migration and lost its record of seals was
+          edited; nothing in it is sealed, so every conversation whose seals were removed fails
+          `verify()` ('no_seals'), and the record says the adoption was refused.
+        - The record (`threadline_meta` 'seals') and the tip book's note say which key adopted
+          how many conversations; the tip book's note is kept, never used to decide.
+        """
+        seen = self._seal.tips.adoption(self._location) if self._seal.tips and self._location else None
+        adopted = 0
+        if legacy:
+            self._dialect.lock_conversation(conn, 'threadline seal adoption')
+            self._tx.adopting = True
+            for (conversation_id,) in self._all(
+                conn,
+                'SELECT id FROM conversations c WHERE NOT EXISTS '
+                '(SELECT 1 FROM seals s WHERE s.conversation_id = c.id) ORDER BY id',
+            ):
+                self._touch(conversation_id, *all_idents(self, conn, conversation_id))
+                adopted += 1
+        record: dict[str, object] = {
+            'at': now_text(),
+            'key_id': self._seal.key_id,
+            'adopted': adopted,
+            'book_saw': seen,
+        }
+        if not legacy:
+            record['refused'] = 'the store had seals (its seal migration ran before), but their record was removed'
+        self._exec(
+            conn,
+            "INSERT INTO threadline_meta (key, value) VALUES ('seals', ?) ON CONFLICT DO NOTHING",
+            (json.dumps(record),),
+        )
+        if legacy and self._seal.tips and self._location and self._seal.key_id:
             self._seal.tips.record_adoption(self._location, self._seal.key_id, adopted)
 
     @property

@@ -1,0 +1,5 @@
+-- postgres, store_identity: A random id minted once per store. The tip book outside the store keys
+-- each conversation's newest seal by it (not by the URL, whose host can be spelled many ways), and
+-- a store that has this migration but no id was edited: see trust/_seal.py.
+INSERT INTO threadline_meta (key, value) VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''))
+ON CONFLICT DO NOTHING;
