@@ -14,12 +14,13 @@ from threadline.server import create_app
 from threadline.storage import SQLiteStore
 
 KEYS = {'key-alice': 'tenant-a', 'key-bob': 'tenant-b'}
+JSON = {'content-type': 'application/json'}
 
 
 def client(tmp_path: Path, keys: dict[str, str] | None = KEYS, **options: Any) -> httpx.AsyncClient:
     store = SQLiteStore(tmp_path / 'server.db')
     app = create_app(store, Agent(DemoModel()), keys=keys, **options)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test')
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1')
 
 
 def turn(text: str, chat_id: str = 'chat-1') -> dict[str, Any]:
@@ -91,7 +92,7 @@ async def test_bad_input_names_the_field(tmp_path: Path) -> None:
         response = await http.post('/api/chat', json=bad)
         assert response.status_code == 400 and response.json()['error'].startswith('messages[0].parts[0]')
         assert (await http.post('/api/chat', json={'messages': []})).status_code == 400
-        assert (await http.post('/api/chat', content=b'{not json')).status_code == 400
+        assert (await http.post('/api/chat', content=b'{not json', headers=JSON)).status_code == 400
         assert (await http.post('/api/chat', json=turn('x' * 5_000))).status_code == 413
         assert (await http.get('/api/conversations/nope')).status_code == 404
         assert (await http.get('/healthz')).json() == {'ok': True}
@@ -100,7 +101,7 @@ async def test_bad_input_names_the_field(tmp_path: Path) -> None:
 async def test_a_client_system_prompt_is_stripped_and_audited(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / 'server.db')
     app = create_app(store, Agent(DemoModel()), keys=None)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
         await http.post('/api/chat', json=turn('hello'))
         sneaky = turn('hi')
         sneaky['messages'][0]['parts'].append({'type': 'file', 'mediaType': 'image/png', 'url': 'file:///etc/passwd'})
@@ -151,7 +152,7 @@ async def test_two_turns_at_once_on_one_conversation_store_each_once(tmp_path: P
 async def test_a_turn_another_server_is_answering_waits_then_is_a_409(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / 'server.db')
     app = create_app(store, Agent(DemoModel()), keys=None, turn_wait=0.3)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
         await http.post('/api/chat', json=turn('first'))
         # Another server sharing the store is answering chat-1 right now.
         assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)
@@ -174,7 +175,7 @@ async def test_a_turn_waits_for_another_servers_turn_to_end(tmp_path: Path) -> N
 
     store = SQLiteStore(tmp_path / 'server.db')
     app = create_app(store, Agent(DemoModel()), keys=None, turn_wait=10)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
         assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)
         waiting = asyncio.create_task(http.post('/api/chat', json=turn('patient')))
         await asyncio.sleep(0.3)
@@ -198,7 +199,7 @@ async def test_a_model_error_is_an_error_chunk_and_earlier_turns_stay(tmp_path: 
 
     store = SQLiteStore(tmp_path / 'err.db')
     app = create_app(store, Agent(FunctionModel(model)), keys=None)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
         await http.post('/api/chat', json=turn('one'))
         failed = await http.post('/api/chat', json=turn('two'))
         kinds = [c['type'] for c in chunks(failed)]
@@ -212,7 +213,7 @@ async def test_a_model_error_is_an_error_chunk_and_earlier_turns_stay(tmp_path: 
 async def test_a_new_conversations_first_turn_is_audited_once_stored(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / 'first.db')
     app = create_app(store, Agent(DemoModel()), keys=None)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
         sneaky = turn('hi', chat_id='fresh')
         sneaky['messages'][0]['parts'].append({'type': 'file', 'mediaType': 'image/png', 'url': 'file:///etc/shadow'})
         await http.post('/api/chat', json=sneaky)
@@ -224,7 +225,7 @@ def stateless_client(tmp_path: Path) -> httpx.AsyncClient:
 
     store = SQLiteStore(tmp_path / 'unused.db')
     app = create_app(store, Agent(DemoModel()), keys=KEYS, stateless=Keyring.single(b'k' * 32))
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test')
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1')
 
 
 def threadline_chunk(response: httpx.Response) -> dict[str, Any]:
@@ -284,7 +285,7 @@ async def test_a_paused_run_is_resumed_by_an_authenticated_approval(tmp_path: Pa
     agent, refunded = refund_agent()
     app = create_app(SQLiteStore(tmp_path / 'pause.db'), agent, keys=KEYS)
     alice, bob = {'x-api-key': 'key-alice'}, {'x-api-key': 'key-bob'}
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
         paused = await http.post('/api/chat', json=turn('refund order 7'), headers=alice)
         asks = [c for c in chunks(paused) if c['type'] == 'data-approval-requested']
         assert asks == [
@@ -319,7 +320,7 @@ async def test_an_approval_of_a_conversation_changed_meanwhile_is_a_409(tmp_path
     agent, refunded = refund_agent()
     store = SQLiteStore(tmp_path / 'pause.db')
     app = create_app(store, agent, keys=None)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://test') as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
         await http.post('/api/chat', json=turn('refund order 7'))
         # Another server holds the conversation; the approval is checked, then waits for its turn...
         assert await store.claim_turn('chat-1', scope='local', holder='server-b', ttl=60)

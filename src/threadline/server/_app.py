@@ -25,7 +25,6 @@ Rules (each tested):
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -45,13 +44,18 @@ from threadline.exceptions import ConflictError, ConversationNotFound
 from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
+    ModelMessage,
+    ModelRequest,
     ModelResponse,
+    RetryPromptPart,
     StrippedItem,
     ToolCallPart,
+    ToolReturnPart,
     UserContent,
 )
 from threadline.server._auth import DEV_SCOPE, ApiKeyBackend, ScopeUser, refuse
-from threadline.server._requests import HTTPProblem, field, new_turn, query_int
+from threadline.server._origin import SameOriginGuard
+from threadline.server._requests import HTTPProblem, conversation_id, field, json_body, new_turn, query_int
 from threadline.server._stateless import signed_chunks, verified_history
 from threadline.server._turns import TurnBusy, TurnGate, turn_response
 from threadline.storage import AsyncStore, ConversationSummary, SearchHit, StoredConversation, SyncStore
@@ -76,11 +80,15 @@ def create_app(
     stateless: Keyring | None = None,
     turn_wait: float = 15.0,
     lease_ttl: float = 60.0,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] = (),
 ) -> Starlette:
     """The app: `keys` maps API keys to scopes (None: dev mode, one local scope). With
     `stateless=<Keyring>` the chat endpoint keeps nothing: the client holds the history (see
     `_Server.chat_stateless`). `turn_wait`: how long a turn waits for the conversation's turn
-    before a 409; `lease_ttl`: how long a server that died mid-turn blocks its conversation."""
+    before a 409; `lease_ttl`: how long a server that died mid-turn blocks its conversation.
+    `allowed_hosts` / `allowed_origins`: which `Host` the server answers for and which other
+    sites' pages may call it (see `_origin.SameOriginGuard`)."""
     static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, max_body)
@@ -98,8 +106,11 @@ def create_app(
         Route('/', lambda request: FileResponse(static / 'index.html'), methods=['GET']),
         Mount('/static', StaticFiles(directory=static), name='static'),
     ]
+    guard = Middleware(
+        SameOriginGuard, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, dev_mode=keys is None
+    )
     auth = Middleware(AuthenticationMiddleware, backend=ApiKeyBackend(keys), on_error=refuse)
-    return Starlette(routes=routes, middleware=[auth])
+    return Starlette(routes=routes, middleware=[guard, auth], exception_handlers={HTTPProblem: _Server.problem_handler})
 
 
 class _Server:
@@ -118,16 +129,17 @@ class _Server:
         return user.scope
 
     async def body(self, request: Request) -> object:
-        length = request.headers.get('content-length')
-        if length is not None and length.isdigit() and int(length) > self.max_body:
-            raise HTTPProblem(413, f'the body is over {self.max_body} bytes')
-        raw = await request.body()
-        if len(raw) > self.max_body:
-            raise HTTPProblem(413, f'the body is over {self.max_body} bytes')
-        try:
-            return json.loads(raw or b'null')
-        except ValueError as exc:
-            raise HTTPProblem(400, f'the body is not JSON: {exc}') from None
+        return await json_body(request, self.max_body)
+
+    @staticmethod
+    def cid(request: Request) -> str:
+        return conversation_id(request.path_params['cid'], 'the conversation id')
+
+    @staticmethod
+    async def problem_handler(request: Request, error: Exception) -> Response:
+        """An `HTTPProblem` raised before an endpoint's `handle` (reading a path id, say)."""
+        assert isinstance(error, HTTPProblem)  # registered for HTTPProblem only
+        return _Server.problem(error)
 
     @staticmethod
     def problem(error: HTTPProblem) -> Response:
@@ -161,7 +173,7 @@ class _Server:
         return await self.handle(request, action)
 
     async def conversation(self, request: Request) -> Response:
-        cid: str = request.path_params['cid']
+        cid = self.cid(request)
 
         async def action(scope: str) -> Response:
             if request.method == 'DELETE':
@@ -182,7 +194,7 @@ class _Server:
         return await self.handle(request, action)
 
     async def fork(self, request: Request) -> Response:
-        cid: str = request.path_params['cid']
+        cid = self.cid(request)
 
         async def action(scope: str) -> Response:
             return JSONResponse({'id': await self.store.fork(cid, scope=scope)}, status_code=201)
@@ -190,7 +202,7 @@ class _Server:
         return await self.handle(request, action)
 
     async def audit(self, request: Request) -> Response:
-        cid: str = request.path_params['cid']
+        cid = self.cid(request)
 
         async def action(scope: str) -> Response:
             stored = await self.store.load(cid, scope=scope)
@@ -210,7 +222,7 @@ class _Server:
     async def chat(self, request: Request) -> Response:
         async def action(scope: str) -> Response:
             body = await self.body(request)
-            cid, messages = field(body, 'id', str), field(body, 'messages', list)
+            cid, messages = conversation_id(field(body, 'id', str), 'id'), field(body, 'messages', list)
             prompt, stripped = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             return await self._turn(cid, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS)
 
@@ -229,7 +241,7 @@ class _Server:
         async def action(scope: str) -> Response:
             assert self.trust is not None
             body = await self.body(request)
-            cid, messages = field(body, 'id', str), field(body, 'messages', list)
+            cid, messages = conversation_id(field(body, 'id', str), 'id'), field(body, 'messages', list)
             prompt, _ = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             history = verified_history(body, cid, scope, self.trust)
             events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
@@ -239,20 +251,16 @@ class _Server:
 
     async def approvals(self, request: Request) -> Response:
         """Resume a run paused on tool calls that need approval. Rules: the pause is the server's
-        (the stored conversation ends with the response that made the calls); the request names
-        each pending call by id with `true` (approve) or `false` (deny); an id that is not
-        pending there is a 400. The resumed run streams like a chat turn and is saved the same way."""
-        cid: str = request.path_params['cid']
+        (the stored conversation ends with the response that made the calls, and the results of
+        the calls that ran at once); the pending calls are that response's calls with no result
+        yet; the request names each by id with `true` (approve) or `false` (deny); an id that is
+        not pending is a 400. The resumed run streams like a chat turn and is saved the same way."""
+        cid = self.cid(request)
 
         async def action(scope: str) -> Response:
             decisions = field(await self.body(request), 'approvals', dict)
-            stored = await self.store.load(cid, scope=scope, last=1)  # the pause is in the tail
-            tail = stored.messages[-1] if stored.messages else None
-            pending = (
-                {p.tool_call_id for p in tail.parts if isinstance(p, ToolCallPart)}
-                if isinstance(tail, ModelResponse)
-                else set()
-            )
+            stored = await self.store.load(cid, scope=scope, last=2)  # the pause is in the tail
+            pending = _paused_calls(stored.messages)
             unknown = sorted(set(decisions) - pending)
             if unknown or not decisions or not all(isinstance(v, bool) for v in decisions.values()):
                 raise HTTPProblem(
@@ -278,7 +286,7 @@ class _Server:
 
         async def action(scope: str) -> Response:
             body = await self.body(request)
-            cid, run_id = field(body, 'threadId', str), field(body, 'runId', str)
+            cid, run_id = conversation_id(field(body, 'threadId', str), 'threadId'), field(body, 'runId', str)
             messages = field(body, 'messages', list)
             prompt, stripped = new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
 
@@ -367,6 +375,22 @@ class _Server:
                 f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
                 conversation_id=cid,
             ) from None
+
+
+def _paused_calls(tail: Sequence[ModelMessage]) -> set[str]:
+    """The calls a paused run left waiting: the last response's, less those a result answers."""
+    last = next((i for i in range(len(tail) - 1, -1, -1) if isinstance(tail[i], ModelResponse)), None)
+    if last is None or last < len(tail) - 2:
+        return set()
+    calls = {p.tool_call_id for p in tail[last].parts if isinstance(p, ToolCallPart)}
+    answered = {
+        p.tool_call_id
+        for m in tail[last + 1 :]
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, (ToolReturnPart, RetryPromptPart))
+    }
+    return calls - answered
 
 
 def _hit(hit: SearchHit) -> dict[str, object]:

@@ -1,7 +1,9 @@
 """One turn of a conversation at a time, across every server process that shares the store.
 
 Rules (each tested):
-- Turns of one conversation on this server queue on an asyncio lock, in arrival order.
+- Turns of one conversation on this server queue on an asyncio lock, in arrival order. A turn
+  that is not admitted within `wait` seconds, counting the wait here and for the lease below, is
+  refused before anything streams (`TurnBusy`, a 409).
 - Across servers (any store but an in-process `MemoryStore`), a turn holds the store's turn lease (`claim_turn`) while it runs, renewed every
   third of its `ttl`. A turn that cannot get the lease within `wait` seconds is refused before
   anything streams (`TurnBusy`, a 409): the client may send it again.
@@ -48,7 +50,14 @@ class TurnGate:
         lock = self._locks.get((scope, cid))
         if lock is None:
             lock = self._locks[(scope, cid)] = asyncio.Lock()
-        await lock.acquire()
+        deadline = time.monotonic() + self.wait
+        try:
+            await asyncio.wait_for(lock.acquire(), timeout=self.wait)
+        except TimeoutError:
+            raise TurnBusy(
+                f'conversation {cid!r} is answering another turn that did not finish within {self.wait:g} s: '
+                'send this turn again when it has'
+            ) from None
         if self.store.in_process:  # no other process can reach this store: the lock is enough
 
             async def unlock() -> None:
@@ -56,7 +65,7 @@ class TurnGate:
 
             return unlock
         try:
-            await self._claim(scope, cid)
+            await self._claim(scope, cid, deadline)
         except BaseException:
             lock.release()
             raise
@@ -71,8 +80,8 @@ class TurnGate:
 
         return leave
 
-    async def _claim(self, scope: str, cid: str) -> None:
-        deadline, pause = time.monotonic() + self.wait, 0.02
+    async def _claim(self, scope: str, cid: str, deadline: float) -> None:
+        pause = 0.02
         while not await self.store.claim_turn(cid, scope=scope, holder=self.holder, ttl=self.ttl):
             if time.monotonic() + pause > deadline:
                 raise TurnBusy(

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -75,6 +77,22 @@ class FileUIPart(_Camel):
     filename: str | None = None
     provider_metadata: dict[str, Any] | None = None
 
+    @field_validator('url')
+    @classmethod
+    def _readable_data_url(cls, url: str) -> str:
+        """A `data:` URL must hold what it says: base64 that decodes (a browser never sends
+        anything else), so a bad one is a validation error here, not an error deep in a run."""
+        if url.startswith('data:'):
+            header, comma, data = url.partition(',')
+            if not comma:
+                raise ValueError('a data: URL needs a comma before its data')
+            if header.endswith(';base64'):
+                try:
+                    base64.b64decode(data, validate=True)
+                except binascii.Error:
+                    raise ValueError('the data: URL does not hold valid base64') from None
+        return url
+
 
 class StepStartUIPart(_Camel):
     type: Literal['step-start'] = 'step-start'
@@ -118,8 +136,11 @@ class DynamicToolUIPart(ToolUIPart):
         return self.tool_name_
 
 
-def _kind(value: Any) -> str:
+def _kind(value: Any) -> str | None:
+    """The part's tag; None (no tag: a validation error naming the part) when `type` is not text."""
     kind = value.get('type', '') if isinstance(value, dict) else getattr(value, 'type', '')
+    if not isinstance(kind, str):
+        return None
     if kind.startswith('tool-'):
         return 'tool'
     if kind.startswith('data-'):
