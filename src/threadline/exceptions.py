@@ -8,6 +8,7 @@ part index, field, conversation) and what to do about it, never the content at t
     ├── UserError (RuntimeError)            misuse: bad arguments, a missing extra or key
     │   ├── UnknownModel                    a model name `infer_model` does not know
     │   ├── MissingAPIKey                   a provider without its key
+    │   ├── SearchQueryTooLarge             a search query past a bound, or past its time
     │   └── UnresolvedToolEffect            a run over a call whose effect a crash left unknown
     ├── MessageValidationError (ValueError) a history that does not validate, and where
     ├── AgentRunError (RuntimeError)        a run failed
@@ -53,6 +54,7 @@ __all__ = [
     'HookTimeoutError',
     'MissingAPIKey',
     'RunCancelled',
+    'SearchQueryTooLarge',
     'ToolArgsError',
     'TurnBusy',
     'UnknownMediaType',
@@ -282,6 +284,11 @@ class UnknownModel(UserError):
             f'Unknown model {name!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
             '"google:<model>".'
         )
+
+
+class SearchQueryTooLarge(UserError):
+    """A search query past one of the bounds that keep every search cheap (too many terms, CJK
+    characters or emoji; see `storage.index`), or one whose search ran out of its time budget."""
 
 
 class MissingAPIKey(UserError):

@@ -28,7 +28,7 @@ from threadline.agent import RunContext, Tool
 from threadline.agent.capability import CapabilityDepsT
 from threadline.agent.tools import FunctionToolset
 from threadline.capabilities import AbstractCapability
-from threadline.exceptions import ConversationNotFound, ModelRetry, UserError
+from threadline.exceptions import ConversationNotFound, ModelRetry, SearchQueryTooLarge, UserError
 from threadline.storage import AsyncStore, SearchHit, SyncStore
 from threadline.storage.index import parse_query
 
@@ -93,7 +93,11 @@ class ConversationSearch(AbstractCapability[CapabilityDepsT]):
             since: Only messages at or after this time (ISO 8601).
             until: Only messages before this time (ISO 8601).
         """
-        if not parse_query(query):
+        try:
+            terms = parse_query(query)
+        except SearchQueryTooLarge as exc:
+            raise ModelRetry(f'{exc}. Search for fewer, shorter words.') from None
+        if not terms:
             raise ModelRetry(
                 'The query has no words to search for. Give one or more words, a "quoted phrase", or a '
                 'prefix such as refun*.'
@@ -104,6 +108,8 @@ class ConversationSearch(AbstractCapability[CapabilityDepsT]):
             hits = await self._filtered(query, scope, conversation, run_id, set(roles or ()), since, until)
         except ConversationNotFound:
             return 'Nothing is stored for this conversation yet.'
+        except SearchQueryTooLarge as exc:
+            raise ModelRetry(f'{exc}. Search for fewer, rarer words.') from None
         return self._answer(query, hits)
 
     async def _filtered(

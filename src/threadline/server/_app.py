@@ -40,7 +40,7 @@ from starlette.staticfiles import StaticFiles
 
 from threadline.agent import Agent, AgentRunResult, DeferredToolResults, ToolDenied
 from threadline.audit import AuditContext, PromptContract, audit_events_from_sanitize, audit_history
-from threadline.exceptions import ConflictError, ConversationNotFound
+from threadline.exceptions import ConflictError, ConversationNotFound, SearchQueryTooLarge
 from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
@@ -154,6 +154,8 @@ class _Server:
             return self.problem(HTTPProblem(404, 'no such conversation'))
         except (TurnBusy, ConflictError) as busy:
             return self.problem(HTTPProblem(409, str(busy)))
+        except SearchQueryTooLarge as large:
+            return self.problem(HTTPProblem(400, f'q: {large}'))
 
     # -- endpoints --------------------------------------------------------------------------------
     async def health(self, request: Request) -> Response:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from threadline.storage.sql._dialect import Connection, scalar
@@ -18,11 +18,11 @@ from threadline.storage.sql._dialect import Connection, scalar
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-from threadline.exceptions import BackendError, UserError
+from threadline.exceptions import BackendError, SearchQueryTooLarge, UserError
 from threadline.storage._face import AsyncStore
 from threadline.storage.index._grams import grams_of
 from threadline.storage.index._postgres import best_rows, ranked_source, tsquery
-from threadline.storage.index._query import Term, fold
+from threadline.storage.index._query import SEARCH_BUDGET, Term, fold
 from threadline.storage.index._rank import snippet_of
 from threadline.storage.migrations import applied, migrate
 from threadline.storage.sql._dialect import MessageRow, SearchRow
@@ -171,6 +171,10 @@ class PostgresDialect:
         except psycopg.Error as exc:
             raise BackendError(f'the read failed: {_describe(exc)}') from None
 
+    def search_read(self) -> AbstractContextManager[Connection]:
+        """Every read has a pooled connection of its own already."""
+        return self.read()
+
     def lock_conversation(self, conn: Connection, conversation_id: str) -> None:
         conn.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (conversation_id,))
 
@@ -215,7 +219,18 @@ class PostgresDialect:
         self, conn: Connection, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
         """The best `limit` hits (see `_pg_search` for what is ranked and how). A query matching
-        a large share of the scope is answered from its newest messages (`_newest_first`)."""
+        a large share of the scope is answered from its newest messages (`_newest_first`). The
+        server stops the search after `SEARCH_BUDGET` seconds (`statement_timeout`), even when
+        the client that asked is gone."""
+        conn.execute(f"SET LOCAL statement_timeout = '{max(1, int(SEARCH_BUDGET * 1000))}ms'")
+        try:
+            return self._search(conn, terms, scope, conversations, limit)
+        except self._psycopg.errors.QueryCanceled:
+            raise SearchQueryTooLarge(f'the search ran past its {SEARCH_BUDGET:g} s budget; narrow it') from None
+
+    def _search(
+        self, conn: Connection, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
+    ) -> list[SearchRow]:
         words = [t for t in terms if not t.grams]
         grams = [t for t in terms if t.grams]
         if words and not grams and not conversations and scope is not None and self._frequent(conn, words, scope):

@@ -10,16 +10,17 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from threadline.exceptions import BackendError, CorruptRecordError, StoreError
+from threadline.exceptions import BackendError, CorruptRecordError, SearchQueryTooLarge, StoreError
 from threadline.storage._face import AsyncStore, WouldWait
 from threadline.storage.index._grams import grams_of, has_grams
-from threadline.storage.index._query import Term
+from threadline.storage.index._query import SEARCH_BUDGET, Term
 from threadline.storage.index._sqlite import search_fts
 from threadline.storage.migrations import applied, migrate
 from threadline.storage.sql._base import token
@@ -88,6 +89,8 @@ class SQLiteDialect:
         self.location = None if self.path == ':memory:' else 'sqlite:' + str(Path(self.path).resolve())
         self.writable = not read_only
         self._lock = threading.RLock()
+        self._search_lock = threading.Lock()
+        self._searcher: sqlite3.Connection | None = None
         try:
             if read_only:
                 self.connection = _open_read_only(self.path, busy_timeout)
@@ -109,6 +112,9 @@ class SQLiteDialect:
     def close(self) -> None:
         with self._lock:
             self.connection.close()
+        with self._search_lock:
+            if self._searcher is not None:
+                self._searcher.close()
 
     def migrate(self, conn: Connection) -> list[str]:
         """`BEGIN IMMEDIATE` (the write `conn` is in) already keeps a second opener waiting."""
@@ -220,6 +226,36 @@ class SQLiteDialect:
             finally:
                 self.connection.execute('COMMIT')
 
+    @contextmanager
+    def search_read(self) -> Iterator[Any]:
+        """A read on a second connection to the file, under its own lock: WAL lets it read while
+        the first connection writes, so a search never delays another tenant's turn. (An
+        in-memory or read-only database has one connection: `read()`.)"""
+        if self.path == ':memory:' or not self.writable:
+            with self.read() as conn:
+                yield conn
+            return
+        if not self._search_lock.acquire(blocking=not self._at_once):
+            raise WouldWait('another search holds the search connection')
+        try:
+            if self._searcher is None:
+                self._searcher = sqlite3.connect(
+                    self.path, check_same_thread=False, isolation_level=None, timeout=self._busy_ms / 1000
+                )
+            conn = self._searcher
+            try:
+                conn.execute('BEGIN')
+            except sqlite3.Error as exc:
+                raise self._failure(exc, 'cannot read') from None
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise self._failure(exc, 'the search failed') from None
+            finally:
+                conn.execute('COMMIT')
+        finally:
+            self._search_lock.release()
+
     def insert_messages(self, conn: Connection, rows: list[MessageRow]) -> None:
         """Each row, then its text into the FTS5 tables under the row's id (their rowid)."""
         insert = 'INSERT INTO messages (branch_id, position, conversation_id, run_id, body) VALUES (?, ?, ?, ?, ?) RETURNING id'
@@ -249,7 +285,19 @@ class SQLiteDialect:
     def search(
         self, conn: Connection, terms: list[Term], scope: str | None, conversations: list[str] | None, limit: int
     ) -> list[SearchRow]:
-        return search_fts(conn, terms, scope, conversations, limit)
+        """`search_fts`, stopped by SQLite itself (a progress handler) once it has worked
+        `SEARCH_BUDGET` seconds: the connection is then free for the next writer at once."""
+        assert isinstance(conn, sqlite3.Connection)  # this dialect's connections are
+        deadline = time.monotonic() + SEARCH_BUDGET
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+        try:
+            return search_fts(conn, terms, scope, conversations, limit)
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise SearchQueryTooLarge(f'the search ran past its {SEARCH_BUDGET:g} s budget; narrow it') from None
+            raise
+        finally:
+            conn.set_progress_handler(None, 0)
 
 
 def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:

@@ -6,12 +6,13 @@ import builtins
 import copy
 import os
 import re
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from threadline._uuid import uuid7
-from threadline.exceptions import BackendError, ConversationNotFound, UserError
+from threadline.exceptions import BackendError, ConversationNotFound, SearchQueryTooLarge, UserError
 from threadline.messages import ModelMessage
 from threadline.messages.wire import encoder
 from threadline.storage._contract import FinishedRun
@@ -52,7 +53,7 @@ from threadline.storage.file._records import (
 )
 from threadline.storage.file._seal import check as check_seals
 from threadline.storage.file._state import ConvState, replay
-from threadline.storage.index._query import Term, fold, parse_query
+from threadline.storage.index._query import SEARCH_BUDGET, Term, fold, parse_query
 from threadline.storage.index._text import message_text, role_of, time_of
 from threadline.trust.sealing import GENESIS, extend_chain
 
@@ -310,11 +311,13 @@ class FileLogOps(FileBase):
         include_dropped: bool = False,
     ) -> builtins.list[SearchHit]:
         """A scan: every message of the scope (or the conversation) is matched in Python, ranked by
-        matched instances over length. Fine for the sizes a directory of files is for."""
+        matched instances over length. Fine for the sizes a directory of files is for; a scan
+        past `SEARCH_BUDGET` seconds stops with `SearchQueryTooLarge`."""
         check_scope(scope)
         terms = parse_query(query)
         if not terms:
             return []
+        deadline = time.monotonic() + SEARCH_BUDGET
         states = (
             [self._get(conversation_id, scope)]
             if conversation_id
@@ -328,6 +331,8 @@ class FileLogOps(FileBase):
                 if every
                 else self._bodies(state)
             )
+            if time.monotonic() > deadline:
+                raise SearchQueryTooLarge(f'the search ran past its {SEARCH_BUDGET:g} s budget; narrow it')
             for position, body in dict.fromkeys(rows):
                 hit = self._match(state.id, position, body, terms)
                 if hit is not None:

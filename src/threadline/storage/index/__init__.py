@@ -7,7 +7,26 @@ them); a message's searchable text is `message_text`. Each dialect's search live
 
 from __future__ import annotations
 
-from threadline.storage.index._query import MAX_TERMS, Term, fold, parse_query
+from threadline.storage.index._query import (
+    MAX_GRAM_CHARS,
+    MAX_PHRASE_WORDS,
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
+    SEARCH_BUDGET,
+    Term,
+    fold,
+    parse_query,
+)
 from threadline.storage.index._text import message_text
 
-__all__ = ['MAX_TERMS', 'Term', 'fold', 'message_text', 'parse_query']
+__all__ = [
+    'MAX_GRAM_CHARS',
+    'MAX_PHRASE_WORDS',
+    'MAX_QUERY_CHARS',
+    'MAX_TERMS',
+    'SEARCH_BUDGET',
+    'Term',
+    'fold',
+    'message_text',
+    'parse_query',
+]

@@ -6,7 +6,13 @@
 - `order_id`, `e-mail`: a token the index splits into several words is those words in a row;
 - everything else, operators included (`AND`, `OR`, `NOT`, `NEAR`, `-`, `:`, `(`, `^`), is
   treated as words or as separators between them, so no query can reach the engine's own
-  syntax. At most 16 terms are used.
+  syntax.
+
+Bounds, so that no query costs more than an ordinary one (each a `SearchQueryTooLarge` naming
+the bound, never a silent cut): a repeated term counts once; at most `MAX_TERMS` terms,
+`MAX_PHRASE_WORDS` words in one phrase, `MAX_GRAM_CHARS` gram characters (CJK, emoji) in all,
+and `MAX_QUERY_CHARS` characters. Past them a query of a thousand emoji would AND a thousand
+n-gram lookups and rank every match. The stores also bound each search's time (`SEARCH_BUDGET`).
 """
 
 from __future__ import annotations
@@ -16,11 +22,27 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from threadline.exceptions import SearchQueryTooLarge
 from threadline.storage.index._grams import has_grams, is_gram_char
 
-__all__ = ['MAX_TERMS', 'Term', 'fold', 'parse_query']
+__all__ = [
+    'MAX_GRAM_CHARS',
+    'MAX_PHRASE_WORDS',
+    'MAX_QUERY_CHARS',
+    'MAX_TERMS',
+    'SEARCH_BUDGET',
+    'Term',
+    'fold',
+    'parse_query',
+]
 
 MAX_TERMS = 16
+MAX_PHRASE_WORDS = 16
+MAX_GRAM_CHARS = 32
+MAX_QUERY_CHARS = 4_000
+SEARCH_BUDGET = 2.0
+"""Seconds one search may work before it stops with `SearchQueryTooLarge` (a backstop: a query
+within the bounds above answers in milliseconds)."""
 _WORD = re.compile(r'[^\W_]+|[^\w\s]')  # letter-digit runs, as `unicode61` splits; or one other char
 _TOKENS = re.compile(r'"([^"]*)"?|(\S+)')
 
@@ -80,6 +102,8 @@ def _words(text: str) -> list[str]:
 
 def parse_query(query: str) -> list[Term]:
     """The terms of `query` (see the module docstring); empty when it holds no word."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise SearchQueryTooLarge(f'a search query holds at most {MAX_QUERY_CHARS} characters')
     terms: list[Term] = []
     for quoted, bare in _TOKENS.findall(query.replace('\x00', ' ')):
         if quoted:
@@ -96,4 +120,17 @@ def parse_query(query: str) -> list[Term]:
             prefix = bare.endswith('*') and len(words[0]) >= 2 and bare.rstrip('*')[-1:].isalnum()
             terms.append(Term('prefix' if prefix else 'word', words[0]))
     unique = list(dict.fromkeys(terms))
-    return unique[:MAX_TERMS]
+    _check_bounds(unique)
+    return unique
+
+
+def _check_bounds(terms: list[Term]) -> None:
+    if len(terms) > MAX_TERMS:
+        raise SearchQueryTooLarge(f'a search query holds at most {MAX_TERMS} different terms')
+    if any(len(t.words) > MAX_PHRASE_WORDS for t in terms if t.kind == 'phrase'):
+        raise SearchQueryTooLarge(f'a search phrase holds at most {MAX_PHRASE_WORDS} words (or symbols)')
+    grams = sum(sum(1 for c in t.text if is_gram_char(c)) for t in terms if t.grams)
+    if grams > MAX_GRAM_CHARS:
+        raise SearchQueryTooLarge(
+            f'a search query holds at most {MAX_GRAM_CHARS} CJK characters or symbols (emoji) in all'
+        )

@@ -78,6 +78,11 @@ class Dialect(Protocol):
         """A connection inside a read-only transaction with a consistent view."""
         ...
 
+    def search_read(self) -> AbstractContextManager[Connection]:
+        """`read()` for a search: where the database allows it, on a connection of its own, so
+        a long search never holds up a write (SQLite: a second connection to the WAL file)."""
+        ...
+
     def q(self, sql: str) -> str:
         """`sql` with its `?` placeholders in the driver's style."""
         ...

@@ -373,7 +373,7 @@ class LogOps(SQLBase):
         terms = parse_query(query)
         if not terms:
             return []
-        with self._read() as conn:
+        with self._dialect.search_read() as conn:
             allowed: builtins.list[Segment] | None = None
             conversations: builtins.list[str] | None = None
             if conversation_id is not None:
