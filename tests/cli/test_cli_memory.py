@@ -36,5 +36,7 @@ def test_show_edit_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str], mon
     code, out = run(capsys, 'memory', 'clear', 'alice', '--yes', '--db', db, '--scope', 'acme')
     assert code == 0 and 'erased' in out
     code, out = run(capsys, 'memory', 'show', 'alice', '--db', db, '--scope', 'acme')
-    assert 'no notebook' in out
+    assert 'no notebook' in out and code == 1
+    code, out = run(capsys, 'memory', 'show', 'alice', '--db', db, '--scope', 'acme', '--json')
+    assert out.strip() == 'null' and code == 1
     assert SQLiteStore(db).sync.read_notebook('alice', scope='globex') is not None  # another scope's stays

@@ -38,10 +38,12 @@ def show(namespace: str, as_json: bool, db: str | None, scope: str | None, debug
                 'content': notebook.content,
             }
         )
+        if notebook is None:
+            click.get_current_context().exit(1)
         return
     if notebook is None:
         console.print(f'no notebook for {escape(namespace)!r} in scope {escape(state.scope)!r}')
-        return
+        click.get_current_context().exit(1)  # a script asking for a notebook learns that there is none
     console.print(f'[dim]version {notebook.version}, updated {notebook.updated_at:%Y-%m-%d %H:%M}[/dim]')
     console.print(escape(notebook.content), end='')
 

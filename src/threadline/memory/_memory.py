@@ -85,8 +85,11 @@ class Memory(AbstractCapability[CapabilityDepsT]):
         scope = self.scope(ctx) if callable(self.scope) else self.scope
         namespace = self.namespace(ctx) if callable(self.namespace) else self.namespace
         for name, value in (('scope', scope), ('namespace', namespace)):
-            if not isinstance(value, str) or not value:
-                raise UserError(f'Memory {name} must resolve to a non-empty string (from the run, not the model)')
+            if not isinstance(value, str) or not value or not value.isprintable():
+                raise UserError(
+                    f'Memory {name} must resolve to a non-empty string without control characters '
+                    '(from the run, not the model)'
+                )
         self._runs[ctx.run_id] = _RunMemory(scope, namespace)
 
     async def after_run(self, ctx: RunContext[CapabilityDepsT], *, result: Any) -> Any:

@@ -7,16 +7,23 @@ an ordinary function tool with the same arguments, so the same agent works every
 
 Where the files live:
 - `MemoryTool(store, scope=..., namespace=...)`: in a Threadline store's notebooks (the store
-  `threadline.memory.Memory` uses), one notebook per namespace (`<namespace>/memories`), scope and
-  namespace resolved from the run (usually from deps), never from a tool argument. Every command
-  is one compare-and-set write; a retried tool call applies once (the store's operation receipt).
-- `MemoryTool(directory=...)`: in a directory on disk.
+  `threadline.memory.Memory` uses), one notebook per namespace, scope and namespace resolved from
+  the run (usually from deps), never from a tool argument. Every command is one compare-and-set
+  write; a retried tool call applies once (the store's operation receipt). Its notebooks are named
+  `memory-tool` + U+001F + namespace: a namespace of `Memory` (which holds no control character)
+  can never name one, so the two never read each other's notes.
+- `MemoryTool(directory=...)`: in a directory on disk. A command holds the directory's lock
+  (`flock`, so across processes too) from its read to its write, so concurrent edits all land;
+  a file is written to a fresh temporary file (`O_CREAT|O_EXCL|O_NOFOLLOW`) and renamed over the
+  old one, so a reader sees the old text or the new, and a link planted beside it is never followed.
 
 Path rules (a security decision; each is tested): a path must be `/memories` or lie under it, given
 as an absolute path with `/` separators; `..` and `.` components, empty components, backslashes and
-NUL are refused, and on disk every existing component must be a plain directory or file, never a
-symbolic link. A refused path is a tool error naming the path and the rule, and nothing is read or
-written.
+control characters are refused, as are a component over 255 bytes, more than 32 levels, and a
+path over 1,024 characters; on disk every existing component must be a plain directory or file,
+never a symbolic link. A file cannot hold files, and nothing can be renamed into itself. A refused
+path, and any error of the file system, is a tool error naming the path and the rule, never a
+crashed run, and nothing is read or written.
 
 Memory files are model-written content: they come back in later conversations as tool results,
 which the model may trust more than it should (see `threadline.memory` for the same caveat).
@@ -25,9 +32,12 @@ which the model may trust more than it should (see `threadline.memory` for the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -45,6 +55,9 @@ ANTHROPIC_MEMORY_TOOL = {'name': 'memory', 'type': 'memory_20250818'}
 """What the Anthropic mapping sends in place of the function definition."""
 
 Command = Literal['view', 'create', 'str_replace', 'insert', 'delete', 'rename']
+MAX_NAME, MAX_DEPTH, MAX_PATH = 255, 32, 1_024
+NOTEBOOK_PREFIX = 'memory-tool\x1f'
+"""What the notebook of a namespace is named after (see the module docstring)."""
 
 
 def check_path(path: Any) -> list[str]:
@@ -52,8 +65,10 @@ def check_path(path: Any) -> list[str]:
     rule it breaks (see the module docstring)."""
     if not isinstance(path, str) or not path:
         raise ModelRetry(f'a path is required, under {ROOT}')
-    if '\\' in path or '\x00' in path:
-        raise ModelRetry(f'the path {path!r} is refused: use "/" separators and no NUL characters')
+    if '\\' in path or not path.isprintable():
+        raise ModelRetry(f'the path {path!r} is refused: use "/" separators and no control characters')
+    if len(path) > MAX_PATH:
+        raise ModelRetry(f'the path is refused: over {MAX_PATH} characters')
     if path != ROOT and not path.startswith(ROOT + '/'):
         raise ModelRetry(f'the path {path!r} is outside {ROOT}: every path must start with {ROOT}/')
     if path in (ROOT, ROOT + '/'):
@@ -63,6 +78,10 @@ def check_path(path: Any) -> list[str]:
     for part in parts:
         if part in ('', '.', '..'):
             raise ModelRetry(f'the path {path!r} is refused: "{part or "//"}" would leave or blur {ROOT}')
+        if len(part.encode('utf-8', 'surrogatepass')) > MAX_NAME:
+            raise ModelRetry(f'the path is refused: a name in it is over {MAX_NAME} bytes')
+    if len(parts) > MAX_DEPTH:
+        raise ModelRetry(f'the path is refused: over {MAX_DEPTH} levels deep')
     return parts
 
 
@@ -110,6 +129,9 @@ class _DictFiles:
             self.files[target + p[len(key) :]] = self.files.pop(p)
 
 
+_TEMP_PREFIX = '.threadline-memory-'
+
+
 class _DirectoryFiles:
     """Files in a directory; no component may be a symbolic link."""
 
@@ -133,7 +155,7 @@ class _DirectoryFiles:
             dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                if not path.is_symlink():
+                if not path.is_symlink() and not name.startswith(_TEMP_PREFIX):
                     out.append((path.relative_to(self.root).as_posix(), path.stat().st_size))
         return out
 
@@ -145,9 +167,16 @@ class _DirectoryFiles:
         path = self._real(parts)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._real(parts)  # a link made between the check and the mkdir is still refused
-        temporary = path.with_name(f'.{path.name}.tmp')
-        temporary.write_text(text, encoding='utf-8')
-        temporary.replace(path)  # atomic: a reader sees the old file or the new one
+        # mkstemp opens O_CREAT|O_EXCL|O_NOFOLLOW under a fresh name: nothing planted is reused.
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=_TEMP_PREFIX)
+        try:
+            with os.fdopen(fd, 'w', encoding='utf-8') as handle:
+                handle.write(text)
+            os.replace(temporary, path)  # atomic: a reader sees the old file or the new one
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
 
     def remove(self, parts: list[str]) -> bool:
 
@@ -176,6 +205,9 @@ def run_command(files: _Files, command: str, args: dict[str, Any]) -> str:
             raise ModelRetry(f'{args["old_path"]} does not exist')
         if files.read(target) is not None or files.listing(target) is not None:
             raise ModelRetry(f'{args["new_path"]} already exists: delete it first, or pick another name')
+        if target[: len(source)] == source:
+            raise ModelRetry(f'{args["old_path"]} cannot be renamed into itself')
+        _no_file_above(files, target, str(args['new_path']))
         files.move(source, target)
         return f'Renamed {args["old_path"]} to {args["new_path"]}'
     path = args.get('path')
@@ -190,6 +222,7 @@ def run_command(files: _Files, command: str, args: dict[str, Any]) -> str:
             raise ModelRetry('create needs file_text')
         if files.listing(parts) is not None:
             raise ModelRetry(f'{path} is a directory')
+        _no_file_above(files, parts, str(path))
         files.write(parts, text)
         return f'File created successfully at {path}'
     if command == 'delete':
@@ -217,6 +250,13 @@ def run_command(files: _Files, command: str, args: dict[str, Any]) -> str:
         files.write(parts, '\n'.join([*lines[:line], *text.split('\n'), *lines[line:]]))
         return f'The file {path} has been edited'
     raise ModelRetry(f'unknown command {command!r}: use view, create, str_replace, insert, delete or rename')
+
+
+def _no_file_above(files: _Files, parts: list[str], path: str) -> None:
+    """A file cannot hold files: refuse a path under an existing file."""
+    for end in range(1, len(parts)):
+        if files.read(parts[:end]) is not None:
+            raise ModelRetry(f'{path} is refused: {ROOT}/{"/".join(parts[:end])} is a file, not a directory')
 
 
 def _view(files: _Files, parts: list[str], path: str, view_range: Any) -> str:
@@ -284,8 +324,7 @@ class MemoryTool(AbstractCapability[CapabilityDepsT]):
 
         args = {k: v for k, v in locals().items() if k not in ('self', 'ctx', 'command') and v is not None}
         if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            return await asyncio.to_thread(run_command, _DirectoryFiles(self.directory), command, args)
+            return await asyncio.to_thread(_in_directory, self.directory, command, args)
         return await asyncio.to_thread(self._in_notebook, ctx, command, args)
 
     def _resolve(
@@ -295,8 +334,8 @@ class MemoryTool(AbstractCapability[CapabilityDepsT]):
         what: str,
     ) -> str:
         resolved = value(ctx) if callable(value) else value
-        if not isinstance(resolved, str) or not resolved:
-            raise UserError(f'MemoryTool {what} must resolve to a non-empty string')
+        if not isinstance(resolved, str) or not resolved or not resolved.isprintable():
+            raise UserError(f'MemoryTool {what} must resolve to a non-empty string without control characters')
         return resolved
 
     def _in_notebook(self, ctx: RunContext[CapabilityDepsT], command: str, args: dict[str, Any]) -> str:
@@ -304,7 +343,7 @@ class MemoryTool(AbstractCapability[CapabilityDepsT]):
         concurrent writer; a retried tool call applies once)."""
         assert self.store is not None  # __init__ takes a store or a directory, and _memory picked the store
         scope = self._resolve(ctx, self.scope, 'scope')
-        name = self._resolve(ctx, self.namespace, 'namespace') + '/memories'
+        name = NOTEBOOK_PREFIX + self._resolve(ctx, self.namespace, 'namespace')
         store = self.store.sync
         for _ in range(5):
             notebook = store.read_notebook(name, scope=scope)
@@ -325,3 +364,20 @@ class MemoryTool(AbstractCapability[CapabilityDepsT]):
                 continue  # another writer came first: apply the command to what is there now
             return answer
         raise ModelRetry('the memory files kept changing under this command; try it again')
+
+
+def _in_directory(directory: Path, command: str, args: dict[str, Any]) -> str:
+    """One command on the directory's files, under its lock; a file system error is a tool error."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise UserError(f'MemoryTool cannot use its directory {directory}: {exc.strerror}') from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # across threads and processes, released with the descriptor
+        return run_command(_DirectoryFiles(directory), command, args)
+    except OSError as exc:
+        where = args.get('path') or args.get('old_path') or ROOT
+        raise ModelRetry(f'{command} on {where} failed: {exc.strerror or type(exc).__name__}') from None
+    finally:
+        os.close(fd)

@@ -185,5 +185,5 @@ def test_a_retried_call_applies_once(tmp_path: Path) -> None:
     retried: Any = SimpleNamespace(run_id='run-1', tool_call_id='call-2', deps=Deps('alice'))
     for _ in range(2):  # the same tool call delivered twice (a retry after a lost answer)
         tool._in_notebook(retried, 'insert', insert)
-    notebook = store.sync.read_notebook('alice/memories', scope='tenant-1')
+    notebook = store.sync.read_notebook('memory-tool\x1falice', scope='tenant-1')
     assert notebook is not None and '"log.md": "a\\nb"' in notebook.content

@@ -7,6 +7,7 @@ of one), then fsyncs the directory.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -36,7 +37,14 @@ class FileNotebooks:
             raise UserError(f'a notebook namespace must be a non-empty string (a user or tenant id), not {namespace!r}')
         folder = self.root / 'notebooks'
         folder.mkdir(exist_ok=True)
-        return folder / f'{file_key(scope + chr(0) + namespace)}.json'
+        # The pair as JSON, not joined by a separator: no scope and namespace can spell another pair.
+        path = folder / f'{file_key(json.dumps([scope, namespace]))}.json'
+        legacy = folder / f'{file_key(scope + chr(0) + namespace)}.json'  # how 0.2 named it
+        if not path.exists() and legacy.exists() and self._load_notebook(legacy, scope, namespace) is not None:
+            with contextlib.suppress(FileNotFoundError, FileExistsError):  # a concurrent opener moved it
+                os.link(legacy, path)
+            legacy.unlink(missing_ok=True)
+        return path
 
     def _load_notebook(self, path: Path, scope: str, namespace: str) -> dict[str, Any] | None:
         try:
@@ -70,7 +78,12 @@ class FileNotebooks:
         check_scope(scope)
         path = self._notebook_path(scope, namespace)
         with self._notebook_locked(path):
-            data = self._load_notebook(path, scope, namespace) or {'ops': {}, 'version': 0}
+            found = self._load_notebook(path, scope, namespace)
+            if found is None and path.exists():  # another pair's file under this name: never overwrite it
+                raise BackendError(
+                    f'notebook {namespace!r} cannot be written: its file name is taken; nothing was written'
+                )
+            data = found or {'ops': {}, 'version': 0}
             if operation_id is not None and operation_id in data['ops']:
                 return NotebookWrite(int(data['ops'][operation_id]), replayed=True)
             current = int(data['version'])
