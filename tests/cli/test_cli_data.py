@@ -229,3 +229,16 @@ def test_audit_exit_codes_gate_a_script(tmp_path: Path, capsys: pytest.CaptureFi
     assert codes.get('READY') == 0
     assert all(code != 0 for verdict, code in codes.items() if verdict != 'READY')
     assert len(set(codes.values())) == len(codes)  # one code per verdict class
+
+
+def test_import_and_audit_of_an_endless_file_stop_at_the_input_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from threadline.cli import main
+
+    monkeypatch.setenv('THREADLINE_MAX_INPUT_MB', '2')
+    db = str(tmp_path / 'limit.db')
+    for args in (['conversations', 'import', '/dev/zero'], ['audit', '/dev/zero']):
+        code = main([*args, '--db', db])
+        err = capsys.readouterr().err
+        assert code == 1 and 'over 2 MB' in err and 'THREADLINE_MAX_INPUT_MB' in err, (args, err)

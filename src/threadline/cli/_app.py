@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/REA
     """The stores `--db` can name (see `open_store`): each has a seal and, for SQL, migrations."""
 
 __all__ = [
+    'read_input',
     'refuse_if_tampered',
     'one_line',
     'progress',
@@ -164,6 +165,26 @@ def shared_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         '--scope', default=None, help='Scope (tenant/owner) of the conversations [env THREADLINE_SCOPE].'
     )(fn)
     return click.option('--debug', is_flag=True, help='Show tracebacks.')(fn)
+
+
+MAX_INPUT_MB = 512
+"""The largest file a command reads whole (`THREADLINE_MAX_INPUT_MB` to change it)."""
+
+
+def read_input(path: Path) -> bytes:
+    """`path`'s bytes, read at most the input limit far: `/dev/zero` or a runaway file is an error
+    naming the limit, not a process that eats the machine's memory."""
+    limit = int(os.environ.get('THREADLINE_MAX_INPUT_MB') or MAX_INPUT_MB) * 1_000_000
+    try:
+        with path.open('rb') as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise click.ClickException(f'cannot read {path}: {exc.strerror}') from None
+    if len(data) > limit:
+        raise click.ClickException(
+            f'{path} is over {limit // 1_000_000} MB; set THREADLINE_MAX_INPUT_MB to read a larger file'
+        )
+    return data
 
 
 def state_for(db: str | None, scope: str | None, debug: bool) -> State:

@@ -12,7 +12,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from threadline.cli._app import cli, console, dump, group_state, progress, shared_options, state_for
+from threadline.cli._app import cli, console, dump, group_state, progress, read_input, shared_options, state_for
 
 __all__ = ['audit', 'db']
 
@@ -74,7 +74,7 @@ def audit(
         contract = PromptContract.unchecked()
     stored = store.sync.conversation_state(target, scope=state.scope) is not None
     if path.exists() and not stored:
-        history: Any = path.read_bytes()
+        history: Any = read_input(path)
         context = AuditContext(source='client', prompt_contract=contract, store=store, scope=state.scope)
     elif not stored:
         looks_like_file = path.suffix.lower() == '.json' or '/' in target or '\\' in target

@@ -21,6 +21,7 @@ from threadline.cli._app import (
     dump,
     group_state,
     progress,
+    read_input,
     refuse_if_tampered,
     shared_options,
     state_for,
@@ -322,10 +323,7 @@ def import_(
     if as_new and replace_:
         raise click.UsageError('--as-new and --replace exclude each other')
     state = state_for(db, scope, debug)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise click.ClickException(f'cannot read {file}: {exc.strerror}') from None
+    data = read_input(file)
     with progress() as bar:
         task = bar.add_task(f'importing {file.name} ({len(data) / 1e6:.1f} MB)', total=len(data) * 2)
         cid, imported = _import(
