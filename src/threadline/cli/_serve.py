@@ -54,6 +54,19 @@ def is_loopback(host: str) -> bool:
     help='API keys, one key=scope per line (also THREADLINE_API_KEYS).',
 )
 @click.option('--stateless', is_flag=True, help='Keep no history: the client holds it, signed (THREADLINE_TRUST_KEYS).')
+@click.option(
+    '--envelope-ttl',
+    type=click.FloatRange(min=1),
+    default=86_400.0,
+    show_default=True,
+    help='With --stateless: seconds a signed history is accepted back (bounds how far a client can roll back).',
+)
+@click.option(
+    '--allowed-host',
+    'allowed_hosts',
+    multiple=True,
+    help='A Host this server answers for (repeat; default: loopback names in dev mode, any with keys).',
+)
 @shared_options
 def serve(
     model: str,
@@ -61,6 +74,8 @@ def serve(
     port: int,
     keys_file: Path | None,
     stateless: bool,
+    envelope_ttl: float,
+    allowed_hosts: tuple[str, ...],
     db: str | None,
     scope: str | None,
     debug: bool,
@@ -83,7 +98,14 @@ def serve(
             f'refusing to serve on {host} without API keys: set THREADLINE_API_KEYS or --keys-file, or bind to 127.0.0.1'
         )
     state = state_for(db, scope, debug)
-    app = create_app(state.store, Agent(infer_model(model)), keys=keys, stateless=_trust_keys() if stateless else None)
+    app = create_app(
+        state.store,
+        Agent(infer_model(model)),
+        keys=keys,
+        stateless=_trust_keys() if stateless else None,
+        envelope_ttl=envelope_ttl,
+        allowed_hosts=list(allowed_hosts) or None,
+    )
     if keys is None:
         console.print(
             f'[bold yellow]dev mode[/]: no API keys, loopback only, one scope ({DEV_SCOPE!r}); '

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ from threadline.messages import (
 from threadline.server._auth import DEV_SCOPE, ApiKeyBackend, ScopeUser, refuse
 from threadline.server._origin import SameOriginGuard
 from threadline.server._requests import HTTPProblem, conversation_id, field, json_body, new_turn, query_int
-from threadline.server._stateless import signed_chunks, verified_history
+from threadline.server._stateless import DEFAULT_TTL, signed_chunks, verified_history
 from threadline.server._turns import TurnBusy, TurnGate, turn_response
 from threadline.storage import AsyncStore, ConversationSummary, SearchHit, StoredConversation, SyncStore
 from threadline.trust import Keyring
@@ -82,22 +83,25 @@ def create_app(
     lease_ttl: float = 60.0,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
+    envelope_ttl: float = DEFAULT_TTL.total_seconds(),
 ) -> Starlette:
     """The app: `keys` maps API keys to scopes (None: dev mode, one local scope). With
     `stateless=<Keyring>` the chat endpoint keeps nothing: the client holds the history (see
     `_Server.chat_stateless`). `turn_wait`: how long a turn waits for the conversation's turn
     before a 409; `lease_ttl`: how long a server that died mid-turn blocks its conversation.
     `allowed_hosts` / `allowed_origins`: which `Host` the server answers for and which other
-    sites' pages may call it (see `_origin.SameOriginGuard`)."""
+    sites' pages may call it (see `_origin.SameOriginGuard`). `envelope_ttl`: how many seconds a
+    stateless answer's envelope is accepted for (see `_stateless`)."""
     static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, max_body)
     server.turns = TurnGate(store, ttl=lease_ttl, wait=turn_wait)
     server.trust = stateless
+    server.envelope_ttl = timedelta(seconds=envelope_ttl)
     routes = [
         Route('/healthz', server.health, methods=['GET']),
         Route('/api/chat', server.chat_stateless if stateless else server.chat, methods=['POST']),
-        Route('/api/ag-ui', server.ag_ui, methods=['POST']),
+        Route('/api/ag-ui', server.ag_ui_refused if stateless else server.ag_ui, methods=['POST']),
         Route('/api/conversations', server.conversations, methods=['GET']),
         Route('/api/conversations/{cid}', server.conversation, methods=['GET', 'DELETE']),
         Route('/api/conversations/{cid}/fork', server.fork, methods=['POST']),
@@ -117,6 +121,7 @@ class _Server:
     def __init__(self, store: AsyncStore[SyncStore], agent: Agent[Any, Any], max_body: int):
         self.store, self.agent, self.max_body = store, agent, max_body
         self.trust: Keyring | None = None
+        self.envelope_ttl = DEFAULT_TTL
         self.turns = TurnGate(store)
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -247,7 +252,8 @@ class _Server:
             prompt, _ = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             history = verified_history(body, cid, scope, self.trust)
             events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
-            return StreamingResponse(sse(signed_chunks(events, cid, scope, self.trust)), headers=STREAM_HEADERS)
+            chunks = signed_chunks(events, cid, scope, self.trust, self.envelope_ttl)
+            return StreamingResponse(sse(chunks), headers=STREAM_HEADERS)
 
         return await self.handle(request, action)
 
@@ -282,6 +288,12 @@ class _Server:
             )
 
         return await self.handle(request, action)
+
+    async def ag_ui_refused(self, request: Request) -> Response:
+        """A stateless server keeps no history, and AG-UI's turns would need it kept."""
+        return self.problem(
+            HTTPProblem(400, 'AG-UI needs a server that keeps history: this one is stateless (use /api/chat)')
+        )
 
     async def ag_ui(self, request: Request) -> Response:
         from threadline.ui.ag_ui import AGUIAdapter, ag_ui_events, encode  # extra `ui`: only this endpoint needs it

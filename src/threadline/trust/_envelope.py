@@ -8,8 +8,18 @@ library may change (key order, spacing, `Z` or `+00:00` timestamps, a history th
 pydantic-ai) does not change it; any change to a value does.
 
 What an envelope signs (HMAC-SHA256 under the active key): a version tag, the key id, the
-conversation id, the scope, the message count, the digest, and the tool call ids the server asked
-the client to run (deferred tools).
+conversation id, the scope, the message count, the digest, the tool call ids the server asked
+the client to run (deferred tools), when it was issued and, with `expires_in`, when it expires
+(whole seconds since the epoch). Envelopes of version 1 carry no times and still verify, unless
+the verifier requires an expiry (`require_expiry=True`, what a stateless server does).
+
+What a verifier can and cannot detect. It detects any change to a signed message, a message
+removed, a response or tool call a client made up, a result for a call the server did not hand
+to the client, a history moved to another conversation or scope, and an envelope past its
+expiry. It cannot detect a client returning an *older* pair it was given (rolling the
+conversation back, or continuing it twice from one point) while that pair has not expired: the
+server keeps nothing to compare with. The expiry bounds that window; keep state on the server
+(the default mode) where a rollback must never pass.
 
 What `verify_history` accepts, and nothing else:
 - exactly the signed messages;
@@ -23,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, get_args
 
 import msgspec
@@ -44,7 +54,8 @@ from threadline.trust._mac import mac_hex, same_tag, text_bytes
 
 __all__ = ['REASONS', 'Envelope', 'Verification', 'history_digest', 'sign_history', 'verify_history']
 
-VERSION = 'threadline-envelope-v1'
+VERSION = 'threadline-envelope-v2'
+VERSION_1 = 'threadline-envelope-v1'
 ALGORITHM = 'HMAC-SHA256'
 Reason = Literal[
     'unknown_key',
@@ -60,6 +71,7 @@ Reason = Literal[
     'inserted_system_prompt',
     'inserted_part',
     'inserted_instructions',
+    'expired',
 ]
 REASONS: tuple[str, ...] = get_args(Reason)
 
@@ -75,6 +87,8 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     count: int
     digest: str
     client_calls: tuple[str, ...] = ()
+    issued_at: int | None = None
+    expires_at: int | None = None
     signature: str
 
     def to_json(self) -> bytes:
@@ -110,7 +124,7 @@ def _mac(secret: bytes, fields: Sequence[str]) -> str:
 
 
 def _signed_fields(envelope: Envelope) -> list[str]:
-    return [
+    fields = [
         envelope.version,
         envelope.algorithm,
         envelope.key_id,
@@ -120,6 +134,9 @@ def _signed_fields(envelope: Envelope) -> list[str]:
         envelope.digest,
         ','.join(envelope.client_calls),
     ]
+    if envelope.version != VERSION_1:
+        fields += [str(envelope.issued_at), str(envelope.expires_at)]
+    return fields
 
 
 def sign_history(
@@ -129,13 +146,19 @@ def sign_history(
     scope: str,
     keys: Keyring,
     client_calls: Sequence[str] = (),
+    expires_in: timedelta | None = None,
+    now: datetime | None = None,
 ) -> Envelope:
     """Sign `messages` for `conversation_id` in `scope` with the keyring's active key.
-    `client_calls` are the tool call ids the client is asked to run (their results may come back)."""
+    `client_calls` are the tool call ids the client is asked to run (their results may come back);
+    `expires_in`: how long the envelope is accepted (None: as long as its key is)."""
     if not conversation_id or not scope:
         raise UserError('sign_history needs a conversation_id and a scope')
     key = keys.signing_key()
+    issued = int((now or now_utc()).timestamp())
     unsigned = Envelope(
+        issued_at=issued,
+        expires_at=None if expires_in is None else issued + max(1, int(expires_in.total_seconds())),
         key_id=key.key_id,
         conversation_id=conversation_id,
         scope=scope,
@@ -155,14 +178,21 @@ def verify_history(
     scope: str,
     keys: Keyring,
     now: datetime | None = None,
+    require_expiry: bool = False,
 ) -> Verification:
-    """Whether `messages` are the signed history plus only what a client may add (module docstring)."""
-    key = keys.verifying_key(envelope.key_id, now or now_utc())
+    """Whether `messages` are the signed history plus only what a client may add (module
+    docstring). `require_expiry`: refuse an envelope that carries no expiry ('expired')."""
+    now = now or now_utc()
+    key = keys.verifying_key(envelope.key_id, now)
     if key == 'unknown_key' or key == 'retired_key':
         return Verification(False, key)
     expected = _mac(key.secret, _signed_fields(envelope))
-    if envelope.version != VERSION or not same_tag(expected, envelope.signature):
+    if envelope.version not in (VERSION, VERSION_1) or not same_tag(expected, envelope.signature):
         return Verification(False, 'bad_signature', key_id=key.key_id)
+    if (envelope.expires_at is None and require_expiry) or (
+        envelope.expires_at is not None and now.timestamp() > envelope.expires_at
+    ):
+        return Verification(False, 'expired', key_id=key.key_id)
     if envelope.conversation_id != conversation_id:
         return Verification(False, 'other_conversation', key_id=key.key_id)
     if envelope.scope != scope:
