@@ -77,7 +77,15 @@ def gate_serialization(facts: Facts, context: AuditContext) -> tuple[GateResult,
         canon = [_sorted_typed.encode(m) for m in facts.messages]
         equal = True
     else:
-        original = _generic.decode(raw)
+        try:
+            original = _generic.decode(raw)
+        except (msgspec.DecodeError, RecursionError) as exc:  # e.g. a number past a float's range
+            reason = (
+                'the history nests too deeply'
+                if isinstance(exc, RecursionError)
+                else 'the bytes hold a value JSON cannot carry (a number out of range, say)'
+            )
+            return GateResult('serialization', False, ('SERIALIZATION_FAILURE',), {'error': reason}), None
         equal = original == _generic.decode(redump)
         canon = [_sorted.encode(m) for m in original]
     digest = hashlib.sha256(b'[' + b','.join(canon) + b']').hexdigest()

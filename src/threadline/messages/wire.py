@@ -17,8 +17,11 @@ with every object's keys sorted and no whitespace. Rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
+from threadline.exceptions import MessageValidationError
 from threadline.messages._adapter import to_python
 from threadline.messages._codec import decode_messages, enc_hook, encoder
 from threadline.messages._content import MULTIMODAL_TYPES, Base64Bytes
@@ -34,6 +37,7 @@ __all__ = [
     'canonical_json',
     'decode_messages',
     'enc_hook',
+    'encode_each',
     'encoder',
     'to_python',
 ]
@@ -53,3 +57,18 @@ def canonical_bytes(message: object) -> bytes:
         return _sorted.encode(message)
     except TypeError:  # a dict whose keys are not all text: only the wire form makes them text
         return canonical_json(encoder.encode(message))
+
+
+def encode_each(messages: Sequence[object], name: str = 'messages') -> list[bytes]:
+    """Each message's wire JSON, for storing. Text UTF-8 cannot hold (a lone surrogate such as
+    `\\ud800`) is a `MessageValidationError` naming the message, never a raw `UnicodeEncodeError`
+    from deep inside a store, and never a half-written batch (nothing is written)."""
+    out: list[bytes] = []
+    for index, message in enumerate(messages):
+        try:
+            out.append(encoder.encode(message))
+        except UnicodeEncodeError:
+            raise MessageValidationError(
+                f'{name}[{index}]', 'holds a lone surrogate (U+D800..U+DFFF), which UTF-8 text cannot carry'
+            ) from None
+    return out

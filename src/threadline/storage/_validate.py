@@ -10,7 +10,9 @@ rules are keyed by parameter name, so the contract states each rule once for eve
 - `scope` is a non-empty string (or `EVERY_SCOPE` where an operation allows it);
 - counts and positions (`limit`, `offset`, `last`, `at`, `position`, `branch_id`,
   `expected_revision`) are integers (not bools) in a stated range;
-- free text (`query`, `expected_effect`, `owner`, `decision`, ...) is valid UTF-8 of bounded length.
+- free text (`query`, `expected_effect`, `owner`, `decision`, `namespace`, ...) is valid UTF-8 of
+  bounded length, and a notebook's `content` valid UTF-8 of any length;
+- messages hold valid UTF-8 text (checked as they are encoded: `messages.wire.encode_each`).
 
 A parameter whose default is None, or whose type admits None, may be None.
 """
@@ -45,7 +47,18 @@ _COUNTS: dict[str, tuple[int, int]] = {
     'expected_revision': (0, 2**53),
 }
 _IDS = {'conversation_id', 'run_id', 'new_id', 'resume_token', 'holder'}
-_TEXTS = {'query', 'expected_effect', 'owner', 'decision', 'destination', 'observed_revision', 'evidence_ref'}
+_TEXTS = {
+    'query',
+    'expected_effect',
+    'owner',
+    'decision',
+    'destination',
+    'observed_revision',
+    'evidence_ref',
+    'namespace',
+}
+_BLOBS = {'content'}
+"""Text of any length that must still be valid UTF-8 (a notebook's content)."""
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 
 
@@ -93,13 +106,17 @@ def check_argument(name: str, value: object, default: object) -> None:
         return
     if name == 'scope':
         if value is not EVERY_SCOPE:
-            check_scope(value)
+            _check_encodable(name, check_scope(value))
     elif name in _IDS:
         _check_id(name, value)
     elif name in _COUNTS:
         _check_count(name, value, *_COUNTS[name])
     elif name in _TEXTS:
         _check_text(name, value)
+    elif name in _BLOBS:
+        if not isinstance(value, str):
+            raise UserError(f'{name} must be a string, not {_show(value)}')
+        _check_encodable(name, value)
 
 
 def _check_record(value: object) -> None:
@@ -118,7 +135,7 @@ _CHECKED_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _is_checked(name: str) -> bool:
-    return name == 'scope' or name in _IDS or name in _COUNTS or name in _TEXTS
+    return name == 'scope' or name in _IDS or name in _COUNTS or name in _TEXTS or name in _BLOBS
 
 
 def _is_record(value: object) -> bool:

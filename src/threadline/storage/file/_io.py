@@ -19,7 +19,7 @@ import msgspec
 
 from threadline.exceptions import BackendError, CorruptRecordError, MessageValidationError, UserError
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter
-from threadline.messages.wire import encoder
+from threadline.messages.wire import encode_each
 from threadline.storage._neutral import check_scope, check_writable, not_found, now_text, run_not_found
 from threadline.storage._records import Provenance
 from threadline.storage.file._records import BatchLine, CreateLine, FileRecord, decode_line, file_key
@@ -301,12 +301,28 @@ class FileBase:
         return out
 
     def _bodies(
-        self, state: ConvState, start: int = 0, end: int | None = None, branch_id: int | None = None
+        self,
+        state: ConvState,
+        start: int = 0,
+        end: int | None = None,
+        branch_id: int | None = None,
+        *,
+        gaps: bool = False,
     ) -> list[tuple[int, str]]:
+        """(position, stored JSON) of the history. A position whose batch line is gone (an edited
+        file) is a `CorruptRecordError`, or with `gaps` left out, for `verify()` to report."""
         out = []
         for branch, lo, hi in self._segments(state, branch_id):
             for position in range(max(lo, start), min(hi, end if end is not None else hi)):
-                out.append((position, branch.messages[position]))
+                body = branch.messages.get(position)
+                if body is None:
+                    if gaps:
+                        continue
+                    raise CorruptRecordError(
+                        f'conversation {state.id!r}: message {position} is missing from its file; run '
+                        '`threadline db verify` and restore the file from a backup'
+                    )
+                out.append((position, body))
         return out
 
     def _length(self, state: ConvState) -> int:
@@ -357,7 +373,7 @@ class FileBase:
         run_id: str | None,
         prev_link: str,
     ) -> BatchLine:
-        bodies = [encoder.encode(m) for m in messages]
+        bodies = encode_each(messages)
         return BatchLine(
             branch=branch,
             start=start,

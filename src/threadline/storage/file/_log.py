@@ -14,7 +14,7 @@ from typing import Any
 from threadline._uuid import uuid7
 from threadline.exceptions import BackendError, ConversationNotFound, SearchQueryTooLarge, UserError
 from threadline.messages import ModelMessage
-from threadline.messages.wire import encoder
+from threadline.messages.wire import encode_each
 from threadline.storage._contract import FinishedRun
 from threadline.storage._neutral import (
     check_append,
@@ -136,7 +136,7 @@ class FileLogOps(FileBase):
         self, state: ConvState, messages: builtins.list[ModelMessage], provenance: Provenance, run_id: str | None
     ) -> builtins.list[FileRecord]:
         old = self._bodies(state, 0, self._length(state))
-        bodies = [encoder.encode(m) for m in messages]
+        bodies = encode_each(messages)
         shared = shared_prefix([body for _, body in old], bodies)
         if shared == len(old) == len(messages):
             return []
@@ -361,7 +361,7 @@ class FileLogOps(FileBase):
         walk the keyed seals over the conversation file's bytes and compare with its tip."""
         with self._locked(conversation_id) as path:
             state = self._get(conversation_id, scope)
-            rows = self._bodies(state)
+            rows = self._bodies(state, gaps=True)
             batches = self._lineage_batches(state)
             try:
                 data = path.read_bytes()

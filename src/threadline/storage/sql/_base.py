@@ -20,7 +20,7 @@ import msgspec
 
 from threadline.exceptions import ConversationNotFound, CorruptRecordError, MessageValidationError, UserError
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
-from threadline.messages.wire import encoder
+from threadline.messages.wire import encode_each, encoder
 from threadline.storage._neutral import (
     check_scope,
     check_writable,
@@ -343,7 +343,7 @@ class SQLBase:
         prev_link: str,
         scope: str,
     ) -> str:
-        bodies = [encoder.encode(m) for m in messages]
+        bodies = encode_each(messages)
         link = extend_chain_messages(prev_link, messages)
         self._dialect.insert_messages(
             conn,
@@ -445,7 +445,7 @@ class SQLBase:
     ) -> int:
         segments = self._lineage(conn, conversation.head_branch)
         old = self._raw_messages(conn, segments, 0, conversation.length)
-        bodies = [encoder.encode(m) for m in messages]
+        bodies = encode_each(messages)
         shared = shared_prefix([body for _, body in old], bodies)
         if shared == len(old) == len(messages):
             return conversation.revision

@@ -52,6 +52,7 @@ from threadline.messages import (
     sanitize_report,
 )
 from threadline.messages.wire import Base64Bytes, enc_hook
+from threadline.ui._input import loaded
 
 if TYPE_CHECKING:
     from ag_ui.core import AssistantMessage, InputContent, Message  # the extra `ui`, loaded on first use
@@ -78,10 +79,15 @@ class AGUIAdapter:
     def load_messages_report(
         cls, messages: Sequence[Any], *, sanitize: bool = True
     ) -> tuple[list[ModelMessage], list[StrippedItem]]:
-        """`load_messages`, and what sanitizing stripped (content-free, for the audit log)."""
+        """`load_messages`, and what sanitizing stripped (content-free, for the audit log). Raises
+        `pydantic.ValidationError`, and only that, for messages it cannot load (`ui._input`)."""
         raw = [m.model_dump(by_alias=True) if hasattr(m, 'model_dump') else m for m in messages]
-        history = _Loader().load(_message_adapter().validate_python(raw))
-        return sanitize_report(history) if sanitize else (history, [])
+
+        def load() -> tuple[list[ModelMessage], list[StrippedItem]]:
+            history = _Loader().load(_message_adapter().validate_python(raw))
+            return sanitize_report(history) if sanitize else (history, [])
+
+        return loaded('AG-UI messages', raw, load)
 
     @classmethod
     def dump_messages(

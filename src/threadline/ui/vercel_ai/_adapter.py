@@ -55,6 +55,7 @@ from threadline.messages import (
     sanitize_report,
 )
 from threadline.messages.wire import Base64Bytes
+from threadline.ui._input import loaded
 from threadline.ui.vercel_ai.request_types import (
     FileUIPart,
     ReasoningUIPart,
@@ -87,10 +88,14 @@ class VercelAIAdapter:
     def load_messages_report(
         cls, messages: Sequence[UIMessage | dict[str, Any]], *, sanitize: bool = True
     ) -> tuple[list[ModelMessage], list[StrippedItem]]:
-        """`load_messages`, and what sanitizing stripped (content-free, for the audit log)."""
-        parsed = _MESSAGES.validate_python(
-            [m.model_dump(by_alias=True) if isinstance(m, UIMessage) else m for m in messages]
-        )
+        """`load_messages`, and what sanitizing stripped (content-free, for the audit log). Raises
+        `pydantic.ValidationError`, and only that, for messages it cannot load (`ui._input`)."""
+        raw = [m.model_dump(by_alias=True) if isinstance(m, UIMessage) else m for m in messages]
+        return loaded('UIMessage list', raw, lambda: cls._load(raw, sanitize))
+
+    @classmethod
+    def _load(cls, raw: list[Any], sanitize: bool) -> tuple[list[ModelMessage], list[StrippedItem]]:
+        parsed = _MESSAGES.validate_python(raw)
         history: list[ModelMessage] = []
         for message in parsed:
             if message.role == 'assistant':
