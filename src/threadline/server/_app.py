@@ -41,7 +41,7 @@ from starlette.staticfiles import StaticFiles
 
 from threadline.agent import Agent, AgentRunResult, DeferredToolResults, ToolDenied
 from threadline.audit import AuditContext, PromptContract, audit_events_from_sanitize, audit_history
-from threadline.exceptions import ConflictError, ConversationNotFound, SearchQueryTooLarge
+from threadline.exceptions import ConflictError, ConversationNotFound, SearchQueryTooLarge, UserError
 from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
@@ -161,6 +161,9 @@ class _Server:
             return self.problem(HTTPProblem(409, str(busy)))
         except SearchQueryTooLarge as large:
             return self.problem(HTTPProblem(400, f'q: {large}'))
+        except UserError:
+            # The store refused a value the request carried; its message may quote that value.
+            return self.problem(HTTPProblem(400, 'the request holds a value the store does not accept'))
 
     # -- endpoints --------------------------------------------------------------------------------
     async def health(self, request: Request) -> Response:
@@ -168,9 +171,11 @@ class _Server:
 
     async def conversations(self, request: Request) -> Response:
         async def action(scope: str) -> Response:
-            limit = query_int(request.query_params.get('limit'), 50, 'limit')
+            limit = query_int(request.query_params.get('limit'), 50, 'limit', low=1)
             offset = query_int(request.query_params.get('offset'), 0, 'offset')
             query = request.query_params.get('q')
+            if query is not None and not query.isprintable():
+                raise HTTPProblem(400, 'q: must not hold control characters')
             if query:
                 hits = await self.store.search(query, scope=scope, limit=limit)
                 return JSONResponse({'hits': [_hit(h) for h in hits]})

@@ -125,9 +125,10 @@ def _described(error: Any) -> str:
     return message
 
 
-def query_int(value: str | None, default: int, name: str) -> int:
+def query_int(value: str | None, default: int, name: str, *, low: int = 0) -> int:
+    """A query parameter's whole number, from `low` to 1000 (ASCII digits only: `²` is not 2)."""
     if value is None:
         return default
-    if not (value.isascii() and value.isdigit()) or int(value) > 1000:
-        raise HTTPProblem(400, f'{name}: a whole number from 0 to 1000')
+    if not (value.isascii() and value.isdigit()) or not low <= int(value) <= 1000:
+        raise HTTPProblem(400, f'{name}: a whole number from {low} to 1000')
     return int(value)

@@ -112,6 +112,25 @@ def finished_ids(result: FinishedRun, conversation_id: str | None) -> tuple[str,
     return str(result.run_id), str(conversation_id)
 
 
+def check_continuation(result: FinishedRun, new: int, stored: int, of_run: int, conversation_id: str) -> None:
+    """Refuse to save a run that continues history the conversation does not hold.
+
+    A run over `message_history` of N messages saves only its own new messages; if the
+    conversation stores fewer than N (less what this run already stored), the earlier messages
+    were never saved and the stored conversation would silently miss them. A result without
+    `all_messages()` (a hand-built one) is not checked; a history shorter than what is stored
+    (trimmed by a history processor or compaction) is fine."""
+    every = getattr(result, 'all_messages', None)
+    if not callable(every):
+        return
+    before = len(every()) - new
+    if before > stored - of_run:
+        raise UserError(
+            f'save(): the run continues {before} messages of history, but conversation {conversation_id!r} stores '
+            f'{stored - of_run} of them: save or append the earlier messages first (nothing was saved)'
+        )
+
+
 def check_scope(scope: object) -> str:
     """A scope must be a non-empty string: `None`, `''` and non-strings are refused, never taken as
     "every scope" or a default, so a missing tenant id can never widen what a call sees."""

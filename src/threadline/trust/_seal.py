@@ -33,8 +33,18 @@ together by design: protect that directory like a password file); deleting a who
 (it is then simply not found); a store whose writers do not share one tip book (each machine's
 book knows only its own writes, so rollback detection there is per machine); a store rewritten to
 look in full like one made before seals (the seals table dropped and the migration history
-edited, or `store.json` deleted too) on a machine whose book never saw it. Run records, step
-events and snapshots are not sealed: the audit does not rely on them.
+edited, or `store.json` deleted too) on a machine whose book never saw it.
+
+Not sealed, on purpose, each with its reason (none of them is evidence the audit relies on):
+- run records, their outputs, step events and snapshots: what a run did is the sealed messages
+  and ledger; these are for resuming and debugging, and are rebuilt from those where it matters;
+- the conversation's usage total (what `UsageLimits` counts across runs): a budget counter, not a
+  fact of the history; an edit of it changes how much a later run may spend, never what the
+  history says (per-response usage inside the messages is sealed with them);
+- stored audit events (sanitize records): notes about what was stripped, content-free;
+- the search index: it only chooses which messages a search finds; what a hit shows is read
+  from the sealed message itself, so an edited index row cannot change what a model is shown;
+- notebooks (`Memory`): model-written notes, versioned, outside any conversation.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from threadline.messages.wire import encode_each
 from threadline.storage._contract import FinishedRun
 from threadline.storage._neutral import (
     check_append,
+    check_continuation,
     check_every_scope,
     check_messages,
     check_scope,
@@ -98,6 +99,7 @@ class FileLogOps(FileBase):
             state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
             self._claim_run(run_id, conversation_id)
             stored = sum(b.end - b.start for b in state.batches if b.run_id == run_id and b.branch in state.branches)
+            check_continuation(result, len(new), self._length(state) if state.branches else 0, stored, conversation_id)
             run = state.runs.get(run_id)
             counted = run is not None and run.status == 'completed'
             fresh = new[stored:]

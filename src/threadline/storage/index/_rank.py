@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from threadline.storage.index._query import Term, fold
 
-__all__ = ['MARK_END', 'MARK_START', 'mark_grams', 'rank_locally', 'snippet_of']
+__all__ = ['MARK_END', 'MARK_START', 'mark_grams', 'rank_locally', 'snippet_of', 'snippet_of_text']
 
 MARK_START, MARK_END = '\x01', '\x02'
 """The markers `highlight()` is asked to put around each match."""
@@ -78,6 +78,41 @@ def mark_grams(text: str, terms: Sequence[Term]) -> str:
 def snippet_of(text: str, terms: Sequence[Term]) -> str:
     """A snippet of an unmarked `text` with the gram terms marked (the word terms are the index's)."""
     return _snippet(mark_grams(text, terms))
+
+
+_WORD_SPANS = re.compile(r'[^\W_]+')
+
+
+def snippet_of_text(text: str, terms: Sequence[Term]) -> str:
+    """A snippet of a message's own text with every term marked: what a hit shows is read from
+    the stored (sealed) message, never from the search index's copy of its text."""
+    return _snippet(mark_grams(_mark_words(text, terms), terms))
+
+
+def _mark_words(text: str, terms: Sequence[Term]) -> str:
+    """`text` with each instance of a word, prefix or phrase term marked (folded as the index folds)."""
+    plain = [t for t in terms if not t.grams]
+    if not plain:
+        return text
+    spans = [(m.start(), m.end(), fold(m.group(0))) for m in _WORD_SPANS.finditer(text)]
+    marked: list[tuple[int, int]] = []
+    for index in range(len(spans)):
+        for term in plain:
+            words = term.words
+            window = spans[index : index + len(words)]
+            if len(window) < len(words):
+                continue
+            folded = ' '.join(w for _, _, w in window)
+            if term.matches(folded) if term.kind != 'prefix' else window[0][2].startswith(term.text):
+                marked.append((window[0][0], window[-1][1]))
+                break
+    out, at = [], 0
+    for start, end in marked:
+        if start < at:
+            continue
+        out += [text[at:start], MARK_START, text[start:end], MARK_END]
+        at = end
+    return ''.join([*out, text[at:]])
 
 
 def _snippet(text: str) -> str:

@@ -13,10 +13,11 @@ from typing import Any
 from threadline._uuid import uuid7
 from threadline.exceptions import ConversationNotFound, UserError
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, RunUsage
-from threadline.messages.wire import encoder
+from threadline.messages.wire import decode_messages, encoder
 from threadline.storage._contract import FinishedRun
 from threadline.storage._neutral import (
     check_append,
+    check_continuation,
     check_every_scope,
     check_messages,
     check_scope,
@@ -36,8 +37,9 @@ from threadline.storage._records import (
     StoredConversation,
 )
 from threadline.storage._verify import report
-from threadline.storage.index._query import parse_query
-from threadline.storage.index._text import message_text, role_and_time
+from threadline.storage.index._query import Term, parse_query
+from threadline.storage.index._rank import snippet_of_text
+from threadline.storage.index._text import message_text, role_of, time_of
 from threadline.storage.sql._base import Conversation, Segment, SQLBase, usage_decoder
 from threadline.storage.sql._dialect import Connection
 from threadline.storage.sql._seal import check as check_seals
@@ -95,6 +97,7 @@ class LogOps(SQLBase):
             conversation = self._open_for_write(conn, conversation_id, scope, expected_revision, create=True)
             self._claim_run(conn, run_id, conversation_id)
             stored = self._stored_for_run(conn, conversation, run_id)
+            check_continuation(result, len(new), conversation.length, stored, conversation_id)
             fresh = new[stored:]
             known = self._one(conn, 'SELECT status FROM runs WHERE run_id = ?', (run_id,))
             counted = known is not None and known[0] == 'completed'
@@ -402,13 +405,14 @@ class LogOps(SQLBase):
                     seen.add(rowid)
                     hits.append(SearchHit(owner or '', position, score, snippet, run_id))
                 if len(hits) >= limit or len(rows) < fetch:
-                    return self._described(conn, hits[:limit], [r[0] for r in rows if r[0] in seen])
+                    return self._described(conn, hits[:limit], [r[0] for r in rows if r[0] in seen], terms)
                 fetch *= 4
 
     def _described(
-        self, conn: Connection, hits: builtins.list[SearchHit], rowids: builtins.list[int]
+        self, conn: Connection, hits: builtins.list[SearchHit], rowids: builtins.list[int], terms: builtins.list[Term]
     ) -> builtins.list[SearchHit]:
-        """`hits` with the role and time of the message each one is in."""
+        """`hits` with the role and time of the message each one is in, and a snippet made from
+        that stored message (sealed), not from the index (which the seal does not cover)."""
         if not hits:
             return hits
         marks = ','.join('?' * len(rowids))
@@ -416,8 +420,9 @@ class LogOps(SQLBase):
         bodies: dict[int, str] = {rowid: body for rowid, body in rows}
         described = []
         for hit, rowid in zip(hits, rowids, strict=False):
-            role, timestamp = role_and_time(bodies[rowid])
-            described.append(replace(hit, role=role, timestamp=timestamp))
+            [message] = decode_messages(b'[' + bodies[rowid].encode() + b']')
+            snippet = snippet_of_text(message_text(message), terms)
+            described.append(replace(hit, role=role_of(message), timestamp=time_of(message), snippet=snippet))
         return described
 
     def _owner(self, conn: Connection, branch: int) -> str:
