@@ -8,11 +8,14 @@ Rules (each tested):
   configured (`keys=None`) the app is in dev mode: one local scope, no key needed; `threadline
   serve` then binds to 127.0.0.1 only.
 - Another tenant's conversation is a 404, never a 403 (the store treats it as not found).
-- Server-held history: a chat request names its conversation (Vercel `id`, AG-UI `threadId`) and
-  only its new user turn is used; the history comes from the store. What a client sends is
+- Server-held history: a chat request names its conversation (Vercel `id`, AG-UI `threadId`), a
+  chat id in the caller's own space (`_ids.ChatIds`: another tenant's equal id is another
+  conversation), and only its new user turn is used; the history comes from the store. What a client sends is
   untrusted: it is sanitized, and what was stripped is recorded as content-free audit events.
 - Bad input: a body that is not the protocol's shape is a 400 naming the field
-  (`messages[0].parts[0].type`); a body over `max_body` bytes is a 413.
+  (`messages[0].parts[0].type`), never quoting its value; a body over `max_body` bytes is a 413,
+  counted as it is read; a body not sent as `application/json` is a 415 (`_requests`). Pages of
+  other sites and rebinding hosts are a 403 (`_origin`).
 - Writes: one turn of a conversation runs at a time, on this server and across servers sharing
   the store (`_turns.TurnGate`: a local lock, then the store's turn lease); a turn waits for the
   one before it and runs over the history as stored when its turn comes. A turn still waiting
@@ -55,6 +58,7 @@ from threadline.messages import (
     UserContent,
 )
 from threadline.server._auth import DEV_SCOPE, ApiKeyBackend, ScopeUser, refuse
+from threadline.server._ids import ChatIds
 from threadline.server._origin import SameOriginGuard
 from threadline.server._requests import HTTPProblem, conversation_id, field, json_body, new_turn, query_int
 from threadline.server._stateless import DEFAULT_TTL, signed_chunks, verified_history
@@ -95,6 +99,7 @@ def create_app(
     static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, max_body)
+    server.ids = ChatIds(store, tenants=keys is not None)
     server.turns = TurnGate(store, ttl=lease_ttl, wait=turn_wait)
     server.trust = stateless
     server.envelope_ttl = timedelta(seconds=envelope_ttl)
@@ -123,6 +128,7 @@ class _Server:
         self.trust: Keyring | None = None
         self.envelope_ttl = DEFAULT_TTL
         self.turns = TurnGate(store)
+        self.ids = ChatIds(store, tenants=False)
 
     # -- plumbing ---------------------------------------------------------------------------------
     @staticmethod
@@ -178,9 +184,10 @@ class _Server:
                 raise HTTPProblem(400, 'q: must not hold control characters')
             if query:
                 hits = await self.store.search(query, scope=scope, limit=limit)
-                return JSONResponse({'hits': [_hit(h) for h in hits]})
+                return JSONResponse({'hits': [_hit(h, self.ids.chat(scope, h.conversation_id)) for h in hits]})
             rows = await self.store.list(scope, limit=limit, offset=offset)
-            return JSONResponse({'conversations': [_summary(r) for r in rows], 'limit': limit, 'offset': offset})
+            listed = [_summary(r, lambda stored_id: self.ids.chat(scope, stored_id)) for r in rows]
+            return JSONResponse({'conversations': listed, 'limit': limit, 'offset': offset})
 
         return await self.handle(request, action)
 
@@ -188,11 +195,12 @@ class _Server:
         cid = self.cid(request)
 
         async def action(scope: str) -> Response:
+            stored_id = await self.ids.stored(scope, cid)
             if request.method == 'DELETE':
-                await self.store.load(cid, scope=scope, last=1)  # another scope's is not found: 404
-                await self.store.delete(cid, scope=scope)
+                await self.store.load(stored_id, scope=scope, last=1)  # another scope's is not found: 404
+                await self.store.delete(stored_id, scope=scope)
                 return Response(status_code=204)
-            stored = await self.store.load(cid, scope=scope)
+            stored = await self.store.load(stored_id, scope=scope)
             ui = VercelAIAdapter.dump_messages(stored.messages)
             return JSONResponse(
                 {
@@ -209,7 +217,8 @@ class _Server:
         cid = self.cid(request)
 
         async def action(scope: str) -> Response:
-            return JSONResponse({'id': await self.store.fork(cid, scope=scope)}, status_code=201)
+            forked = await self.store.fork(await self.ids.stored(scope, cid), scope=scope)
+            return JSONResponse({'id': self.ids.chat(scope, forked)}, status_code=201)
 
         return await self.handle(request, action)
 
@@ -217,12 +226,13 @@ class _Server:
         cid = self.cid(request)
 
         async def action(scope: str) -> Response:
-            stored = await self.store.load(cid, scope=scope)
+            stored_id = await self.ids.stored(scope, cid)
+            stored = await self.store.load(stored_id, scope=scope)
             context = AuditContext(
                 source='store',
                 store=self.store,
                 scope=scope,
-                conversation_id=cid,
+                conversation_id=stored_id,
                 prompt_contract=PromptContract.unchecked(),
             )
             report = audit_history(stored, context)
@@ -236,7 +246,10 @@ class _Server:
             body = await self.body(request)
             cid, messages = conversation_id(field(body, 'id', str), 'id'), field(body, 'messages', list)
             prompt, stripped = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
-            return await self._turn(cid, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS)
+            stored_id = await self.ids.stored(scope, cid)
+            return await self._turn(
+                stored_id, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS
+            )
 
         return await self.handle(request, action)
 
@@ -272,17 +285,19 @@ class _Server:
 
         async def action(scope: str) -> Response:
             decisions = field(await self.body(request), 'approvals', dict)
-            stored = await self.store.load(cid, scope=scope, last=2)  # the pause is in the tail
+            stored_id = await self.ids.stored(scope, cid)
+            stored = await self.store.load(stored_id, scope=scope, last=2)  # the pause is in the tail
             pending = _paused_calls(stored.messages)
             unknown = sorted(set(decisions) - pending)
             if unknown or not decisions or not all(isinstance(v, bool) for v in decisions.values()):
                 raise HTTPProblem(
                     400,
-                    f'approvals: name pending tool calls of this conversation with true or false (not pending: {unknown})',
+                    'approvals: name pending tool calls of this conversation with true or false '
+                    f'({len(unknown)} named that are not pending)',
                 )
             results = DeferredToolResults(approvals={k: True if v else ToolDenied() for k, v in decisions.items()})
             return await self._turn(
-                cid,
+                stored_id,
                 scope,
                 None,
                 [],
@@ -313,7 +328,8 @@ class _Server:
                 async for event in ag_ui_events(events, thread_id=cid, run_id=run_id):
                     yield encode(event)
 
-            return await self._turn(cid, scope, prompt, stripped, frames, {'content-type': 'text/event-stream'})
+            stored_id = await self.ids.stored(scope, cid)
+            return await self._turn(stored_id, scope, prompt, stripped, frames, {'content-type': 'text/event-stream'})
 
         return await self.handle(request, action)
 
@@ -412,15 +428,15 @@ def _paused_calls(tail: Sequence[ModelMessage]) -> set[str]:
     return calls - answered
 
 
-def _hit(hit: SearchHit) -> dict[str, object]:
-    return {'conversationId': hit.conversation_id, 'position': hit.position, 'snippet': hit.snippet, 'role': hit.role}
+def _hit(hit: SearchHit, chat_id: str) -> dict[str, object]:
+    return {'conversationId': chat_id, 'position': hit.position, 'snippet': hit.snippet, 'role': hit.role}
 
 
-def _summary(row: ConversationSummary) -> dict[str, object]:
+def _summary(row: ConversationSummary, chat: Callable[[str], str]) -> dict[str, object]:
     return {
-        'id': row.conversation_id,
+        'id': chat(row.conversation_id),
         'title': row.title,
         'messages': row.message_count,
         'updatedAt': row.updated_at.isoformat(),
-        'forkedFrom': row.forked_from,
+        'forkedFrom': None if row.forked_from is None else chat(row.forked_from),
     }
