@@ -242,3 +242,38 @@ def test_import_and_audit_of_an_endless_file_stop_at_the_input_limit(
         code = main([*args, '--db', db])
         err = capsys.readouterr().err
         assert code == 1 and 'over 2 MB' in err and 'THREADLINE_MAX_INPUT_MB' in err, (args, err)
+
+
+def test_a_recorded_restore_verifies_and_an_unrecorded_one_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from threadline.cli import main
+
+    db = tmp_path / 'live.db'
+    store = SQLiteStore(db)
+    store.sync.append('c', turn(0, conversation_id='c'), scope='s')
+    store.close()
+    assert main(['db', 'backup', str(tmp_path / 'b.db'), '--db', str(db)]) == 0
+    store = SQLiteStore(db)
+    store.sync.append('c', turn(1, conversation_id='c'), scope='s')
+    store.close()
+    # Copied over by hand: the tip book saw a newer seal, so this rollback is reported.
+    shutil.copy(tmp_path / 'b.db', db)
+    for suffix in ('-wal', '-shm'):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    check = SQLiteStore(db).sync.verify('c', scope='s')
+    assert not check.ok and check.tip == 'truncated'
+    capsys.readouterr()
+    # Restored with the command: recorded, so the older copy verifies from now on.
+    assert main(['db', 'restore', str(tmp_path / 'b.db'), '--db', str(db), '--yes']) == 0
+    assert 'recorded in the tip book' in capsys.readouterr().out
+    restored = SQLiteStore(db)
+    assert restored.sync.verify('c', scope='s').ok and restored.sync.load('c', scope='s').length == 4
+    restored.sync.append('c', turn(1, conversation_id='c'), scope='s')  # and it goes on sealing
+    assert restored.sync.verify('c', scope='s').ok
+    other = tmp_path / 'other.db'
+    SQLiteStore(other).close()
+    assert main(['db', 'restore', str(other), '--db', str(db), '--yes']) == 1
+    assert 'another store' in capsys.readouterr().err

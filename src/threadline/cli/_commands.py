@@ -227,7 +227,7 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
         ) as conn:
             check = conn.execute('PRAGMA quick_check').fetchone()[0]
             if check != 'ok':
-                raise click.ClickException(f'{state.db} is damaged ({check}); restore it from an earlier backup')
+                raise click.ClickException(f'{state.db} is damaged ({check}); restore it from an earlier backup (threadline db restore)')
             _vacuum_into(conn, partial, source.name)
         os.link(partial, destination)  # fails if DESTINATION appeared meanwhile: never overwrite
     except sqlite3.DatabaseError as exc:
@@ -237,6 +237,64 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
     finally:
         partial.unlink(missing_ok=True)
     click.echo(f'backed up {state.db} to {destination}')
+
+
+@db.command('restore')
+@click.argument('backup', type=click.Path(dir_okay=False, path_type=Path))
+@click.option('--yes', is_flag=True, help='Do not ask before replacing the database.')
+@shared_options
+def db_restore(backup: Path, yes: bool, db: str | None, scope: str | None, debug: bool) -> None:
+    """Restore a SQLite database from BACKUP (made by `db backup`), and record that you did.
+
+    The backup must be a sound Threadline database of the same store (the same store id). Its
+    pages are copied over the database in one transaction (readers see the old or the new), then
+    the restore is recorded in the tip book beside the store key: conversations are no longer
+    reported as truncated because the backup is older than what the book saw. Copying a backup
+    over the file by hand records nothing, so that rollback is still reported, as an attacker's is.
+    """
+    import sqlite3
+
+    from threadline.storage import SQLiteStore
+
+    state = state_for(db, scope, debug)
+    if state.db.startswith(('postgresql://', 'postgres://')):
+        raise click.ClickException('restore works on SQLite databases; use pg_restore for PostgreSQL')
+    target = Path(state.db)
+    source_id = _store_id(backup)
+    if target.is_file() and _store_id(target) not in (source_id, None):
+        raise click.ClickException(f'{backup} is a backup of another store, not of {state.db}; nothing was restored')
+    if target.is_file() and not yes and not click.confirm(f'replace {state.db} with {backup}?', default=False):
+        raise click.ClickException('nothing was restored')
+    try:
+        with (
+            contextlib.closing(sqlite3.connect(f'file:{backup.resolve()}?mode=ro', uri=True)) as src,
+            contextlib.closing(sqlite3.connect(target, timeout=30)) as dst,
+        ):
+            src.backup(dst)
+    except sqlite3.Error as exc:
+        raise click.ClickException(f'cannot restore {state.db} from {backup}: {exc}; nothing was restored') from None
+    store = SQLiteStore(target)
+    try:
+        forgotten = store.sync.record_restore(str(backup.resolve()))
+    finally:
+        store.close()
+    click.echo(f'restored {state.db} from {backup}; recorded in the tip book ({forgotten} newer tips forgotten)')
+
+
+def _store_id(path: Path) -> str | None:
+    """The store id of the SQLite database at `path` (None: made before ids), or a clear error."""
+    import sqlite3
+
+    if not path.is_file():
+        raise click.ClickException(f'no database at {path}')
+    try:
+        with contextlib.closing(sqlite3.connect(f'file:{path.resolve()}?mode=ro', uri=True)) as conn:
+            if conn.execute('PRAGMA quick_check').fetchone()[0] != 'ok':
+                raise click.ClickException(f'{path} is damaged; choose another backup')
+            row = conn.execute("SELECT value FROM threadline_meta WHERE key = 'store_id'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise click.ClickException(f'{path} is not a Threadline database ({exc})') from None
+    return None if row is None else str(row[0])
 
 
 def _vacuum_into(conn: Any, partial: Path, name: str) -> None:

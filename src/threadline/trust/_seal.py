@@ -127,6 +127,9 @@ class TipBook:
                 'CREATE TABLE IF NOT EXISTS adoptions (location TEXT PRIMARY KEY, at TEXT NOT NULL, '
                 'key_id TEXT NOT NULL, conversations INTEGER NOT NULL)'
             )
+            self._db.execute(
+                'CREATE TABLE IF NOT EXISTS restores (location TEXT NOT NULL, at TEXT NOT NULL, source TEXT NOT NULL)'
+            )
         except sqlite3.Error as exc:
             raise UserError(f'cannot open the tip book at {self.path}: {exc}') from None
 
@@ -179,6 +182,25 @@ class TipBook:
                 'ON CONFLICT (location) DO NOTHING',
                 (location, datetime.now(tz=UTC).isoformat(), key_id, conversations),
             )
+
+    def record_restore(self, location: str, source: str) -> int:
+        """An operator restored the store at `location` from a backup (`threadline db restore`):
+        its tips are forgotten, so the older copy is not reported as truncated from now on, and
+        the restore is recorded (when, from what). Returns how many tips were forgotten. A rollback
+        nobody records this way is still caught."""
+        with self._lock:
+            forgotten = self._db.execute('DELETE FROM tips WHERE location = ?', (location,)).rowcount
+            self._db.execute(
+                'INSERT INTO restores (location, at, source) VALUES (?, ?, ?)',
+                (location, datetime.now(tz=UTC).isoformat(), source),
+            )
+        return int(forgotten)
+
+    def restores(self, location: str) -> list[tuple[str, str]]:
+        """(when, from what) of each restore recorded for `location`, oldest first."""
+        with self._lock:
+            rows = self._db.execute('SELECT at, source FROM restores WHERE location = ? ORDER BY at', (location,))
+            return [(str(at), str(source)) for at, source in rows.fetchall()]
 
     def close(self) -> None:
         with self._lock:

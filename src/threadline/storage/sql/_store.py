@@ -127,6 +127,13 @@ class SQLStore(LogOps, StepOps, AuditOps, NotebookOps, LeaseOps):
         if legacy and self._seal.tips and self._location and self._seal.key_id:
             self._seal.tips.record_adoption(self._location, self._seal.key_id, adopted)
 
+    def record_restore(self, source: str) -> int:
+        """Record in the tip book that this database was restored from a backup (`source` names
+        it): see `TipBook.record_restore`. Returns how many tips were forgotten."""
+        if self._seal.tips is None or self._location is None:
+            return 0
+        return self._seal.tips.record_restore(self._location, source)
+
     @property
     def dialect(self) -> Dialect:
         return self._dialect
