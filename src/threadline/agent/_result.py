@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args
 
 import msgspec
@@ -34,6 +35,7 @@ class AgentRunResult(Generic[OutputDataT]):
         'conversation_id',
         'model_name',
         'output',
+        'output_tool_name',
         'run_id',
         'run_usage',
         'usage',
@@ -49,8 +51,11 @@ class AgentRunResult(Generic[OutputDataT]):
         usage: RunUsage | None = None,
         run_usage: RunUsage | None = None,
         model_name: str | None = None,
+        output_tool_name: str | None = None,
     ) -> None:
         self.output = output
+        self.output_tool_name = output_tool_name
+        """The output tool whose call carried the output (None: the output was text)."""
         self._messages: list[ModelMessage] = [] if _messages is None else _messages
         self._new_message_index = _new_message_index
         self.run_id = run_id
@@ -84,6 +89,11 @@ class AgentRunResult(Generic[OutputDataT]):
     @property
     def new_message_index(self) -> int:
         return self._new_message_index
+
+    @property
+    def timestamp(self) -> datetime:
+        """When the last response was made (the run's answer)."""
+        return self.response.timestamp
 
     @property
     def response(self) -> ModelResponse:
@@ -124,13 +134,14 @@ class AgentRunResult(Generic[OutputDataT]):
             data.get('conversation_id'),
             usage,
             usage,
+            output_tool_name=data.get('output_tool_name'),
         )
 
     def _to_wire(self) -> dict[str, Any]:
         return {
             'messages': ModelMessagesTypeAdapter.dump_python(self._messages, mode='json'),
             'new_message_index': self._new_message_index,
-            'output_tool_name': None,
+            'output_tool_name': self.output_tool_name,
             'usage': msgspec.to_builtins(self.usage),
             'run_id': self.run_id,
             'conversation_id': self.conversation_id,

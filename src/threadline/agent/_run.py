@@ -145,7 +145,7 @@ class AgentRun(Generic[OutputDataT]):
             raise StopAsyncIteration
         return await self.next(self._next_node)
 
-    def _build_result(self, output: Any) -> AgentRunResult[OutputDataT]:
+    def _build_result(self, output: Any, output_tool_name: str | None = None) -> AgentRunResult[OutputDataT]:
         state = self._state
         return AgentRunResult(
             output=output,
@@ -156,10 +156,11 @@ class AgentRun(Generic[OutputDataT]):
             usage=state.ctx.usage,
             run_usage=state.run_usage,
             model_name=state.model.model_name,
+            output_tool_name=output_tool_name,
         )
 
     async def _finish(self, end: End[FinalResult[Any]]) -> AgentRunResult[OutputDataT]:
-        result = self._build_result(end.data.output)
+        result = self._build_result(end.data.output, end.data.tool_name)
         return await self._state.capabilities.after_run(self._state.ctx, result)
 
     async def _recover(self, error: Exception) -> AgentRunResult[OutputDataT]:

@@ -40,11 +40,12 @@ class _ModelMessagesAdapter:
     def dump_python(
         self, messages: Sequence[ModelMessage], /, *, mode: Literal['python', 'json'] = 'python'
     ) -> list[dict[str, Any]]:
-        """Dicts for each message. `mode='json'` gives JSON-compatible values (ISO timestamps,
-        base64 data); `mode='python'` keeps datetimes, bytes and application metadata as they are,
-        so `validate_python(dump_python(h)) == h` holds exactly."""
+        """Dicts for each message. `mode='json'` gives exactly what the JSON form decodes to (ISO
+        timestamps, base64 data, lists where the values held tuples); `mode='python'` keeps
+        datetimes, bytes and application metadata as they are, so `validate_python(dump_python(h))
+        == h` holds exactly."""
         if mode == 'json':
-            return msgspec.to_builtins(messages, enc_hook=enc_hook)  # type: ignore[no-any-return]
+            return msgspec.json.decode(encoder.encode(messages))  # type: ignore[no-any-return]
         return [to_python(m) for m in messages]
 
 

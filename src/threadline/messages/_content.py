@@ -6,6 +6,7 @@ import base64
 import binascii
 import hashlib
 import mimetypes
+import re
 import os
 import urllib.parse
 from pathlib import Path
@@ -74,12 +75,18 @@ _EXTRA_MEDIA_TYPES = {
 _YOUTUBE_HOSTS = ('youtu.be', 'youtube.com', 'www.youtube.com', 'm.youtube.com')
 
 
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9][\w!#$&^.+-]*/[A-Za-z0-9][\w!#$&^.+-]*")
+
+
 def _guess_media_type(path: str) -> str | None:
     """Media type from a URL or file name's extension (or a `data:` URL's own header), or None
     when it has no known one."""
     if path[:5].lower() == 'data:':
         header = path[5:].split(',', 1)[0].split(';', 1)[0].strip()
-        return header.lower() or 'text/plain'  # RFC 2397: an empty header means text/plain
+        if not header:
+            return 'text/plain'  # RFC 2397: an empty header means text/plain
+        # Only a `type/subtype` header names one: `data://x.png` is no data URL, and has none.
+        return header.lower() if _MEDIA_TYPE.fullmatch(header) else None
     try:
         parsed = urlparse(path).path or path
     except ValueError:
