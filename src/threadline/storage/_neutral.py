@@ -124,10 +124,13 @@ def check_continuation(result: FinishedRun, new: int, stored: int, of_run: int, 
     if not callable(every):
         return
     before = len(every()) - new
-    if before > stored - of_run:
+    # What the run stored beyond its new messages (a resumed run's trailing request, which step
+    # persistence stamps with the run) is history the conversation holds.
+    held = stored - min(of_run, new)
+    if before > held:
         raise UserError(
             f'save(): the run continues {before} messages of history, but conversation {conversation_id!r} stores '
-            f'{stored - of_run} of them: save or append the earlier messages first (nothing was saved)'
+            f'{held} of them: save or append the earlier messages first (nothing was saved)'
         )
 
 
