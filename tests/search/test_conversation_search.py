@@ -149,3 +149,25 @@ def test_scope_must_resolve_and_tool_names_must_not_clash() -> None:
 
     with pytest.raises(UserError, match="'search_conversation' from capability ConversationSearch conflicts"):
         clash.run_sync('hi')
+
+
+async def test_recall_leaves_out_the_question_itself_system_prompts_and_branch_copies(
+    any_store: AsyncStore[Any],
+) -> None:
+    model = Searcher()
+    capabilities = [StepPersistence(any_store, scope='acme'), ConversationSearch(any_store, scope='acme')]
+    agent = Agent(FunctionModel(model), capabilities=capabilities, system_prompt='You guard the locker room.')
+    first = await agent.run('my locker code is zanzibar')
+    cid = first.conversation_id
+    assert cid is not None
+    # A compaction put a summary first and kept the turn: its messages now live on two branches.
+    stored = any_store.sync.load(cid, scope='acme')
+    summary = ModelRequest(parts=[UserPromptPart('(summary of earlier turns)')])
+    ack = ModelResponse(parts=[TextPart('ok')])
+    any_store.sync.replace(cid, [summary, ack, *stored.messages], scope='acme', expected_revision=stored.revision)
+    assert len(any_store.sync.branches(cid, scope='acme')) == 2
+    await agent.run('search:{"query": "locker"}', message_history=any_store.sync.load(cid, scope='acme').messages)
+    [found] = model.results
+    assert found.content.startswith('2 match(es)'), found.content  # the first turn's two messages, once each
+    assert found.content.count('code is zanzibar') == 2  # the prompt and the answer that echoes it
+    assert 'guard' not in found.content and 'search:' not in found.content  # no system prompt, no question

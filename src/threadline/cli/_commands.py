@@ -227,7 +227,9 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
         ) as conn:
             check = conn.execute('PRAGMA quick_check').fetchone()[0]
             if check != 'ok':
-                raise click.ClickException(f'{state.db} is damaged ({check}); restore it from an earlier backup (threadline db restore)')
+                raise click.ClickException(
+                    f'{state.db} is damaged ({check}); restore it from an earlier backup (threadline db restore)'
+                )
             _vacuum_into(conn, partial, source.name)
         os.link(partial, destination)  # fails if DESTINATION appeared meanwhile: never overwrite
     except sqlite3.DatabaseError as exc:

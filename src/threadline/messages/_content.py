@@ -6,8 +6,8 @@ import base64
 import binascii
 import hashlib
 import mimetypes
-import re
 import os
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -75,7 +75,7 @@ _EXTRA_MEDIA_TYPES = {
 _YOUTUBE_HOSTS = ('youtu.be', 'youtube.com', 'www.youtube.com', 'm.youtube.com')
 
 
-_MEDIA_TYPE = re.compile(r"[A-Za-z0-9][\w!#$&^.+-]*/[A-Za-z0-9][\w!#$&^.+-]*")
+_MEDIA_TYPE = re.compile(r'[A-Za-z0-9][\w!#$&^.+-]*/[A-Za-z0-9][\w!#$&^.+-]*')
 
 
 def _guess_media_type(path: str) -> str | None:

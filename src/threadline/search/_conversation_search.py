@@ -12,7 +12,9 @@ Rules (each tested):
 - Filters: a run id, a time window (`since`, `until`, ISO 8601) and roles (user, assistant,
   tool). A run id of another conversation or scope simply matches nothing.
 - Each hit names its conversation, position, role, time and run, with a snippet where the
-  matches are marked `[...]`. The whole answer is at most `max_chars` characters (default
+  matches are marked `[...]`. The run's own messages are left out (the model has them, and its
+  question would rank first), and a message kept on several branches (a compaction rewrote the
+  history after it) is shown once. System prompts are not indexed. The whole answer is at most `max_chars` characters (default
   4,000), so recall cannot flood the context; what did not fit is counted, not shown.
 - Ranking is the store's: BM25 over the conversation's own statistics when scoped to one
   conversation (SQLite), FTS5 bm25 or `ts_rank` store-wide.
@@ -105,7 +107,9 @@ class ConversationSearch(AbstractCapability[CapabilityDepsT]):
         scope = self._scope_for(ctx)
         conversation = ctx.conversation_id if self.reach == 'conversation' else None
         try:
-            hits = await self._filtered(query, scope, conversation, run_id, set(roles or ()), since, until)
+            hits = await self._filtered(
+                query, scope, conversation, run_id, set(roles or ()), since, until, current=ctx.run_id
+            )
         except ConversationNotFound:
             return 'Nothing is stored for this conversation yet.'
         except SearchQueryTooLarge as exc:
@@ -121,10 +125,17 @@ class ConversationSearch(AbstractCapability[CapabilityDepsT]):
         roles: set[str],
         since: datetime | None,
         until: datetime | None,
+        *,
+        current: str | None,
     ) -> list[SearchHit]:
-        """Hits that pass the filters: fetched in growing batches while too few pass."""
+        """Hits that pass the filters, each message once: fetched in growing batches while too few pass."""
+        shown: set[tuple[object, ...]] = set()
 
         def keep(hit: SearchHit) -> bool:
+            same = (hit.conversation_id, hit.role, hit.timestamp, hit.snippet)  # one message on two branches
+            if same in shown or (current is not None and hit.run_id == current):
+                return False
+            shown.add(same)
             return (
                 (run_id is None or hit.run_id == run_id)
                 and (not roles or hit.role in roles)
@@ -137,6 +148,7 @@ class ConversationSearch(AbstractCapability[CapabilityDepsT]):
             found = await self.store.search(
                 query, scope=scope, conversation_id=conversation, limit=fetch, include_dropped=conversation is not None
             )
+            shown.clear()
             kept = [h for h in found if keep(h)]
             if len(kept) >= self.max_hits or len(found) < fetch or fetch >= _MAX_FETCH:
                 return kept[: self.max_hits]

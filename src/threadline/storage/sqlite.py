@@ -327,7 +327,9 @@ def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
 def _backend_error(exc: sqlite3.Error, what: str) -> StoreError:
     text = str(exc)
     if isinstance(exc, sqlite3.DatabaseError) and ('malformed' in text or 'not a database' in text):
-        return CorruptRecordError(f'{what}: the database file is damaged ({text}); restore it from a backup with `threadline db restore`')
+        return CorruptRecordError(
+            f'{what}: the database file is damaged ({text}); restore it from a backup with `threadline db restore`'
+        )
     if 'locked' in text or 'busy' in text:
         return BackendError(
             f'{what}: the database is locked by another process ({text}); retry, or stop the other writer'

@@ -13,7 +13,6 @@ from threadline.messages import (
     ModelRequest,
     RetryFeedbackPart,
     RetryPromptPart,
-    SystemPromptPart,
     TextContent,
     TextPart,
     ThinkingPart,
@@ -36,7 +35,8 @@ def _json_text(value: Any) -> str:
 
 
 def message_text(message: ModelMessage) -> str:
-    """Searchable text of one message."""
+    """Searchable text of one message. A system prompt is not: it is the agent's, not the
+    conversation's, and a hit on it would be shown as the user's message."""
     out: list[Any] = []
     parts: list[Any] = list(message.parts)
     for part in parts:
@@ -47,7 +47,7 @@ def message_text(message: ModelMessage) -> str:
                 out.append(content)
             else:
                 out.extend(i if isinstance(i, str) else i.content for i in content if isinstance(i, (str, TextContent)))
-        elif kind is TextPart or kind is ThinkingPart or kind is SystemPromptPart:
+        elif kind is TextPart or kind is ThinkingPart:
             out.append(part.content)
         elif kind is ToolCallPart:
             out.append(part.tool_name)

@@ -130,7 +130,9 @@ class SQLBase:
         """The row a statement must find: one the store's own references point at."""
         row = self._one(conn, sql, params)
         if row is None:
-            raise CorruptRecordError('a stored record refers to a row that is not there; restore from a backup (`threadline db restore`)')
+            raise CorruptRecordError(
+                'a stored record refers to a row that is not there; restore from a backup (`threadline db restore`)'
+            )
         return row
 
     def _insert_id(self, conn: Connection, sql: str, params: Sequence[object]) -> int:
