@@ -161,3 +161,26 @@ async def test_a_deferred_capability_with_tools_is_refused_up_front() -> None:
     with pytest.raises(UserError, match="remove `defer_loading=True` from: 'billing'"):
         async with agent.realtime(model).session():
             pass
+
+
+async def test_a_new_conversation_opens_with_the_agents_system_prompt_and_hands_it_off() -> None:
+    model = TestRealtimeModel([says('Bonjour.')])
+    agent: Agent[None, str] = Agent(model, system_prompt='Answer in French.')
+    async with agent.realtime(model).session() as session:
+        session.enqueue('Hello')
+        await drive(session, 1)
+    history = session.all_messages()
+    assert [[p.part_kind for p in m.parts] for m in history] == [['system-prompt', 'user-prompt'], ['text']]
+    assert history[0].parts[0].content == 'Answer in French.'
+    seen: list[Any] = []
+
+    def next_model(messages: list[Any], info: Any) -> ModelResponse:
+        seen.extend(messages)
+        return says('Bien sûr.')
+
+    await Agent(FunctionModel(next_model), system_prompt='Answer in French.').run('More?', message_history=history)
+    assert any(isinstance(p, SystemPromptPart) for m in seen for p in m.parts)  # the hand-off kept it
+    async with agent.realtime(TestRealtimeModel([says('Encore.')])).session(message_history=history) as again:
+        again.enqueue('And?')
+        await drive(again, 1)
+    assert sum(isinstance(p, SystemPromptPart) for m in again.all_messages() for p in m.parts) == 1  # not twice

@@ -108,8 +108,9 @@ class RealtimeSession:
       `UserPromptPart`; system prompts next to text join it as `<system>…</system>` (so the model
       knows that text is not the person speaking); system prompts alone stay `SystemPromptPart`s.
       Anything else is a `UserError` naming the item.
-    - The history has the shapes of a run's (requests, responses with usage, tool results), so
-      `agent.run(message_history=session.all_messages())` continues or summarizes it.
+    - The history has the shapes of a run's (requests, responses with usage, tool results; a new
+      conversation's first request opens with the agent's system prompts, sent to the model with
+      it), so `agent.run(message_history=session.all_messages())` continues or summarizes it.
     - `context_window_used` / `context_tokens` are computed as `RunContext`'s, on this history.
     """
 
@@ -193,6 +194,10 @@ class RealtimeSession:
         return [EnqueuedMessagesEvent(pending.enqueue_id, (request,))]
 
     async def _deliver(self, parts: list[ModelRequestPart], *, respond: bool) -> ModelRequest:
+        if not self._state.history:
+            # A new conversation opens with the agent's system prompts, as a run's first request
+            # does: a hand-off (`agent.run(message_history=session.all_messages())`) then keeps them.
+            parts = [*await self._state.system_prompt_parts(), *parts]
         request = ModelRequest(parts=parts)
         self._state.append(request)
         self._in_flight = self._in_flight or respond
