@@ -103,3 +103,30 @@ def test_mutated_messages_raise_only_validation_errors(data: st.DataObject) -> N
     for adapter, base in ((VercelAIAdapter, UI), (AGUIAdapter, AG)):
         with contextlib.suppress(pydantic.ValidationError):  # any other exception fails the test
             adapter.load_messages(_mutated(base, data))
+
+
+def test_the_vercel_round_trip_keeps_tool_arguments_as_the_model_sent_them() -> None:
+    from threadline.messages import (
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    history = [
+        ModelRequest(parts=[UserPromptPart('weather?')]),
+        ModelResponse(parts=[ToolCallPart('w', '{"city":  "Paris"}', 'c1')]),
+        ModelRequest(parts=[ToolReturnPart('w', 'sunny', 'c1')]),
+        ModelResponse(parts=[TextPart('Sunny.')]),
+    ]
+    ui = [m.model_dump(mode='json', by_alias=True) for m in VercelAIAdapter.dump_messages(history)]
+    back = VercelAIAdapter.load_messages(json.loads(json.dumps(ui)))
+    [call] = [p for m in back for p in m.parts if isinstance(p, ToolCallPart)]
+    assert call.args == '{"city":  "Paris"}'  # the same text, so the next request has the same bytes
+    edited = json.loads(json.dumps(ui))
+    tool = next(p for m in edited for p in m['parts'] if p['type'] == 'tool-w')
+    tool['input'] = {'city': 'Rome'}  # a client that changed the input: its input wins
+    [changed] = [p for m in VercelAIAdapter.load_messages(edited) for p in m.parts if isinstance(p, ToolCallPart)]
+    assert changed.args == {'city': 'Rome'}

@@ -25,6 +25,7 @@ exactly what the next model request may need, so store Threadline's history, not
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -196,9 +197,33 @@ def _load_assistant(parts: Sequence[UIMessagePart]) -> list[ModelMessage]:
     return out
 
 
+_RAW_ARGS = 'threadline'
+
+
+def _raw_args(args: object) -> dict[str, Any] | None:
+    """Arguments the model sent as JSON text, kept beside the parsed `input` (as provider
+    metadata) so that loading the part back gives the same text, and the next request the same bytes."""
+    return {_RAW_ARGS: {'args': args}} if isinstance(args, str) else None
+
+
+def _args_of(part: ToolUIPart) -> Any:
+    """The call's arguments: the JSON text they were sent as, when the part kept it and its
+    `input` still says the same; else the `input` the client sent."""
+    args = part.input if isinstance(part.input, (dict, str)) else ({} if part.input is None else part.raw_input)
+    ours = (part.call_provider_metadata or {}).get(_RAW_ARGS)
+    kept = ours.get('args') if isinstance(ours, dict) else None
+    if isinstance(kept, str):
+        try:
+            if json.loads(kept) == args:
+                return kept
+        except ValueError:
+            pass  # not JSON after all: the input wins
+    return args
+
+
 def _load_tool(part: ToolUIPart, response: list[Any], results: list[Any]) -> None:
     name = part.tool_name
-    args = part.input if isinstance(part.input, (dict, str)) else ({} if part.input is None else part.raw_input)
+    args = _args_of(part)
     if part.provider_executed:
         response.append(NativeToolCallPart(name, args, part.tool_call_id))
         if part.state == 'output-available':
@@ -254,6 +279,7 @@ def _dump_response(message: ModelResponse, tools: dict[str, ToolUIPart]) -> list
                 tool_call_id=part.tool_call_id,
                 state='input-available',
                 input=part.args_as_dict(),
+                call_provider_metadata=_raw_args(part.args),
             )
             tools[part.tool_call_id] = tool
             out.append(tool)
@@ -264,6 +290,7 @@ def _dump_response(message: ModelResponse, tools: dict[str, ToolUIPart]) -> list
                 state='input-available',
                 input=part.args_as_dict(),
                 provider_executed=True,
+                call_provider_metadata=_raw_args(part.args),
             )
             tools[part.tool_call_id] = tool
             out.append(tool)
