@@ -59,3 +59,14 @@ def test_the_snippet_marks_the_match_in_context(any_store: object, query: str) -
     _fill(store)
     [hit] = store.search(query, scope='s')
     assert '[' in hit.snippet and len(hit.snippet.split()) >= 10, hit.snippet
+
+
+def test_matches_say_where_the_marks_are_so_real_brackets_are_never_taken_for_one(any_store: object) -> None:
+    from threadline.storage import AsyncStore
+
+    assert isinstance(any_store, AsyncStore)
+    store = any_store.sync
+    store.append('b', [ModelRequest(parts=[UserPromptPart('see [note] about the locker [x]')])], scope='s')
+    [hit] = store.search('locker', scope='s')
+    assert [hit.snippet[a:b] for a, b in hit.matches] == ['locker']
+    assert '[note]' in hit.snippet  # the text's own brackets, not a mark

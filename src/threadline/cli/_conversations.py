@@ -231,17 +231,24 @@ def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | N
     for hit in hits:
         when = _wire_time(hit.timestamp) or '-'
         console.print(
-            f'[bold]{hit.conversation_id}[/] #{hit.position}  {hit.role or "?"}  [dim]{when}[/]  {_marked(hit.snippet)}'
+            f'[bold]{hit.conversation_id}[/] #{hit.position}  {hit.role or "?"}  [dim]{when}[/]  {_marked(hit.snippet, hit.matches)}'
         )
     if not hits:
         console.print('no matches')
 
 
-def _marked(snippet: str) -> str:
-    """The snippet as console markup, its `[match]`es highlighted and the rest shown literally."""
+def _marked(snippet: str, matches: tuple[tuple[int, int], ...]) -> str:
+    """The snippet as console markup: its matches (where `matches` says, without their brackets)
+    highlighted, the rest, brackets the text holds included, shown literally."""
 
-    pieces = re.split(r'\[([^\[\]]*)\]', ' '.join(snippet.split()))
-    return ''.join(escape(p) if i % 2 == 0 else f'[bold yellow]{escape(p)}[/]' for i, p in enumerate(pieces))
+    def plain(text: str) -> str:
+        return escape(re.sub(r'\s+', ' ', text))  # one line per hit
+
+    out, at = [], 0
+    for start, end in matches:
+        out += [plain(snippet[at : start - 1]), f'[bold yellow]{escape(snippet[start:end])}[/]']
+        at = end + 1  # past the closing bracket
+    return ''.join([*out, plain(snippet[at:])])
 
 
 @conversations.command()

@@ -138,6 +138,9 @@ class SearchHit:
     role: str | None = None
     """'user', 'assistant', 'tool' (a request answering tool calls) or 'system'."""
     timestamp: datetime | None = None
+    matches: tuple[tuple[int, int], ...] = ()
+    """Where the marked matches are in `snippet` (`snippet[start:end]`, without the brackets that
+    mark them), so a program can tell a mark from a bracket the text itself holds."""
 
 
 @dataclass(frozen=True)

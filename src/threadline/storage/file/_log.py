@@ -55,6 +55,7 @@ from threadline.storage.file._records import (
 from threadline.storage.file._seal import check as check_seals
 from threadline.storage.file._state import ConvState, replay
 from threadline.storage.index._query import SEARCH_BUDGET, Term, fold, parse_query
+from threadline.storage.index._rank import snippet_of_text
 from threadline.storage.index._text import message_text, role_of, time_of
 from threadline.trust.sealing import GENESIS, extend_chain
 
@@ -350,13 +351,12 @@ class FileLogOps(FileBase):
         counts = [folded.count(term.text) if term.grams else _count(term, words) for term in terms]
         if not all(counts):
             return None
-        first = terms[0].text if terms[0].kind != 'phrase' else terms[0].text.split(' ')[0]
-        at = max(fold(text).find(first), 0)
-        start = max(0, at - 40)
-        snippet = text[start:at] + '[' + text[at : at + len(first)] + ']' + text[at + len(first) : at + 60]
+        snippet, matches = snippet_of_text(text, terms)  # marked as the SQL stores mark it
         timestamp = time_of(message)
         score = sum(counts) / (1 + len(words) / 50)
-        return SearchHit(conversation_id, position, score, snippet, message.run_id, role_of(message), timestamp)
+        return SearchHit(
+            conversation_id, position, score, snippet, message.run_id, role_of(message), timestamp, matches
+        )
 
     def verify(self, conversation_id: str, *, scope: str) -> ChainCheck:
         """Re-hash the stored history against every whole batch's link and the chain head, then

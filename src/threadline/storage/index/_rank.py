@@ -61,7 +61,7 @@ def rank_locally(
         scored.append((-score, index, hits[index][0]))
     scored.sort()
     return [
-        (rowid, -negative, _snippet(mark_grams(hits[index][1], terms))) for negative, index, rowid in scored[:limit]
+        (rowid, -negative, _snippet(mark_grams(hits[index][1], terms))[0]) for negative, index, rowid in scored[:limit]
     ]
 
 
@@ -77,15 +77,17 @@ def mark_grams(text: str, terms: Sequence[Term]) -> str:
 
 def snippet_of(text: str, terms: Sequence[Term]) -> str:
     """A snippet of an unmarked `text` with the gram terms marked (the word terms are the index's)."""
-    return _snippet(mark_grams(text, terms))
+    return _snippet(mark_grams(text, terms))[0]
 
 
 _WORD_SPANS = re.compile(r'[^\W_]+')
 
 
-def snippet_of_text(text: str, terms: Sequence[Term]) -> str:
-    """A snippet of a message's own text with every term marked: what a hit shows is read from
-    the stored (sealed) message, never from the search index's copy of its text."""
+def snippet_of_text(text: str, terms: Sequence[Term]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """A snippet of a message's own text with every term marked, and where the marked matches
+    are in it (`snippet[start:end]`, the brackets left out, so a real `[` in the text is never
+    taken for a mark): what a hit shows is read from the stored (sealed) message, never from the
+    search index's copy of its text."""
     return _snippet(mark_grams(_mark_words(text, terms), terms))
 
 
@@ -115,7 +117,7 @@ def _mark_words(text: str, terms: Sequence[Term]) -> str:
     return ''.join([*out, text[at:]])
 
 
-def _snippet(text: str) -> str:
+def _snippet(text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """About twelve words around the first match, `[match]` marked, `...` where text was cut.
     Text written without spaces (Chinese, Japanese) has few words to cut by, so a window of
     words longer than `_SNIPPET_CHARS` is cut by characters instead."""
@@ -128,15 +130,34 @@ def _snippet(text: str) -> str:
     return _marked(window, start > 0, start + _SNIPPET_WORDS < len(words))
 
 
-def _character_snippet(text: str) -> str:
+def _character_snippet(text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     at = max(text.find(MARK_START), 0)
     start = max(0, min(at - _SNIPPET_CHARS // 4, len(text) - _SNIPPET_CHARS))
     end = start + _SNIPPET_CHARS
     return _marked(text[start:end], start > 0, end < len(text))
 
 
-def _marked(window: str, cut_before: bool, cut_after: bool) -> str:
-    snippet = window.replace(MARK_START, '[').replace(MARK_END, ']')
-    if snippet.count('[') > snippet.count(']'):
-        snippet += ']'  # a match cut by the window's end
-    return ('...' if cut_before else '') + snippet + ('...' if cut_after else '')
+def _marked(window: str, cut_before: bool, cut_after: bool) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The window with its marks as `[` `]`, and the spans of the marked text in the result."""
+    out, spans = ['...'] if cut_before else [], []
+    length, start = len(out[0]) if out else 0, None
+    for char in window:
+        if char == MARK_START:
+            out.append('[')
+            length += 1
+            start = length
+        elif char == MARK_END:
+            if start is not None:
+                spans.append((start, length))
+            out.append(']')
+            length += 1
+            start = None
+        else:
+            out.append(char)
+            length += 1
+    if start is not None:  # a match cut by the window's end
+        spans.append((start, length))
+        out.append(']')
+    if cut_after:
+        out.append('...')
+    return ''.join(out), tuple(spans)

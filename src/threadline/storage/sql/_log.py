@@ -421,8 +421,10 @@ class LogOps(SQLBase):
         described = []
         for hit, rowid in zip(hits, rowids, strict=False):
             [message] = decode_messages(b'[' + bodies[rowid].encode() + b']')
-            snippet = snippet_of_text(message_text(message), terms)
-            described.append(replace(hit, role=role_of(message), timestamp=time_of(message), snippet=snippet))
+            snippet, matches = snippet_of_text(message_text(message), terms)
+            described.append(
+                replace(hit, role=role_of(message), timestamp=time_of(message), snippet=snippet, matches=matches)
+            )
         return described
 
     def _owner(self, conn: Connection, branch: int) -> str:
