@@ -68,7 +68,7 @@ def load(history: Any) -> Any:
             'messages[0].parts[2].tool_name',
             'field required',
         ),
-        ([{'parts': [], 'kind': 'reply'}], 'messages[0].kind', "unknown message kind 'reply'"),
+        ([{'parts': [], 'kind': 'reply'}], 'messages[0].kind', 'unknown message kind (expected'),
         ([{'parts': []}], 'messages[0].kind', 'field required'),
         ([request()] * 2 + [{'kind': 'request'}], 'messages[2].parts', 'field required'),
         ([request(user('a'), timestamp='yesterday')], 'messages[0].timestamp', 'invalid'),
@@ -83,7 +83,7 @@ def load(history: Any) -> Any:
             "a 'user-prompt' part cannot appear in a response",
         ),
         ([request({'content': 'x'})], 'messages[0].parts[0].part_kind', 'field required'),
-        ([request(user('a'), state='paused')], 'messages[0].state', "invalid enum value 'paused'"),
+        ([request(user('a'), state='paused')], 'messages[0].state', 'invalid enum value'),
         ({'kind': 'request'}, 'messages', 'expected a list of messages'),
         ([7], 'messages[0]', 'expected an object, got a number'),
         (
@@ -327,3 +327,34 @@ def test_a_legacy_name_as_a_value_or_beside_unknown_fields_is_handled() -> None:
     assert message.provider_response_id == 'resp_1' and message.parts[0].content == 'vendor_id'
     [plain] = load([response({'content': '"added"', 'part_kind': 'text'})])  # a value, quoted
     assert plain.parts[0].content == '"added"'
+
+
+@pytest.mark.parametrize(
+    'history',
+    [
+        [{'parts': [], 'kind': 'card 4111-1111'}],
+        [
+            {
+                'kind': 'request',
+                'parts': [
+                    {
+                        'part_kind': 'tool-return',
+                        'tool_name': 't',
+                        'tool_call_id': 'c',
+                        'content': 'x',
+                        'outcome': 'card 4111-1111',
+                    }
+                ],
+            }
+        ],
+        [{'kind': 'response', 'parts': [], 'state': 'card 4111-1111'}],
+    ],
+)
+def test_an_error_says_where_the_bad_value_is_never_what_it_is(history: Any) -> None:
+    for load in (
+        ModelMessagesTypeAdapter.validate_python,
+        lambda h: ModelMessagesTypeAdapter.validate_json(json.dumps(h)),
+    ):
+        with pytest.raises(MessageValidationError) as info:
+            load(history)
+        assert '4111' not in str(info.value) and info.value.location.startswith('messages[0]')

@@ -222,7 +222,7 @@ def load_struct(cls: type, value: Any, location: str) -> Any:
     if cls is ModelRequest or cls is ModelResponse:
         message = _load_message(value, location)
         if not isinstance(message, cls):
-            raise MessageValidationError(f'{location}.kind', f'expected {cls.kind!r}, got {message.kind!r}')
+            raise MessageValidationError(f'{location}.kind', f'expected {cls.kind!r}, got the other kind')
         return message
     for table in (_PART_TYPES_REQUEST, _PART_TYPES_RESPONSE):
         if table.get(getattr(cls, 'part_kind', None)) is cls:  # type: ignore[arg-type]
@@ -244,7 +244,7 @@ def _load_message(item: Any, loc: str) -> ModelMessage:
     elif 'kind' not in data:
         raise MessageValidationError(f'{loc}.kind', "field required (expected 'request' or 'response')")
     else:
-        raise MessageValidationError(f'{loc}.kind', f"unknown message kind {kind!r} (expected 'request' or 'response')")
+        raise MessageValidationError(f'{loc}.kind', "unknown message kind (expected 'request' or 'response')")
     if 'parts' not in data:
         raise MessageValidationError(f'{loc}.parts', 'field required')
     raw_parts = data['parts']
@@ -318,6 +318,7 @@ def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
 
 _MSGSPEC_ERROR = re.compile(r'^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$', re.S)
 _MISSING = re.compile(r'^Object missing required field `(?P<field>[^`]+)`$')
+_ENUM_VALUE = re.compile(r'(Invalid enum value)\b.*', re.S)
 
 
 def _convert(data: dict[str, Any], cls: type, loc: str) -> Any:
@@ -336,7 +337,7 @@ def _translate(message: str, loc: str) -> MessageValidationError:
     missing = _MISSING.match(reason)
     if missing:
         return MessageValidationError(f'{location}.{missing["field"]}', 'field required')
-    reason = reason.replace('`', '')
+    reason = _ENUM_VALUE.sub(r'\1', reason.replace('`', ''))  # where the value is, never what it is
     return MessageValidationError(location, reason[:1].lower() + reason[1:])
 
 
