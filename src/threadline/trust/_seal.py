@@ -56,7 +56,8 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,8 +117,16 @@ class TipBook:
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-            self._db.execute('PRAGMA journal_mode=WAL')
+            _retry_locked(lambda: self._db.execute('PRAGMA journal_mode=WAL'))
             self._db.execute('PRAGMA synchronous=NORMAL')
+            _retry_locked(self._create_tables)
+        except sqlite3.Error as exc:
+            raise UserError(f'cannot open the tip book at {self.path}: {exc}') from None
+
+    def _create_tables(self) -> None:
+        """The book's tables, in one immediate transaction (one lock, which waits its turn)."""
+        self._db.execute('BEGIN IMMEDIATE')
+        try:
             self._db.execute(
                 'CREATE TABLE IF NOT EXISTS tips (location TEXT NOT NULL, conversation_id TEXT NOT NULL, '
                 'genesis TEXT NOT NULL, seq INTEGER NOT NULL, tag TEXT NOT NULL, '
@@ -130,8 +139,10 @@ class TipBook:
             self._db.execute(
                 'CREATE TABLE IF NOT EXISTS restores (location TEXT NOT NULL, at TEXT NOT NULL, source TEXT NOT NULL)'
             )
-        except sqlite3.Error as exc:
-            raise UserError(f'cannot open the tip book at {self.path}: {exc}') from None
+        except BaseException:
+            self._db.execute('ROLLBACK')
+            raise
+        self._db.execute('COMMIT')
 
     def __repr__(self) -> str:
         return f'TipBook({self.path!r})'
@@ -412,6 +423,22 @@ _shared: dict[tuple[str, str | None, str | None], StoreSeal] = {}
 def _mac(key: SigningKey, prev: str, conversation_id: str, scope: str, seq: int, digest: str) -> str:
     message = bytes.fromhex(prev) + _canonical.encode([conversation_id, scope, seq, digest])
     return mac_hex(key.secret, message)
+
+
+def _retry_locked(step: Callable[[], object], wait: float = 30.0) -> None:
+    """Run `step`, again while another process holds the book's file locked. Switching to WAL
+    does not wait on SQLite's busy handler, so two processes opening a new book at once (two
+    servers starting together) would otherwise fail at once with 'database is locked'."""
+    deadline, pause = time.monotonic() + wait, 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if 'locked' not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
 
 
 def _install_key(home: Path, *, create: bool) -> Keyring | None:
