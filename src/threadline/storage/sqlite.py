@@ -215,16 +215,20 @@ class SQLiteDialect:
     @contextmanager
     def read(self) -> Iterator[Any]:
         with self._lock:
-            try:
-                self.connection.execute('BEGIN')
-            except sqlite3.Error as exc:
-                raise self._failure(exc, 'cannot read') from None
-            try:
-                yield self.connection
-            except sqlite3.Error as exc:
-                raise self._failure(exc, 'the read failed') from None
-            finally:
-                self.connection.execute('COMMIT')
+            yield from self._reading(self.connection, 'the read failed')
+
+    def _reading(self, conn: sqlite3.Connection, failed: str) -> Iterator[sqlite3.Connection]:
+        """One read transaction on `conn` (held by the caller), its errors reported as the store's."""
+        try:
+            conn.execute('BEGIN')
+        except sqlite3.Error as exc:
+            raise self._failure(exc, 'cannot read') from None
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise self._failure(exc, failed) from None
+        finally:
+            conn.execute('COMMIT')
 
     @contextmanager
     def search_read(self) -> Iterator[Any]:
@@ -242,17 +246,7 @@ class SQLiteDialect:
                 self._searcher = sqlite3.connect(
                     self.path, check_same_thread=False, isolation_level=None, timeout=self._busy_ms / 1000
                 )
-            conn = self._searcher
-            try:
-                conn.execute('BEGIN')
-            except sqlite3.Error as exc:
-                raise self._failure(exc, 'cannot read') from None
-            try:
-                yield conn
-            except sqlite3.Error as exc:
-                raise self._failure(exc, 'the search failed') from None
-            finally:
-                conn.execute('COMMIT')
+            yield from self._reading(self._searcher, 'the search failed')
         finally:
             self._search_lock.release()
 
