@@ -17,8 +17,9 @@ Rules (each tested):
   counted as it is read; a body not sent as `application/json` is a 415 (`_requests`). Pages of
   other sites and rebinding hosts are a 403 (`_origin`).
 - Writes: one turn of a conversation runs at a time, on this server and across servers sharing
-  the store (`_turns.TurnGate`: a local lock, then the store's turn lease); a turn waits for the
-  one before it and runs over the history as stored when its turn comes. A turn still waiting
+  the store, in the order the turns arrived (`_turns.TurnGate`: the store's turn lease and its
+  line); a turn waits for the one before it and runs over the history as stored when its turn
+  comes. A turn still waiting
   after `turn_wait` seconds is a 409 before anything streams, as is an approval whose
   conversation changed since it was checked. A run's new messages are saved when it finishes,
   naming the revision it started from, so even a turn whose lease lapsed never overwrites or

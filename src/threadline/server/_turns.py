@@ -1,14 +1,18 @@
-"""One turn of a conversation at a time, across every server process that shares the store.
+"""One turn of a conversation at a time, in the order the turns arrived, across every server
+process that shares the store.
 
 Rules (each tested):
-- Turns of one conversation on this server queue on an asyncio lock, in arrival order. A turn
-  that is not admitted within `wait` seconds, counting the wait here and for the lease below, is
-  refused before anything streams (`TurnBusy`, a 409).
-- Across servers (any store but an in-process `MemoryStore`), a turn holds the store's turn lease (`claim_turn`) while it runs, renewed every
-  third of its `ttl`. A turn that cannot get the lease within `wait` seconds is refused before
-  anything streams (`TurnBusy`, a 409): the client may send it again.
-- The lease is given back when the response ends, however it ends (finished, failed, client
-  gone). A server that dies holding one is outwaited by the `ttl`.
+- Every turn, on any store, waits in the store's line for the conversation's turn lease
+  (`claim_turn`, see `TurnLeases`): the line is kept by the store, so turns arriving at different
+  servers run in the order they arrived, as turns arriving at one server do.
+- A turn that is not admitted within `wait` seconds is refused before anything streams
+  (`TurnBusy`, a 409), and leaves the line: the client may send it again.
+- A waiting turn asks again at least every half second (well inside the store's `patience`), and
+  at once when a turn on this server ends. A server that dies while its turns wait loses their
+  places after the store's `patience`.
+- An admitted turn holds the lease while it runs, renewed every third of its `ttl`, and gives it
+  back when the response ends, however it ends (finished, failed, client gone). A server that dies
+  holding one is outwaited by the `ttl`.
 - The lease is a courtesy to the store's revisions, not a replacement: the save still names the
   revision the turn started from, so a turn whose lease lapsed (a stalled renewal, clock skew)
   can never overwrite or interleave another's.
@@ -17,6 +21,8 @@ Rules (each tested):
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -35,66 +41,61 @@ __all__ = ['TurnBusy', 'TurnGate', 'TurnResponse', 'turn_response']
 
 logger = logging.getLogger('threadline.server')
 
+_LONGEST_PAUSE = 0.5  # seconds between a waiting turn's claims, at most
+
 
 class TurnGate:
-    """Admits one turn per conversation at a time (see the module docstring)."""
+    """Admits one turn per conversation at a time, first come first (see the module docstring)."""
 
     def __init__(self, store: AsyncStore[SyncStore], *, ttl: float = 60.0, wait: float = 15.0) -> None:
         self.store, self.ttl, self.wait = store, ttl, wait
-        self.holder = f'{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}'
-        # Dropped when no turn holds or waits for it.
-        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+        self.server = f'{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}'
+        self._numbers = itertools.count(1)
+        # Set when a turn here ends, so turns waiting here ask at once; dropped when none waits.
+        self._ended: weakref.WeakValueDictionary[tuple[str, str], asyncio.Event] = weakref.WeakValueDictionary()
 
     async def enter(self, scope: str, cid: str) -> Callable[[], Awaitable[None]]:
         """Wait for the conversation's turn; returns the coroutine function that ends it."""
-        lock = self._locks.get((scope, cid))
-        if lock is None:
-            lock = self._locks[(scope, cid)] = asyncio.Lock()
-        deadline = time.monotonic() + self.wait
+        holder = f'{self.server}:{next(self._numbers)}'  # each turn its own place in the line
         try:
-            await asyncio.wait_for(lock.acquire(), timeout=self.wait)
-        except TimeoutError:
-            raise TurnBusy(
-                f'conversation {cid!r} is answering another turn that did not finish within {self.wait:g} s: '
-                'send this turn again when it has'
-            ) from None
-        if self.store.in_process:  # no other process can reach this store: the lock is enough
-
-            async def unlock() -> None:
-                lock.release()
-
-            return unlock
-        try:
-            await self._claim(scope, cid, deadline)
+            await self._claim(scope, cid, holder)
         except BaseException:
-            lock.release()
+            await self.store.release_turn(cid, scope=scope, holder=holder)  # leave the line
             raise
-        renewal = asyncio.create_task(self._renew(scope, cid))
+        renewal = asyncio.create_task(self._renew(scope, cid, holder))
 
         async def leave() -> None:
             renewal.cancel()
             try:
-                await self.store.release_turn(cid, scope=scope, holder=self.holder)
+                await self.store.release_turn(cid, scope=scope, holder=holder)
             finally:
-                lock.release()
+                ended = self._ended.pop((scope, cid), None)
+                if ended is not None:
+                    ended.set()
 
         return leave
 
-    async def _claim(self, scope: str, cid: str, deadline: float) -> None:
+    async def _claim(self, scope: str, cid: str, holder: str) -> None:
+        deadline = time.monotonic() + self.wait
         pause = 0.02
-        while not await self.store.claim_turn(cid, scope=scope, holder=self.holder, ttl=self.ttl):
-            if time.monotonic() + pause > deadline:
+        while not await self.store.claim_turn(cid, scope=scope, holder=holder, ttl=self.ttl):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 raise TurnBusy(
-                    f'conversation {cid!r} is answering another turn (on another server) that did not '
-                    f'finish within {self.wait:g} s: send this turn again when it has'
+                    f'conversation {cid!r} is answering another turn that did not finish within {self.wait:g} s: '
+                    'send this turn again when it has'
                 )
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.5)
+            ended = self._ended.get((scope, cid))
+            if ended is None:
+                ended = self._ended[(scope, cid)] = asyncio.Event()
+            with contextlib.suppress(TimeoutError):  # woken early, or time to ask again
+                await asyncio.wait_for(ended.wait(), timeout=min(pause, remaining))
+            pause = min(pause * 2, _LONGEST_PAUSE)
 
-    async def _renew(self, scope: str, cid: str) -> None:
+    async def _renew(self, scope: str, cid: str, holder: str) -> None:
         while True:
             await asyncio.sleep(self.ttl / 3)
-            if not await self.store.claim_turn(cid, scope=scope, holder=self.holder, ttl=self.ttl):
+            if not await self.store.claim_turn(cid, scope=scope, holder=holder, ttl=self.ttl):
                 # The save's revision check still guards the history; say so without content.
                 logger.warning(
                     'turn lease of a conversation lapsed before its turn ended; its save checks the revision'

@@ -49,7 +49,10 @@ from threadline.storage._records import (
     WaitRecord,
 )
 
-__all__ = ['AuditStore', 'ConversationStore', 'FinishedRun', 'NotebookStore', 'StepStore', 'SyncStore']
+__all__ = ['TURN_PATIENCE', 'AuditStore', 'ConversationStore', 'FinishedRun', 'NotebookStore', 'StepStore', 'SyncStore']
+
+TURN_PATIENCE = 5.0
+"""Seconds a claimant waiting for a turn lease keeps its place in line without claiming again."""
 
 
 class FinishedRun(Protocol):
@@ -316,23 +319,34 @@ class NotebookStore(Protocol):
 
 @runtime_checkable
 class TurnLeases(Protocol):
-    """Who is answering a conversation's turn right now, across processes and machines that share
-    the store (the chat server takes one per turn, so two servers never run one conversation's
-    turns at once).
+    """Who is answering a conversation's turn right now, and who is next, across processes and
+    machines that share the store (the chat server takes one per turn, so two servers never run
+    one conversation's turns at once, and its turns run in the order they arrived).
 
-    Rules: a lease is keyed by scope and conversation (another scope's lease is invisible and
-    never blocks); `claim_turn` succeeds when nobody holds the lease, when the holder's lease has
-    expired, or when `holder` already holds it (which renews it for `ttl` more seconds); a holder
-    that crashed is outwaited by its `ttl`. Expiry uses the claiming machine's clock, so keep
-    `ttl` well above the clock skew between machines. A lease is coordination, not history: it is
-    neither sealed nor synced to disk, and the conversation need not exist yet."""
+    Rules:
+    - A lease is keyed by scope and conversation: another scope's lease (or line) is invisible and
+      never blocks. The conversation need not exist yet.
+    - `claim_turn` renews the lease when `holder` already holds it (for `ttl` more seconds, even
+      if it lapsed, as long as nobody took it since).
+    - Otherwise a claimant that does not get the lease joins the conversation's line, once, at the
+      back: its place is its first unanswered claim. A free or expired lease goes to the first
+      claimant in line, never to one behind it, and a claimant with nobody ahead takes it at once.
+    - A claimant keeps its place only while it keeps asking: one that has not claimed again within
+      `patience` seconds (it crashed, or stopped waiting) loses it. `release_turn` gives up the
+      lease and the place in line alike. A holder that crashed is outwaited by its `ttl`.
+    - Expiry uses the claiming machine's clock, so keep `ttl` and `patience` well above the clock
+      skew between machines. Of two claimants racing for a free lease, exactly one gets it.
+    - A lease is coordination, not history: it is neither sealed nor synced to disk.
+    """
 
-    def claim_turn(self, conversation_id: str, *, scope: str, holder: str, ttl: float) -> bool:
-        """Take (or renew) the lease for `ttl` seconds; whether `holder` now holds it."""
+    def claim_turn(
+        self, conversation_id: str, *, scope: str, holder: str, ttl: float, patience: float = TURN_PATIENCE
+    ) -> bool:
+        """Take (or renew) the lease for `ttl` seconds, or wait in line; whether `holder` now holds it."""
         ...
 
     def release_turn(self, conversation_id: str, *, scope: str, holder: str) -> None:
-        """Give the lease up, if `holder` holds it (someone else's lease is left alone)."""
+        """Give the lease up and leave the line, if `holder` is in either (others are left alone)."""
         ...
 
 

@@ -56,6 +56,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration('gram_table', {'postgres': 11}),
     Migration('ledger_by_status', {'sqlite': 9, 'postgres': 12}),
     Migration('store_identity'),
+    Migration('turn_queue'),
 )
 
 _TABLE = 'threadline_schema_migrations'

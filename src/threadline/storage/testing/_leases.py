@@ -1,4 +1,5 @@
-"""Conformance for turn leases (`TurnLeases`): one holder at a time, renewal, expiry, scopes."""
+"""Conformance for turn leases (`TurnLeases`): one holder at a time, renewal, expiry, the line
+in arrival order, scopes."""
 
 from __future__ import annotations
 
@@ -44,6 +45,49 @@ class LeaseConformance:
         sync.release_turn('c1', scope='other', holder='a')  # a's lease in scope s is untouched
         assert not sync.claim_turn('c1', scope='s', holder='b', ttl=60)
 
+    def test_a_freed_lease_goes_to_the_first_in_line(self, store: AsyncStore[SyncStore]) -> None:
+        def claim(holder: str) -> bool:
+            return store.sync.claim_turn('c1', scope='s', holder=holder, ttl=60)
+
+        assert claim('a')
+        assert not claim('b') and not claim('c')  # b waits first, c behind it
+        assert not claim('b')  # asking again keeps b's place
+        store.sync.release_turn('c1', scope='s', holder='a')
+        assert not claim('c') and not claim('newcomer')  # b is ahead of both
+        assert claim('b')
+        store.sync.release_turn('c1', scope='s', holder='b')
+        assert not claim('newcomer')  # c came before it
+        assert claim('c')
+        store.sync.release_turn('c1', scope='s', holder='c')
+        assert claim('newcomer')
+
+    def test_a_claimant_that_stops_asking_loses_its_place(self, store: AsyncStore[SyncStore]) -> None:
+        sync = store.sync
+        assert sync.claim_turn('c1', scope='s', holder='a', ttl=60)
+        assert not sync.claim_turn('c1', scope='s', holder='crashed', ttl=60, patience=0.05)
+        assert not sync.claim_turn('c1', scope='s', holder='next', ttl=60)
+        sync.release_turn('c1', scope='s', holder='a')
+        time.sleep(0.1)
+        assert sync.claim_turn('c1', scope='s', holder='next', ttl=60)
+
+    def test_a_claimant_that_gives_up_leaves_the_line(self, store: AsyncStore[SyncStore]) -> None:
+        sync = store.sync
+        assert sync.claim_turn('c1', scope='s', holder='a', ttl=60)
+        assert not sync.claim_turn('c1', scope='s', holder='impatient', ttl=60)
+        sync.release_turn('c1', scope='s', holder='impatient')  # stopped waiting
+        sync.release_turn('c1', scope='s', holder='a')
+        assert sync.claim_turn('c1', scope='s', holder='later', ttl=60)
+
+    def test_another_scopes_line_never_blocks(self, store: AsyncStore[SyncStore]) -> None:
+        sync = store.sync
+        assert sync.claim_turn('c1', scope='s', holder='a', ttl=60)
+        assert not sync.claim_turn('c1', scope='s', holder='waiting', ttl=60)
+        assert sync.claim_turn('c1', scope='other', holder='b', ttl=60)
+        sync.release_turn('c1', scope='s', holder='a')
+        sync.release_turn('c1', scope='other', holder='waiting')  # not its line: its place is kept
+        assert not sync.claim_turn('c1', scope='s', holder='b', ttl=60)
+        assert sync.claim_turn('c1', scope='s', holder='waiting', ttl=60)
+
     def test_racing_claimants_get_one_lease(self, store: AsyncStore[SyncStore]) -> None:
         sync = store.sync
         with ThreadPoolExecutor(8) as pool:
@@ -58,6 +102,8 @@ class LeaseConformance:
             store.sync.claim_turn('c1', scope='s', holder=holder, ttl=ttl)  # type: ignore[arg-type]
         with pytest.raises(UserError, match='scope'):
             store.sync.claim_turn('c1', scope='', holder='a', ttl=60)
+        with pytest.raises(UserError, match='patience'):
+            store.sync.claim_turn('c1', scope='s', holder='a', ttl=60, patience=0)
 
 
 class ScopeCountConformance:
