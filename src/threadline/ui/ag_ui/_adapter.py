@@ -10,7 +10,9 @@ types, extra `ui`).
   request after the response;
 - dropped: message ids and `metadata`, `encrypted_value`, `name`, activity messages.
 - Sanitized by default (client system prompts, unsafe file URLs, a trailing unanswered call);
-  `load_messages_report` also returns what was stripped, content-free, for the audit log.
+  `load_messages_report` also returns what was stripped, content-free, for the audit log. The
+  system prompt is the server's: run over a client-held history with `ReinjectSystemPrompt()`
+  and the agent's own leads the next request.
 
 `dump_messages` (history → client): system, user (its text; files are not sent back), reasoning,
 assistant (text joined, calls with JSON arguments) and tool messages, in order. Dropped: run and conversation ids, timestamps,

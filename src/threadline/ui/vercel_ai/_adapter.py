@@ -12,7 +12,8 @@
 - By default the result is sanitized (`threadline.messages.sanitize_messages`: client system
   prompts, non-http(s) file URLs, uploaded files and a trailing unanswered call are removed), as a
   history a browser sent is untrusted; `load_messages_report` also returns what was stripped, as
-  content-free `StrippedItem`s for the audit log.
+  content-free `StrippedItem`s for the audit log. The system prompt is the server's: run over a
+  client-held history with `ReinjectSystemPrompt()` and the agent's own leads the next request.
 
 `dump_messages` (history → browser): each user turn a user message, each run of responses and tool
 results between user turns one assistant message with `step-start` between steps, a tool call and
