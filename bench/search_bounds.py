@@ -4,7 +4,9 @@ Before the bounds a query of 1,000 emoji took 11-31 s on SQLite and over 90 s on
 three of them delayed another tenant's chat turn from 0.26 s to 43 s (issue 35). Now a query past
 the term or gram caps is refused at once, and the worst query within them is what this prints:
 p50/p95 of each kind (GC on, interleaved rounds), and the latency of another tenant's append while
-three worst-case searches run beside it, against the same append with nothing beside it.
+three worst-case searches run beside it, against the same append with nothing beside it. Then the
+same through a real `threadline serve` process (SQLite): another tenant's whole chat turn, alone
+and while three clients of the searching tenant send the worst query as fast as they can.
 
     uv run python bench/search_bounds.py [--postgres URL] [--messages 20000]
 """
@@ -83,6 +85,71 @@ def append_latency(store: SyncStore, rounds: int, beside: str | None) -> float:
     return statistics.median(times)
 
 
+def chat_turn_latency(db: Path, worst: str, rounds: int = 20) -> tuple[float, float]:
+    """Median seconds of one chat turn of tenant A through `threadline serve`, alone and while three
+    clients of tenant `bench` search for `worst` without pause."""
+    import asyncio
+    import os
+    import socket
+    import subprocess
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, 'THREADLINE_API_KEYS': 'key-a=chat-tenant,key-b=bench', 'THREADLINE_HOME': str(db.parent)}
+    server = subprocess.Popen(
+        [sys.executable, '-m', 'threadline.cli', 'serve', '--db', str(db), '--port', str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f'http://127.0.0.1:{port}'
+
+    async def measure() -> tuple[float, float]:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            for _ in range(200):
+                try:
+                    if (await http.get('/healthz')).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+
+            async def turns(tag: str) -> float:
+                times = []
+                for k in range(rounds):
+                    body = {
+                        'id': f'{tag}-{k}',
+                        'messages': [{'id': 'u', 'role': 'user', 'parts': [{'type': 'text', 'text': 'hello'}]}],
+                    }
+                    start = time.perf_counter()
+                    response = await http.post('/api/chat', json=body, headers={'x-api-key': 'key-a'})
+                    assert response.status_code == 200, response.text
+                    times.append(time.perf_counter() - start)
+                return statistics.median(times)
+
+            alone = await turns('alone')
+            stop = asyncio.Event()
+
+            async def search() -> None:
+                while not stop.is_set():
+                    await http.get('/api/conversations', params={'q': worst}, headers={'x-api-key': 'key-b'})
+
+            searchers = [asyncio.create_task(search()) for _ in range(3)]
+            await asyncio.sleep(0.5)
+            beside = await turns('beside')
+            stop.set()
+            await asyncio.gather(*searchers)
+            return alone, beside
+
+    try:
+        return asyncio.run(measure())
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('--postgres')
@@ -123,6 +190,12 @@ def main() -> None:
         f' ({beside / alone:.1f}x)'
     )
     store.close()
+    if not args.postgres:
+        turn_alone, turn_beside = chat_turn_latency(directory / 'bounds.db', kinds[worst][0])
+        print(
+            f"  another tenant's chat turn through `threadline serve`: {turn_alone * 1e3:.1f} ms alone, "
+            f'{turn_beside * 1e3:.1f} ms beside 3 clients sending "{worst}" ({turn_beside / turn_alone:.1f}x)'
+        )
 
 
 if __name__ == '__main__':
