@@ -25,6 +25,7 @@ from threadline.exceptions import MessageValidationError
 from threadline.messages._adapter import to_python
 from threadline.messages._codec import decode_messages, enc_hook, encoder
 from threadline.messages._content import MULTIMODAL_TYPES, Base64Bytes
+from threadline.messages._json import JSONObject, JSONValue
 from threadline.messages._parts import _RequestPart as RequestPartBase
 from threadline.messages._repair import SYNTHESIZED_METADATA_KEY
 
@@ -32,6 +33,8 @@ __all__ = [
     'MULTIMODAL_TYPES',
     'SYNTHESIZED_METADATA_KEY',
     'Base64Bytes',
+    'JSONObject',
+    'JSONValue',
     'RequestPartBase',
     'canonical_bytes',
     'canonical_json',

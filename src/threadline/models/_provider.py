@@ -18,7 +18,7 @@ from threadline.exceptions import (
     UserError,
 )
 from threadline.messages import BinaryContent, ModelMessage, ModelResponse, ToolReturnPart
-from threadline.messages.wire import enc_hook
+from threadline.messages.wire import JSONObject, enc_hook
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
 from threadline.models._stream import StreamedResponse
 
@@ -79,11 +79,11 @@ class ProviderModel(Model, Generic[ProviderT]):
         return self._profile
 
     # -- what each provider supplies ---------------------------------------------------------------
-    stream_fields: ClassVar[dict[str, Any]] = {'stream': True}
+    stream_fields: ClassVar[JSONObject] = {'stream': True}
 
     def request_body(
         self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         raise NotImplementedError
 
     def _endpoint(self) -> tuple[Any, str, Any, Any]:
@@ -97,11 +97,11 @@ class ProviderModel(Model, Generic[ProviderT]):
         raise NotImplementedError
 
     # -- shared request plumbing -----------------------------------------------------------------
-    def _headers(self, body: dict[str, Any]) -> dict[str, str]:
+    def _headers(self, body: JSONObject) -> dict[str, str]:
         """Headers a request needs beside the SDK's own (a provider's beta features)."""
         return {}
 
-    async def _post(self, body: dict[str, Any], settings: ModelSettings | None, *, stream: bool = False) -> Any:
+    async def _post(self, body: JSONObject, settings: ModelSettings | None, *, stream: bool = False) -> Any:
         sdk, path, response_type, event_type = self._endpoint()
         return await post_json(
             sdk,
@@ -177,7 +177,7 @@ async def post_json(
     sdk: Any,
     client: Any,
     path: str,
-    body: dict[str, Any],
+    body: JSONObject,
     *,
     model_name: str,
     response_type: Any,
@@ -198,7 +198,7 @@ async def post_json(
     built into the SDK's model leniently (`construct`), as the SDKs themselves do.
     """
 
-    options: dict[str, Any] = {'headers': {'content-type': 'application/json', **(headers or {})}}
+    options: JSONObject = {'headers': {'content-type': 'application/json', **(headers or {})}}
     if timeout:
         options['timeout'] = timeout
     content = msgspec.json.encode(body, enc_hook=enc_hook)

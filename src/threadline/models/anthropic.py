@@ -26,7 +26,7 @@ Request mapping:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -51,7 +51,7 @@ from threadline.messages import (
     UploadedFile,
     UserPromptPart,
 )
-from threadline.messages.wire import enc_hook
+from threadline.messages.wire import JSONObject, enc_hook
 from threadline.models._anthropic_answer import AnthropicStream, response_of
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
@@ -127,10 +127,10 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
     def _default_provider(self) -> AnthropicProvider:
         return AnthropicProvider()
 
-    def _headers(self, body: dict[str, Any]) -> dict[str, str]:
-        betas = sorted(
-            {_TOOL_BETAS[kind] for tool in body.get('tools', ()) if (kind := tool.get('type')) in _TOOL_BETAS}
-        )
+    def _headers(self, body: JSONObject) -> dict[str, str]:
+        tools = body.get('tools')
+        kinds = {tool.get('type') for tool in tools if isinstance(tool, Mapping)} if isinstance(tools, list) else set()
+        betas = sorted({_TOOL_BETAS[kind] for kind in kinds if isinstance(kind, str) and kind in _TOOL_BETAS})
         if betas:
             return {'anthropic-beta': ','.join(betas)}
         return {}
@@ -138,11 +138,11 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
     # -- requests -------------------------------------------------------------------------------
     def request_body(
         self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         """The Messages API request body for a (rendered) history: what `request` sends."""
         settings = settings or {}
         system, turns = self.map_messages(messages, params)
-        body: dict[str, Any] = {
+        body: JSONObject = {
             'model': self._model_name,
             'max_tokens': settings.get('max_tokens', 4096),
             'messages': turns,
@@ -172,14 +172,14 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
 
     def map_messages(
         self, messages: Sequence[ModelMessage], params: ModelRequestParameters
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    ) -> tuple[list[JSONObject], list[JSONObject]]:
         standing = standing_prompt_count(messages)
-        system: list[dict[str, Any]] = []
-        turns: list[dict[str, Any]] = []
+        system: list[JSONObject] = []
+        turns: list[_Turn] = []
         first_request = True
         for index, message in enumerate(messages):
             if isinstance(message, ModelRequest):
-                blocks: list[dict[str, Any]] = []
+                blocks: list[JSONObject] = []
                 for j, part in enumerate(message.parts):
                     if isinstance(part, SystemPromptPart):
                         if first_request and j < standing:
@@ -187,7 +187,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
                         else:
                             _add(turns, 'user', blocks)
                             blocks = []
-                            turns.append({'role': 'system', 'content': [{'type': 'text', 'text': part.content}]})
+                            turns.append(('system', [{'type': 'text', 'text': part.content}]))
                     elif isinstance(part, UserPromptPart):
                         blocks.extend(self._user_blocks(part, index, j))
                     elif isinstance(part, ToolReturnPart):
@@ -197,19 +197,19 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
             else:
                 # Thinking the API cannot take back is carried, as text, at the end of the user
                 # turn before it (an assistant turn holds only what this model produced).
-                carried: list[dict[str, Any]] = []
+                carried: list[JSONObject] = []
                 answer = self._assistant_blocks(message, carried)
                 _add(turns, 'user', carried)
                 _add(turns, 'assistant', answer)
         if params.instructions:
             system.append({'type': 'text', 'text': params.instructions})
-        return system, _place_system_turns(turns)
+        return system, [{'role': role, 'content': blocks} for role, blocks in _place_system_turns(turns)]
 
-    def _user_blocks(self, part: UserPromptPart, index: int, j: int) -> list[dict[str, Any]]:
+    def _user_blocks(self, part: UserPromptPart, index: int, j: int) -> list[JSONObject]:
         if isinstance(part.content, str):
             # The API refuses an empty text block.
             return [{'type': 'text', 'text': part.content}] if part.content else []
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JSONObject] = []
         for item in part.content:
             if isinstance(item, str):
                 blocks.append({'type': 'text', 'text': item})
@@ -255,11 +255,11 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
                 )
         return blocks
 
-    def _assistant_blocks(self, message: ModelResponse, carried: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _assistant_blocks(self, message: ModelResponse, carried: list[JSONObject]) -> list[JSONObject]:
         """The response's blocks; thinking the API cannot take back goes to `carried` as text."""
         # A server tool call goes back only with its result: one cut off without it would be rejected.
         answered = {p.tool_call_id for p in message.parts if isinstance(p, NativeToolReturnPart)}
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JSONObject] = []
         for part in message.parts:
             if isinstance(part, TextPart) and part.content:
                 blocks.append({'type': 'text', 'text': part.content})
@@ -307,14 +307,19 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         return response_of(message)
 
 
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
+_Turn = tuple[str, list[JSONObject]]
+"""A turn being mapped: its role ('system' for a mid-conversation system message, until it is
+placed) and its blocks."""
+
+
+def _tool(tool: ToolDefinition) -> JSONObject:
     """A tool definition: a provider-defined one as it is; with `strict=True`, Anthropic's strict
     tool use, the schema rewritten to fit by the SDK's own `transform_schema` (a single-value
     `const` first becoming a typed one-value `enum`, which it keeps); otherwise as given, without
     titles."""
     if native := tool.provider_definitions.get('anthropic'):
         return native
-    definition: dict[str, Any] = {'name': tool.name, 'description': tool.description or ''}
+    definition: JSONObject = {'name': tool.name, 'description': tool.description or ''}
     if tool.strict:
         from anthropic import transform_schema
 
@@ -325,7 +330,7 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return definition
 
 
-def _tidy_node(schema: dict[str, Any]) -> dict[str, Any]:
+def _tidy_node(schema: JSONObject) -> JSONObject:
     """Without `title` and `$schema`: they cost tokens and tell the model nothing the tool's name
     does not (a property named `title` is a key of `properties`, never popped here)."""
     schema.pop('title', None)
@@ -333,7 +338,7 @@ def _tidy_node(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _strict_node(schema: dict[str, Any]) -> dict[str, Any]:
+def _strict_node(schema: JSONObject) -> JSONObject:
     """Tidied, and a single-value `const` as a typed one-value `enum` (which `transform_schema` keeps)."""
     _tidy_node(schema)
     const = schema.get('const')
@@ -345,10 +350,10 @@ def _strict_node(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _tool_result(part: ToolReturnPart) -> dict[str, Any]:
+def _tool_result(part: ToolReturnPart) -> JSONObject:
     """A `tool_result` block: a list result as one text block per item, a failed or retried one as
     its error text with `is_error`."""
-    result: dict[str, Any] = {'type': 'tool_result', 'tool_use_id': part.tool_call_id}
+    result: JSONObject = {'type': 'tool_result', 'tool_use_id': part.tool_call_id}
     content = part.content
     if part.outcome in ('failed', 'retried'):
         result['content'] = [{'type': 'text', 'text': content if isinstance(content, str) else _json(content)}]
@@ -370,38 +375,38 @@ def _native_thinking(part: ThinkingPart, message: ModelResponse) -> bool:
     return bool(part.signature) and (part.provider_name or message.provider_name) in ('anthropic', None)
 
 
-def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+def _add(turns: list[_Turn], role: str, blocks: list[JSONObject]) -> None:
     """Append a turn, merged into the previous one when it has the same role."""
     if not blocks:
         return
-    if turns and turns[-1]['role'] == role:
-        turns[-1]['content'].extend(blocks)
+    if turns and turns[-1][0] == role:
+        turns[-1][1].extend(blocks)
     else:
-        turns.append({'role': role, 'content': list(blocks)})
+        turns.append((role, list(blocks)))
 
 
-def _place_system_turns(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _place_system_turns(turns: list[_Turn]) -> list[_Turn]:
     """System messages slide forward past user turns to just before the next assistant turn; one
     with no user turn before it gets a minimal user turn to anchor it."""
-    if all(turn['role'] != 'system' for turn in turns):
+    if all(role != 'system' for role, _ in turns):
         return turns  # the usual case: nothing to move, and no copy of a long history
-    out: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
+    out: list[_Turn] = []
+    pending: list[_Turn] = []
     for turn in turns:
-        if turn['role'] == 'system':
+        if turn[0] == 'system':
             pending.append(turn)
-        elif turn['role'] == 'user':
-            _add(out, 'user', turn['content'])
+        elif turn[0] == 'user':
+            _add(out, 'user', turn[1])
         else:
             if pending:
-                if not out or out[-1]['role'] != 'user':
-                    out.append({'role': 'user', 'content': [{'type': 'text', 'text': '(continue)'}]})
+                if not out or out[-1][0] != 'user':
+                    out.append(('user', [{'type': 'text', 'text': '(continue)'}]))
                 out.extend(pending)
                 pending = []
             out.append(turn)
     if pending:
-        if not out or out[-1]['role'] != 'user':
-            out.append({'role': 'user', 'content': [{'type': 'text', 'text': '(continue)'}]})
+        if not out or out[-1][0] != 'user':
+            out.append(('user', [{'type': 'text', 'text': '(continue)'}]))
         out.extend(pending)
     return out
 

@@ -48,6 +48,7 @@ from threadline.messages import (
     UserPromptPart,
     VideoUrl,
 )
+from threadline.messages.wire import JSONObject
 from threadline.models._base import (
     ModelProfile,
     ModelRequestParameters,
@@ -112,9 +113,9 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
     # -- requests -------------------------------------------------------------------------------
     def request_body(
         self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         """The Chat Completions request body for a (rendered) history: what `request` sends."""
-        body: dict[str, Any] = {'model': self._model_name, 'messages': self.map_messages(messages, params)}
+        body: JSONObject = {'model': self._model_name, 'messages': self.map_messages(messages, params)}
         tools = [*params.function_tools, *params.output_tools]
         if tools:
             body['tools'] = [_tool(t) for t in tools]
@@ -134,8 +135,8 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             body['stop'] = settings['stop_sequences']
         return body
 
-    def map_messages(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def map_messages(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> list[JSONObject]:
+        out: list[JSONObject] = []
         standing = standing_prompt_count(messages)
         first_request = True
         for index, message in enumerate(messages):
@@ -165,7 +166,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
     def _user_content(self, part: UserPromptPart, index: int, j: int) -> Any:
         if isinstance(part.content, str):
             return part.content
-        items: list[dict[str, Any]] = []
+        items: list[JSONObject] = []
         for item in part.content:
             if isinstance(item, str):
                 items.append({'type': 'text', 'text': item})
@@ -198,7 +199,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
                 )
         return items
 
-    def _assistant(self, message: ModelResponse) -> dict[str, Any] | None:
+    def _assistant(self, message: ModelResponse) -> JSONObject | None:
         """The assistant message for a response; None for one with neither text nor calls (the API
         refuses an assistant message with neither), as pydantic-ai leaves it out."""
         texts: list[str] = []
@@ -215,7 +216,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
         if not texts and not calls:
             return None
-        out: dict[str, Any] = {'role': 'assistant', 'content': '\n\n'.join(texts) if texts else None}
+        out: JSONObject = {'role': 'assistant', 'content': '\n\n'.join(texts) if texts else None}
         for name, values in fields.items():
             out[name] = '\n\n'.join(values)
         if calls:
@@ -229,7 +230,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             ]
         return out
 
-    stream_fields: ClassVar[dict[str, Any]] = {'stream': True, 'stream_options': {'include_usage': True}}
+    stream_fields: ClassVar[JSONObject] = {'stream': True, 'stream_options': {'include_usage': True}}
 
     def _endpoint(self) -> tuple[Any, str, Any, Any]:
         openai = require_extra('openai', 'openai')
@@ -299,23 +300,23 @@ class _OpenAIStream(StreamedResponse):
                     )
 
 
-def json_schema_format(output: OutputObjectDefinition) -> dict[str, Any]:
+def json_schema_format(output: OutputObjectDefinition) -> JSONObject:
     """A `NativeOutput`'s JSON-schema response format (Chat Completions nests it under
     `json_schema`, the Responses API under `text.format`): the schema in strict mode's form, and
     `strict: true` when it fits, as for tools."""
     schema, strict = strict_tool_schema(output.json_schema, output.strict)
-    format_: dict[str, Any] = {'name': output.name or 'final_result', 'schema': schema}
+    format_: JSONObject = {'name': output.name or 'final_result', 'schema': schema}
     if output.description:
         format_['description'] = output.description
     format_['strict'] = bool(strict)  # stated either way here (unlike tools, where absent means not strict)
     return format_
 
 
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
+def _tool(tool: ToolDefinition) -> JSONObject:
     """A tool definition, with `strict: true` when the tool's schema fits strict mode (see
     `_strict`); the schema goes in the form strict mode wants either way."""
     parameters, strict = strict_tool_schema(tool.parameters_json_schema, tool.strict)
-    function: dict[str, Any] = {'name': tool.name, 'description': tool.description or '', 'parameters': parameters}
+    function: JSONObject = {'name': tool.name, 'description': tool.description or '', 'parameters': parameters}
     if strict:
         function['strict'] = True
     return {'type': 'function', 'function': function}

@@ -60,7 +60,7 @@ from threadline.messages import (
     UploadedFile,
     UserPromptPart,
 )
-from threadline.messages.wire import encoder
+from threadline.messages.wire import JSONObject, encoder
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._provider import ProviderModel, require_extra, tool_result_text
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
@@ -100,11 +100,11 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
     # -- requests -------------------------------------------------------------------------------
     def request_body(
         self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         """The Responses API request body for a (rendered) history: what `request` sends."""
         options: dict[str, Any] = dict(settings or {})
         previous, sent = self._held_state(list(messages), options)
-        body: dict[str, Any] = {'model': self._model_name, 'input': map_input(sent, self.provider_name)}
+        body: JSONObject = {'model': self._model_name, 'input': map_input(sent, self.provider_name)}
         if not body['input'] and previous is None:
             body['input'] = [{'role': 'user', 'content': ''}]
         if params.instructions:
@@ -168,7 +168,7 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
         hasher.update(encoder.encode(response.parts))
         return hasher.hexdigest()
 
-    stream_fields: ClassVar[dict[str, Any]] = {'stream': True}
+    stream_fields: ClassVar[JSONObject] = {'stream': True}
 
     def _endpoint(self) -> tuple[Any, str, Any, Any]:
         openai = require_extra('openai', 'openai')
@@ -239,7 +239,7 @@ def _without_volatile(message: ModelMessage) -> Any:
     return message.parts
 
 
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
+def _tool(tool: ToolDefinition) -> JSONObject:
     parameters, strict = strict_tool_schema(tool.parameters_json_schema, tool.strict)
     return {
         'type': 'function',
@@ -250,9 +250,9 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     }
 
 
-def map_input(messages: Sequence[ModelMessage], provider_name: str) -> list[dict[str, Any]]:
+def map_input(messages: Sequence[ModelMessage], provider_name: str) -> list[JSONObject]:
     """The `input` items for a (rendered) history."""
-    items: list[dict[str, Any]] = []
+    items: list[JSONObject] = []
     for index, message in enumerate(messages):
         if isinstance(message, ModelRequest):
             for j, part in enumerate(message.parts):
@@ -271,7 +271,7 @@ def map_input(messages: Sequence[ModelMessage], provider_name: str) -> list[dict
 def _user_content(part: UserPromptPart, index: int, j: int) -> Any:
     if isinstance(part.content, str):
         return part.content
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for item in part.content:
         if isinstance(item, str):
             out.append({'type': 'input_text', 'text': item})
@@ -296,16 +296,16 @@ def _user_content(part: UserPromptPart, index: int, j: int) -> Any:
     return out
 
 
-def _response_items(message: ModelResponse, provider_name: str) -> list[dict[str, Any]]:
+def _response_items(message: ModelResponse, provider_name: str) -> list[JSONObject]:
     """One response as input items, one per part, in order."""
     ours = message.provider_name == provider_name
-    items: list[dict[str, Any]] = []
+    items: list[JSONObject] = []
     for part in message.parts:
         if isinstance(part, TextPart):
             items.append({'role': 'assistant', 'content': part.content})
         elif isinstance(part, ThinkingPart):
             if ours and part.id and part.provider_name == provider_name:
-                reasoning: dict[str, Any] = {'type': 'reasoning', 'id': part.id, 'summary': []}
+                reasoning: JSONObject = {'type': 'reasoning', 'id': part.id, 'summary': []}
                 if part.content:
                     reasoning['summary'] = [{'type': 'summary_text', 'text': part.content}]
                 reasoning['encrypted_content'] = part.signature
@@ -313,7 +313,7 @@ def _response_items(message: ModelResponse, provider_name: str) -> list[dict[str
             else:
                 items.append({'role': 'assistant', 'content': f'<think>\n{part.content}\n</think>'})
         elif isinstance(part, ToolCallPart):
-            call: dict[str, Any] = {
+            call: JSONObject = {
                 'type': 'function_call',
                 'call_id': part.tool_call_id,
                 'name': part.tool_name,
