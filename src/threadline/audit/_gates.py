@@ -23,8 +23,8 @@ from threadline.messages import (
     ToolReturnPart,
     pairing_report,
 )
-from threadline.messages.wire import enc_hook
-from threadline.storage import ChainCheck, OutcomeReceipt, StoredConversation, WaitRecord
+from threadline.messages.wire import JSONObject, enc_hook
+from threadline.storage import ChainCheck, OutcomeReceipt, StoredConversation, ToolEffect, WaitRecord
 from threadline.trust import verify_history
 
 __all__ = [
@@ -55,7 +55,7 @@ class Facts:
     stored: StoredConversation | None = None
     load_error: str | None = None
     lineage: list[tuple[str, int, int]] = field(default_factory=list)
-    effects: dict[str, Any] = field(default_factory=dict)
+    effects: dict[str, ToolEffect] = field(default_factory=dict)
     receipts: list[OutcomeReceipt] = field(default_factory=list)
     waits: list[WaitRecord] = field(default_factory=list)
     seal: ChainCheck | None = None
@@ -89,7 +89,7 @@ def gate_serialization(facts: Facts, context: AuditContext) -> tuple[GateResult,
         equal = original == _generic.decode(redump)
         canon = [_sorted.encode(m) for m in original]
     digest = hashlib.sha256(b'[' + b','.join(canon) + b']').hexdigest()
-    evidence: dict[str, Any] = {'messages': len(facts.messages), 'digest': digest[:16]}
+    evidence: JSONObject = {'messages': len(facts.messages), 'digest': digest[:16]}
     if not equal:
         return GateResult('serialization', False, ('SERIALIZATION_FAILURE',), evidence), digest
     if facts.stored is not None:
@@ -105,7 +105,7 @@ def gate_serialization(facts: Facts, context: AuditContext) -> tuple[GateResult,
     return GateResult('serialization', True, (), evidence), digest
 
 
-def _seal_evidence(check: ChainCheck) -> dict[str, Any]:
+def _seal_evidence(check: ChainCheck) -> JSONObject:
     """What the store's keyed seal says, without content: the key that protects it, how many seals
     verified, the tip outside the store, and the failure's code (never the record's values)."""
     return {
@@ -140,7 +140,7 @@ def gate_authority(facts: Facts, context: AuditContext) -> GateResult:
     if context.source != 'store' or facts.stored is None:
         return GateResult('authority', False, ('UNTRUSTED_HISTORY',), {'source': context.source})
     client = [(b.start, b.end) for b in facts.stored.batches if b.provenance == 'client']
-    evidence: dict[str, Any] = {'source': 'store', 'batches': len(facts.stored.batches)}
+    evidence: JSONObject = {'source': 'store', 'batches': len(facts.stored.batches)}
     if facts.seal is not None and not facts.seal.ok:
         evidence['sealed'] = False  # provenance read from records that fail their seal proves nothing
         return GateResult('authority', False, ('UNTRUSTED_HISTORY',), evidence)
@@ -154,7 +154,7 @@ def _envelope_authority(facts: Facts, context: AuditContext) -> GateResult:
 
     envelope = context.envelope
     assert envelope is not None
-    evidence: dict[str, Any] = {'source': 'client', 'envelope_key': envelope.key_id}
+    evidence: JSONObject = {'source': 'client', 'envelope_key': envelope.key_id}
     if context.keys is None or context.conversation_id is None or context.scope is None:
         evidence['reason'] = 'no_keys_or_ids'
         return GateResult('authority', False, ('UNTRUSTED_HISTORY',), evidence)
@@ -190,7 +190,7 @@ def gate_prompt(facts: Facts, context: AuditContext) -> GateResult:
     contract = context.prompt_contract
     assert contract is not None
     text, parts = _standing_prompt(facts.messages)
-    evidence: dict[str, Any] = {'contract': contract.name, 'kind': contract.kind, 'standing_parts': parts}
+    evidence: JSONObject = {'contract': contract.name, 'kind': contract.kind, 'standing_parts': parts}
     if contract.kind == 'unchecked':
         return GateResult('prompt_continuity', True, (), {**evidence, 'found': 'not checked'})
     if contract.kind == 'dynamic_instructions':
@@ -215,7 +215,7 @@ def gate_tools(facts: Facts, context: AuditContext) -> GateResult:
     report = pairing_report(messages)
     last_response = max((i for i, m in enumerate(messages) if isinstance(m, ModelResponse)), default=-1)
     frontier_ok = context.resume_frontier or bool(_valid_waits(facts))
-    interrupted: list[dict[str, Any]] = []
+    interrupted: list[JSONObject] = []
     for ref in report.open_calls:
         if ref.message_index == last_response and frontier_ok:
             continue
@@ -231,7 +231,7 @@ def gate_tools(facts: Facts, context: AuditContext) -> GateResult:
         verdicts.append('INTERRUPTED_TOOL')
     if orphans:
         verdicts.append('ORPHAN_RESULT_REMOVED')
-    evidence: dict[str, Any] = {'calls': sum(isinstance(p, ToolCallPart) for m in messages for p in m.parts)}
+    evidence: JSONObject = {'calls': sum(isinstance(p, ToolCallPart) for m in messages for p in m.parts)}
     if interrupted:
         evidence['interrupted'] = interrupted
     if orphans:
@@ -239,7 +239,7 @@ def gate_tools(facts: Facts, context: AuditContext) -> GateResult:
     return GateResult('tool_honesty', not verdicts, tuple(verdicts), evidence)
 
 
-def _call_evidence(facts: Facts, position: int, call_id: str, state: str) -> dict[str, Any]:
+def _call_evidence(facts: Facts, position: int, call_id: str, state: str) -> JSONObject:
     tool_name = next(
         (
             p.tool_name
@@ -250,7 +250,7 @@ def _call_evidence(facts: Facts, position: int, call_id: str, state: str) -> dic
         None,
     )
     effect = facts.effects.get(call_id)
-    out: dict[str, Any] = {'position': position, 'tool_call': facts.h(call_id), 'tool': tool_name, 'state': state}
+    out: JSONObject = {'position': position, 'tool_call': facts.h(call_id), 'tool': tool_name, 'state': state}
     if effect is not None:
         out['ledger'] = effect.status if effect.status != 'started' else 'unknown_after_crash'
         out['idempotency_key'] = facts.h(effect.idempotency_key)
@@ -261,7 +261,7 @@ def gate_scope(facts: Facts, context: AuditContext) -> GateResult:
     """Every message belongs to the conversation being continued (a fork's shared prefix may carry
     its parent's id); loaded and replayed under one scope; no run id used as the conversation key;
     a declared fork really has a new id."""
-    problems: list[dict[str, Any]] = []
+    problems: list[JSONObject] = []
     if context.loaded_scope is not None and context.scope is not None and context.loaded_scope != context.scope:
         problems.append({'problem': 'scope_changed'})
     target = context.conversation_id
@@ -278,7 +278,7 @@ def gate_scope(facts: Facts, context: AuditContext) -> GateResult:
                 problems.append({'problem': 'foreign_conversation_id', 'position': index, 'id': facts.h(cid)})
                 break
     ids = {m.conversation_id for m in facts.messages if m.conversation_id}
-    evidence: dict[str, Any] = {'distinct_conversation_ids': len(ids)}
+    evidence: JSONObject = {'distinct_conversation_ids': len(ids)}
     if problems:
         evidence['problems'] = problems
     return GateResult('scope', not problems, () if not problems else ('SCOPE_DRIFT',), evidence)
@@ -310,7 +310,7 @@ def gate_outcome(facts: Facts, context: AuditContext) -> tuple[GateResult, bool]
     last = messages[-1] if messages else None
     waits = _valid_waits(facts)
     expired = [w for w in facts.waits if w.resolved_at is None and w.deadline <= facts.now]
-    evidence: dict[str, Any] = {'receipts': len(facts.receipts), 'valid_waits': len(waits)}
+    evidence: JSONObject = {'receipts': len(facts.receipts), 'valid_waits': len(waits)}
     if expired and not waits:
         evidence['expired_waits'] = len(expired)
         return GateResult('outcome', False, ('BLOCKED',), evidence), False

@@ -197,7 +197,7 @@ def state_for(db: str | None, scope: str | None, debug: bool) -> State:
     )
 
 
-def dump(value: Any) -> None:
+def dump(value: object) -> None:
     """`value` as JSON on stdout; times in the wire format's UTC form (`2026-12-01T02:36:00.000001Z`)."""
     click.echo(json.dumps(value, indent=2, sort_keys=True, default=_json_default))
 

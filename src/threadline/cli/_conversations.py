@@ -492,6 +492,6 @@ def _age(text: str) -> timedelta:
         raise click.ClickException(f'--older-than {text!r}: use a number and a unit, like 30d, 12h or 90m') from None
 
 
-def _wire_time(value: Any) -> str | None:
+def _wire_time(value: datetime | None) -> str | None:
     """A time as the wire format writes it (`...Z`), or None."""
     return value.isoformat().replace('+00:00', 'Z') if value is not None else None

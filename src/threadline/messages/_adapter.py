@@ -92,7 +92,7 @@ def to_jsonable_python(value: Any) -> Any:
     return msgspec.to_builtins(value, enc_hook=enc_hook)
 
 
-def to_json(value: Any, *, indent: int | None = None) -> bytes:
+def to_json(value: object, *, indent: int | None = None) -> bytes:
     """JSON bytes for `value`: a history in its wire form, anything else as pydantic would write it."""
     out = encoder.encode(value)
     return msgspec.json.format(out, indent=indent) if indent else out

@@ -200,14 +200,14 @@ def json_depth(data: bytes | bytearray | memoryview | str | msgspec.Raw) -> int:
     return deepest
 
 
-def load_messages(items: Any) -> list[ModelMessage]:
+def load_messages(items: object) -> list[ModelMessage]:
     """Load a history from Python objects (dicts as `dump_python` writes them, or messages)."""
     if isinstance(items, (str, bytes, dict)) or not isinstance(items, (list, tuple)):
         raise MessageValidationError('messages', f'expected a list of messages, got {_type_name(items)}')
     return [_load_message_bounded(item, f'messages[{i}]') for i, item in enumerate(items)]
 
 
-def _load_message_bounded(item: Any, loc: str) -> ModelMessage:
+def _load_message_bounded(item: object, loc: str) -> ModelMessage:
     try:
         return _load_message(item, loc)
     except RecursionError:
@@ -215,7 +215,7 @@ def _load_message_bounded(item: Any, loc: str) -> ModelMessage:
         raise MessageValidationError(loc, f'nested deeper than {MAX_JSON_DEPTH} levels (the limit)') from None
 
 
-def load_struct(cls: type, value: Any, location: str) -> Any:
+def load_struct(cls: type, value: object, location: str) -> Any:
     """Load one wire struct of type `cls` (a message, part, content item or usage) from Python data."""
     if isinstance(value, cls):
         return value
@@ -230,7 +230,7 @@ def load_struct(cls: type, value: Any, location: str) -> Any:
     return _convert(_known_fields(cls, _require_dict(value, location)), cls, location)
 
 
-def _load_message(item: Any, loc: str) -> ModelMessage:
+def _load_message(item: object, loc: str) -> ModelMessage:
     if isinstance(item, (ModelRequest, ModelResponse)):
         return item
     data = _require_dict(item, loc)
@@ -262,7 +262,7 @@ def _load_message(item: Any, loc: str) -> ModelMessage:
     return message
 
 
-def _load_part(part: Any, loc: str, part_types: dict[str, type[msgspec.Struct]]) -> Any:
+def _load_part(part: object, loc: str, part_types: dict[str, type[msgspec.Struct]]) -> Any:
     if isinstance(part, OpaquePart) or type(part) in part_types.values():
         return part
     data = _require_dict(part, loc)
@@ -286,7 +286,7 @@ def _load_part(part: Any, loc: str, part_types: dict[str, type[msgspec.Struct]])
     return loaded
 
 
-def _load_content(item: Any, loc: str) -> Any:
+def _load_content(item: object, loc: str) -> Any:
     if isinstance(item, (str, OpaqueContent)) or type(item) in _CONTENT_TYPES.values():
         return item
     data = _require_dict(item, loc)
@@ -341,13 +341,13 @@ def _translate(message: str, loc: str) -> MessageValidationError:
     return MessageValidationError(location, reason[:1].lower() + reason[1:])
 
 
-def _require_dict(value: Any, loc: str) -> dict[str, Any]:
+def _require_dict(value: object, loc: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MessageValidationError(loc, f'expected an object, got {_type_name(value)}')
     return value
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     names: dict[type, str] = {dict: 'an object', list: 'a list', str: 'a string', type(None): 'null', bool: 'a boolean'}
     for tp, name in names.items():
         if isinstance(value, tp):

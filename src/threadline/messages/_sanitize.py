@@ -29,15 +29,21 @@ messages no rule touches are returned as they are (messages are values: edit the
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
 
-from threadline.messages._content import FileUrl, TextContent, UploadedFile
-from threadline.messages._messages import ModelMessage, ModelRequest, ModelResponse
+from threadline.messages._content import FileUrl, TextContent, UploadedFile, UserContent
+from threadline.messages._messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    ModelResponsePart,
+)
 from threadline.messages._opaque import OpaquePart
 from threadline.messages._parts import (
     CompactionPart,
@@ -99,7 +105,7 @@ class _Options:
     strip_instructions: bool
     strip_compaction_parts: bool
     schemes: frozenset[str]
-    force_download: tuple[Any, ...]
+    force_download: tuple[object, ...]
     allow_uploaded_files: bool
     strip_workspace_refs: bool
     resolved: frozenset[str]
@@ -113,7 +119,7 @@ class _Sanitizer:
     def note(self, kind: str, i: int, j: int | None = None, detail: str | None = None) -> None:
         self.stripped.append(StrippedItem(kind, i, j, detail))
 
-    def file_item(self, item: Any, i: int, j: int) -> Any:
+    def file_item(self, item: _ItemT, i: int, j: int) -> _ItemT | None:
         """The item as it may stay, or None when it must be dropped."""
         if isinstance(item, UploadedFile) and not self.options.allow_uploaded_files:
             self.note('uploaded_file', i, j)
@@ -156,7 +162,7 @@ class _Sanitizer:
             return rest or None
         return metadata
 
-    def request_part(self, part: Any, i: int, j: int) -> Any:
+    def request_part(self, part: ModelRequestPart, i: int, j: int) -> ModelRequestPart | None:
         options = self.options
         if options.strip_system_prompts:
             if isinstance(part, SystemPromptPart) or (
@@ -176,8 +182,8 @@ class _Sanitizer:
             return self.compaction(part)
         return part
 
-    def user_content(self, items: Sequence[Any], i: int, j: int) -> list[Any]:
-        out = []
+    def user_content(self, items: Sequence[UserContent], i: int, j: int) -> list[UserContent]:
+        out: list[UserContent] = []
         for item in items:
             if isinstance(item, TextContent) and item.metadata is not None:
                 self.note('text_content_metadata', i, j)
@@ -194,7 +200,7 @@ class _Sanitizer:
             return msgspec.structs.replace(part, provider_details=rest or None)
         return part
 
-    def response_part(self, part: Any, i: int, j: int) -> Any:
+    def response_part(self, part: ModelResponsePart, i: int, j: int) -> ModelResponsePart | None:
         if isinstance(part, NativeToolReturnPart) and isinstance(
             part.content, (list, tuple, dict, FileUrl, UploadedFile)
         ):
@@ -204,25 +210,35 @@ class _Sanitizer:
             return self.compaction(part)
         return part
 
-    def message(self, message: ModelMessage, i: int) -> ModelMessage | None:
-        """The sanitized message (the same object when nothing changes), or None to drop it."""
-        options = self.options
-        is_request = type(message) is ModelRequest
-        handle = self.request_part if is_request else self.response_part
-        parts: list[Any] | None = None
-        for j, part in enumerate(message.parts):
+    def parts(
+        self, parts: Sequence[_PartT], i: int, handle: Callable[[_PartT, int, int], _PartT | None]
+    ) -> list[_PartT] | None:
+        """The kept parts, or None when every part stays as it is (the common case: no copy)."""
+        kept_parts: list[_PartT] | None = None
+        for j, part in enumerate(parts):
             part_t = type(part)
+            kept: _PartT | None
             if part_t in _PLAIN_PARTS or (part_t in _STR_CONTENT_PARTS and type(part.content) is str):  # type: ignore[union-attr]
                 kept = part
-            elif options.strip_compaction_parts and part_t is CompactionPart:
+            elif self.options.strip_compaction_parts and part_t is CompactionPart:
                 self.note('compaction_part', i, j)
                 kept = None
             else:
                 kept = handle(part, i, j)
-            if kept is not part and parts is None:
-                parts = list(message.parts[:j])
-            if parts is not None and kept is not None:
-                parts.append(kept)
+            if kept is not part and kept_parts is None:
+                kept_parts = list(parts[:j])
+            if kept_parts is not None and kept is not None:
+                kept_parts.append(kept)
+        return kept_parts
+
+    def message(self, message: ModelMessage, i: int) -> ModelMessage | None:
+        """The sanitized message (the same object when nothing changes), or None to drop it."""
+        options = self.options
+        parts: list[ModelRequestPart] | list[ModelResponsePart] | None
+        if isinstance(message, ModelRequest):
+            parts = self.parts(message.parts, i, self.request_part)
+        else:
+            parts = self.parts(message.parts, i, self.response_part)
         changes: dict[str, Any] = {}
         if parts is not None:
             if not parts:
@@ -234,10 +250,10 @@ class _Sanitizer:
             metadata = self.metadata(message.metadata, i)
             if metadata is not message.metadata:
                 changes['metadata'] = metadata
-        if is_request:
-            if options.strip_instructions and message.instructions is not None:  # type: ignore[union-attr]
+        if isinstance(message, ModelRequest):
+            if options.strip_instructions and message.instructions is not None:
                 changes['instructions'] = None
-        elif options.strip_workspace_refs and message.workspace_ref is not None:  # type: ignore[union-attr]
+        elif options.strip_workspace_refs and message.workspace_ref is not None:
             changes['workspace_ref'] = None
         return msgspec.structs.replace(message, **changes) if changes else message
 
@@ -260,6 +276,8 @@ class _Sanitizer:
 
 
 _DROP = object()
+_ItemT = TypeVar('_ItemT')
+_PartT = TypeVar('_PartT', ModelRequestPart, ModelResponsePart)
 # Parts no rule ever touches, and parts untouched while their content is plain text.
 _PLAIN_PARTS = frozenset({TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart, RetryPromptPart})
 _STR_CONTENT_PARTS = frozenset({UserPromptPart, ToolReturnPart, NativeToolReturnPart})
@@ -272,7 +290,7 @@ class SanitizeOptions(TypedDict, total=False):
     strip_instructions: bool
     strip_compaction_parts: bool
     allowed_file_url_schemes: Iterable[str]
-    allowed_file_url_force_download: Iterable[Any]
+    allowed_file_url_force_download: Iterable[object]
     allow_uploaded_files: bool
     strip_workspace_refs: bool
     resolved_tool_call_ids: Iterable[str]
@@ -285,7 +303,7 @@ def sanitize_report(
     strip_instructions: bool = True,
     strip_compaction_parts: bool = False,
     allowed_file_url_schemes: Iterable[str] = ('http', 'https'),
-    allowed_file_url_force_download: Iterable[Any] = (),
+    allowed_file_url_force_download: Iterable[object] = (),
     allow_uploaded_files: bool = False,
     strip_workspace_refs: bool = True,
     resolved_tool_call_ids: Iterable[str] = (),
@@ -320,7 +338,7 @@ def sanitize_messages(
     strip_instructions: bool = True,
     strip_compaction_parts: bool = False,
     allowed_file_url_schemes: Iterable[str] = ('http', 'https'),
-    allowed_file_url_force_download: Iterable[Any] = (),
+    allowed_file_url_force_download: Iterable[object] = (),
     allow_uploaded_files: bool = False,
     strip_workspace_refs: bool = True,
     resolved_tool_call_ids: Iterable[str] = (),

@@ -15,6 +15,7 @@ from threadline.exceptions import UnexpectedModelBehavior
 from threadline.messages import (
     FinishReason,
     ModelResponse,
+    ModelResponsePart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RequestUsage,
@@ -38,7 +39,7 @@ _STOP: dict[str, FinishReason] = {
 
 def response_of(message: Any) -> ModelResponse:
     """The response an answer (`anthropic.types.Message`) carries."""
-    parts: list[Any] = []
+    parts: list[ModelResponsePart] = []
     for block in getattr(message, 'content', None) or []:
         kind = block.type
         if kind == 'text':
@@ -116,7 +117,7 @@ class AnthropicStream(StreamedResponse):
                     )
 
 
-def _usage(usage: Any) -> RequestUsage:
+def _usage(usage: object) -> RequestUsage:
     if usage is None:
         return RequestUsage()
     return RequestUsage(

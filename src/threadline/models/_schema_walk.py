@@ -56,7 +56,7 @@ def _node(schema: Any, transform: Transform) -> Any:
     return transform(schema)
 
 
-def json_type_of(value: Any) -> str | None:
+def json_type_of(value: object) -> str | None:
     """The JSON schema `type` of a scalar (for a `const` rewritten as a typed one-value `enum`)."""
     if isinstance(value, bool):  # before int, which bool subclasses
         return 'boolean'

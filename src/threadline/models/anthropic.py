@@ -60,6 +60,8 @@ from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import StreamedResponse
 
 if TYPE_CHECKING:
+    import httpx
+
     from threadline.memory.anthropic import MemoryTool
 
 __all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicProvider', 'MemoryTool']
@@ -82,7 +84,12 @@ class AnthropicProvider:
     optional `httpx.AsyncClient`, and the SDK's retries."""
 
     def __init__(
-        self, *, base_url: str | None = None, api_key: str | None = None, http_client: Any = None, max_retries: int = 2
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        max_retries: int = 2,
     ) -> None:
         anthropic = require_extra('anthropic', 'anthropic')
         self.client = anthropic.AsyncAnthropic(
@@ -365,7 +372,7 @@ def _tool_result(part: ToolReturnPart) -> JSONObject:
     return result
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
 
     return msgspec.json.encode(value, enc_hook=enc_hook).decode()
 

@@ -168,7 +168,7 @@ class _Started:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         setattr(self._stream, name, value)  # `watch` and the like belong to the stream
 
     async def __aiter__(self) -> AsyncIterator[ModelStreamEvent]:

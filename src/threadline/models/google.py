@@ -31,7 +31,7 @@ import base64
 import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -58,6 +58,9 @@ from threadline.models._base import ModelProfile, ModelRequestParameters, ModelS
 from threadline.models._provider import ProviderModel, require_extra
 from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
+
+if TYPE_CHECKING:
+    from google.genai.types import GenerateContentResponseUsageMetadata
 
 __all__ = ['GoogleModel', 'GoogleProvider']
 
@@ -407,7 +410,7 @@ def _response(response: Any, model_name: str) -> ModelResponse:
     )
 
 
-def _usage(metadata: Any) -> RequestUsage:
+def _usage(metadata: GenerateContentResponseUsageMetadata | None) -> RequestUsage:
     if metadata is None:
         return RequestUsage()
     thoughts = metadata.thoughts_token_count or 0

@@ -22,9 +22,9 @@ Request mapping:
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from threadline.exceptions import UnexpectedModelBehavior, UserError
 from threadline.messages import (
@@ -37,6 +37,7 @@ from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    ModelResponsePart,
     RequestUsage,
     SystemPromptPart,
     TextContent,
@@ -61,6 +62,11 @@ from threadline.models._render import standing_prompt_count
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
 
+if TYPE_CHECKING:
+    import httpx
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletionChunk
+
 __all__ = ['OpenAIChatModel', 'OpenAIProvider']
 
 _FINISH: dict[str, FinishReason] = {
@@ -77,7 +83,12 @@ class OpenAIProvider:
     `api_key` (default `OPENAI_API_KEY`), an optional `httpx.AsyncClient`, and the SDK's retries."""
 
     def __init__(
-        self, *, base_url: str | None = None, api_key: str | None = None, http_client: Any = None, max_retries: int = 2
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        max_retries: int = 2,
     ) -> None:
         openai = require_extra('openai', 'openai')
         base_url = base_url or os.environ.get('OPENAI_BASE_URL')
@@ -163,7 +174,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             out.insert(0, {'role': self.system_prompt_role, 'content': params.instructions})
         return out
 
-    def _user_content(self, part: UserPromptPart, index: int, j: int) -> Any:
+    def _user_content(self, part: UserPromptPart, index: int, j: int) -> str | list[JSONObject]:
         if isinstance(part.content, str):
             return part.content
         items: list[JSONObject] = []
@@ -247,7 +258,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             message = choice.message
         except (AttributeError, IndexError, TypeError):
             raise UnexpectedModelBehavior('the provider answered without a choice', repr(completion)) from None
-        parts: list[Any] = []
+        parts: list[ModelResponsePart] = []
         reasoning = _reasoning(message)
         if reasoning:
             parts.append(ThinkingPart(reasoning, id='reasoning_content', provider_name='openai'))
@@ -269,7 +280,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
 
 
 class _OpenAIStream(StreamedResponse):
-    def __init__(self, model_name: str, stream: Any) -> None:
+    def __init__(self, model_name: str, stream: AsyncIterable[ChatCompletionChunk]) -> None:
         super().__init__(model_name, 'openai')
         self._stream = stream
 
@@ -322,7 +333,7 @@ def _tool(tool: ToolDefinition) -> JSONObject:
     return {'type': 'function', 'function': function}
 
 
-def _reasoning(message: Any) -> str | None:
+def _reasoning(message: object) -> str | None:
     """Reasoning text that compatible servers (vLLM, DeepSeek, Ollama) add as `reasoning_content`."""
     value = getattr(message, 'reasoning_content', None) or (getattr(message, 'model_extra', None) or {}).get(
         'reasoning_content'
@@ -330,7 +341,7 @@ def _reasoning(message: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _usage(usage: Any) -> RequestUsage:
+def _usage(usage: CompletionUsage | None) -> RequestUsage:
     if usage is None:
         return RequestUsage()
     prompt_details = getattr(usage, 'prompt_tokens_details', None)
@@ -345,7 +356,7 @@ def _usage(usage: Any) -> RequestUsage:
     )
 
 
-def _describe(item: Any) -> str:
+def _describe(item: object) -> str:
     if isinstance(item, (DocumentUrl, AudioUrl, VideoUrl)):
         return f'a {type(item).__name__} ({item.media_type or "unknown type"})'
     if isinstance(item, BinaryContent):

@@ -37,7 +37,7 @@ import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from threadline.exceptions import UnexpectedModelBehavior, UserError
 from threadline.messages import (
@@ -48,6 +48,7 @@ from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    ModelResponsePart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RequestUsage,
@@ -66,6 +67,9 @@ from threadline.models._provider import ProviderModel, require_extra, tool_resul
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
 from threadline.models.openai import OpenAIProvider, json_schema_format
+
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseUsage
 
 __all__ = ['OpenAIResponsesModel', 'OpenAIResponsesModelSettings']
 
@@ -330,7 +334,7 @@ def _response_items(message: ModelResponse, provider_name: str) -> list[JSONObje
 
 
 # -- responses --------------------------------------------------------------------------------------
-def _output_item(item: Any) -> list[Any]:
+def _output_item(item: Any) -> list[ModelResponsePart]:
     kind = item.type
     if kind == 'message':
         return [TextPart(c.text, id=item.id, provider_name='openai') for c in item.content if c.type == 'output_text']
@@ -347,7 +351,7 @@ def _output_item(item: Any) -> list[Any]:
     ]
 
 
-def _usage(usage: Any) -> RequestUsage:
+def _usage(usage: ResponseUsage | None) -> RequestUsage:
     if usage is None:
         return RequestUsage()
     inputs = getattr(usage, 'input_tokens_details', None)

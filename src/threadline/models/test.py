@@ -222,7 +222,7 @@ def _chunks(text: str) -> list[str]:
     return [w + ' ' for w in words[:-1]] + [words[-1]]
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: object) -> str:
     """Tool results as the JSON text the reference's TestModel answers with: pydantic models,
     dataclasses, file content and bytes (as UTF-8 text) included."""
     from pydantic_core import to_json

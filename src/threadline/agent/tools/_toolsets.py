@@ -272,7 +272,7 @@ class ExternalToolset(AbstractToolset[AgentDepsT]):
         raise CallDeferred
 
 
-def _json_args(raw: Any) -> dict[str, Any]:
+def _json_args(raw: object) -> dict[str, Any]:
     """Arguments checked only for being a JSON object (the application validates them)."""
 
     try:

@@ -25,7 +25,7 @@ from threadline.messages.wire import decode_messages
 __all__ = ['message_text', 'role_and_time', 'role_of', 'time_of', 'title_of']
 
 
-def _json_text(value: Any) -> str:
+def _json_text(value: object) -> str:
     if isinstance(value, str):
         return value
     try:

@@ -210,7 +210,7 @@ class _Loader:
             self.out.append(ModelResponse(parts=parts))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     """A tool result as the text of a tool message: text as is, anything else as JSON."""
     if isinstance(value, str):
         return value

@@ -136,7 +136,7 @@ class DynamicToolUIPart(ToolUIPart):
         return self.tool_name_
 
 
-def _kind(value: Any) -> str | None:
+def _kind(value: object) -> str | None:
     """The part's tag; None (no tag: a validation error naming the part) when `type` is not text."""
     kind = value.get('type', '') if isinstance(value, dict) else getattr(value, 'type', '')
     if not isinstance(kind, str):
