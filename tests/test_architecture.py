@@ -10,6 +10,7 @@
    (`DEFERRED`), of a module that needs an extra (`OPTIONAL`), a listed lazy re-export, one of the
    few listed imports inside a package (`CYCLES`), or made by the CLI (`LAZY_ROOMS`).
 3. Trust owns every MAC: no module outside `threadline.trust` imports `hmac`.
+4. `Any` stays rare: at most `ANY_PER_THOUSAND_LINES` uses per 1,000 lines of `src/`.
 
 Each rule is checked on the tree and, to show the check can fail, on a module with the forbidden
 import added.
@@ -327,3 +328,27 @@ def test_an_allowed_import_is_not_reported() -> None:
     )
     planted = imports_of('threadline.cli._planted', ast.parse(text))
     assert order_violations(planted) + private_violations(planted) + mac_violations(planted) == []
+
+
+ANY_PER_THOUSAND_LINES = 25  # issue 34: from 53; wire fields (metadata, tool arguments) count too
+
+
+def any_per_thousand_lines(root: pathlib.Path) -> float:
+    """How often `Any` is written in annotations and expressions (imports of it not counted)."""
+    import io
+    import tokenize
+
+    lines = uses = 0
+    for path in root.rglob('*.py'):
+        text = path.read_text()
+        lines += len(text.splitlines())
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NAME and token.string == 'Any':
+                uses += not token.line.lstrip().startswith(('from ', 'import '))
+    return 1000 * uses / lines
+
+
+def test_any_stays_rare() -> None:
+    """New code states its types: a JSON body is `messages.wire.JSONObject`, an untrusted input
+    `object` narrowed by isinstance, an SDK value its SDK type (under TYPE_CHECKING)."""
+    assert any_per_thousand_lines(SRC) <= ANY_PER_THOUSAND_LINES

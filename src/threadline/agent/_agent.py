@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ['Agent', 'EndStrategy', 'RunOptions']
 
-F = TypeVar('F', bound=Callable[..., Any])
+F = TypeVar('F', bound=Callable[..., object])
 
 
 class _Unset:

@@ -279,7 +279,7 @@ class RunState:
             )
 
 
-def _wants_ctx(fn: Callable[..., Any]) -> bool:
+def _wants_ctx(fn: Callable[..., object]) -> bool:
     try:
         return len(inspect.signature(fn).parameters) >= 1
     except (TypeError, ValueError):

@@ -4,9 +4,9 @@ with evidence made of positions, counts and keyed hashes (never message content)
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 import msgspec
 
@@ -284,7 +284,7 @@ def gate_scope(facts: Facts, context: AuditContext) -> GateResult:
     return GateResult('scope', not problems, () if not problems else ('SCOPE_DRIFT',), evidence)
 
 
-def _allowed_ids(facts: Facts, target: str | None) -> Any:
+def _allowed_ids(facts: Facts, target: str | None) -> Callable[[int], set[str | None]]:
     if target is None:
         first = next((m.conversation_id for m in facts.messages if m.conversation_id), None)
         target = first

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -42,6 +43,7 @@ def demo(db: str | None, scope: str | None, debug: bool) -> None:
 
 
 _LEAVE = ('exit', 'quit', '/quit', '/exit')
+_CommandT = TypeVar('_CommandT', bound=Callable[..., object])
 
 
 def _model_options(options: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
@@ -129,7 +131,7 @@ def _conversation_for(state: State, cont: bool, cid: str | None) -> str:
     return uuid7()
 
 
-def _model_option(fn: Any) -> Any:
+def _model_option(fn: _CommandT) -> _CommandT:
     fn = click.option('-o', '--option', 'options', multiple=True, nargs=2, help='A model setting: -o temperature 0.2')(
         fn
     )

@@ -6,11 +6,14 @@ import ipaddress
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from threadline.cli._app import cli, console, shared_options, state_for
+
+if TYPE_CHECKING:
+    from threadline.trust import Keyring
 
 LOOPBACK = ('127.0.0.1', '::1', 'localhost')
 
@@ -115,7 +118,7 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level='warning')
 
 
-def _trust_keys() -> Any:
+def _trust_keys() -> Keyring:
     """The keys that sign client-held histories: `THREADLINE_TRUST_KEYS`, or a key made for this
     process (said so: its envelopes do not survive a restart, nor verify on another server)."""
     from threadline.trust import Keyring

@@ -16,6 +16,7 @@ from threadline.messages import (
     FinishReason,
     ModelResponse,
     ModelResponsePart,
+    ModelResponsePart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RequestUsage,

@@ -6,6 +6,7 @@ import base64
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from types import ModuleType
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
@@ -139,7 +140,7 @@ class ProviderModel(Model, Generic[ProviderT]):
             await stream.close()
 
 
-def require_extra(module: str, extra: str) -> Any:
+def require_extra(module: str, extra: str) -> ModuleType:
     """Import a provider SDK, or say which extra installs it."""
     try:
         return __import__(module)

@@ -32,6 +32,7 @@ from threadline.messages import (
     FilePart,
     ModelMessage,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
     NativeToolCallPart,
     NativeToolReturnPart,
@@ -94,7 +95,9 @@ def _feedback_text(content: Any, cause: str) -> str:
     return f'{_FEEDBACK_LEAD}\n<{tag}>\n{body}\n</{tag}>'
 
 
-def _render_request_part(part: Any, standing: bool, profile: ModelProfile, skipped: set[str]) -> Any:
+def _render_request_part(
+    part: ModelRequestPart, standing: bool, profile: ModelProfile, skipped: set[str]
+) -> ModelRequestPart:
     if isinstance(part, SystemPromptPart):
         if standing or profile.supports_inline_system_prompts:
             return part
@@ -175,15 +178,18 @@ def _render_message(
     message: ModelMessage, first: bool, standing: int, profile: ModelProfile, skipped: set[str]
 ) -> ModelMessage:
     """`message` as sent (itself when nothing changes); `first`: no request came before it."""
-    is_request = isinstance(message, ModelRequest)
-    parts: list[Any] = []
-    changed = False
-    for index, part in enumerate(message.parts):
-        if isinstance(part, OpaquePart):
-            skipped.add(part.part_kind)
-            changed = True
-            continue
-        rendered = _render_request_part(part, first and index < standing, profile, skipped) if is_request else part
-        changed = changed or rendered is not part
-        parts.append(rendered)
-    return replace(message, parts=parts) if changed else message  # type: ignore[arg-type]
+    if isinstance(message, ModelRequest):
+        parts: list[ModelRequestPart] = []
+        changed = False
+        for index, part in enumerate(message.parts):
+            if isinstance(part, OpaquePart):
+                skipped.add(part.part_kind)
+                changed = True
+                continue
+            rendered = _render_request_part(part, first and index < standing, profile, skipped)
+            changed = changed or rendered is not part
+            parts.append(rendered)
+        return replace(message, parts=parts) if changed else message
+    kept = [part for part in message.parts if not isinstance(part, OpaquePart)]
+    skipped.update(part.part_kind for part in message.parts if isinstance(part, OpaquePart))
+    return replace(message, parts=kept) if len(kept) != len(message.parts) else message

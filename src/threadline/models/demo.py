@@ -62,7 +62,7 @@ class DemoModel(Model):
             usage=RequestUsage(input_tokens=20 * len(messages), output_tokens=max(words, 1)),
         )
 
-    def _answer(self, prompt: str, tools: set[str], position: int) -> Any:
+    def _answer(self, prompt: str, tools: set[str], position: int) -> ToolCallPart | TextPart:
         match = _ORDER.search(prompt)
         if match:
             order = match.group(1)

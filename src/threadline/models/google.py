@@ -43,6 +43,7 @@ from threadline.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    ModelResponsePart,
     RequestUsage,
     SystemPromptPart,
     TextContent,
@@ -60,7 +61,7 @@ from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 
 if TYPE_CHECKING:
-    from google.genai.types import GenerateContentResponseUsageMetadata
+    from google.genai.types import GenerateContentResponse, GenerateContentResponseUsageMetadata, Part
 
 __all__ = ['GoogleModel', 'GoogleProvider']
 
@@ -374,7 +375,7 @@ def _details(part: Any) -> dict[str, Any] | None:
     return {'thought_signature': base64.b64encode(signature).decode()} if signature else None
 
 
-def _response_part(part: Any) -> Any:
+def _response_part(part: Part) -> ModelResponsePart | None:
     """A Gemini `Part` as a response part (None for an empty text part)."""
     details = _details(part)
     extra: dict[str, Any] = {'provider_details': details, 'provider_name': 'google'} if details else {}
@@ -392,7 +393,7 @@ def _response_part(part: Any) -> Any:
     raise UnexpectedModelBehavior('Gemini answered with a part Threadline does not know', repr(part))
 
 
-def _response(response: Any, model_name: str) -> ModelResponse:
+def _response(response: GenerateContentResponse, model_name: str) -> ModelResponse:
     candidates = response.candidates or []
     if not candidates:
         raise UnexpectedModelBehavior('Gemini answered without a candidate', repr(response))
@@ -426,7 +427,7 @@ class _GeminiStream(StreamedResponse):
     """Gemini streams whole parts: text arrives in pieces that continue the part before them, a
     function call arrives complete."""
 
-    def __init__(self, model_name: str, stream: Any) -> None:
+    def __init__(self, model_name: str, stream: AsyncIterator[GenerateContentResponse]) -> None:
         super().__init__(model_name, 'google')
         self._stream = stream
 

@@ -234,7 +234,9 @@ def _reasons(model_name: str) -> bool:
     return model_name.startswith(_REASONING_MODELS) and '-chat' not in model_name
 
 
-def _without_volatile(message: ModelMessage) -> Any:
+def _without_volatile(
+    message: ModelMessage,
+) -> list[tuple[str, object, str | None]] | list[ModelResponsePart]:
     """A message as the digest sees it: what the provider was sent, not when or by which run."""
     if isinstance(message, ModelRequest):
         return [
@@ -272,7 +274,7 @@ def map_input(messages: Sequence[ModelMessage], provider_name: str) -> list[JSON
     return items
 
 
-def _user_content(part: UserPromptPart, index: int, j: int) -> Any:
+def _user_content(part: UserPromptPart, index: int, j: int) -> str | list[JSONObject]:
     if isinstance(part.content, str):
         return part.content
     out: list[JSONObject] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from threadline.storage.sql._dialect import Connection, scalar
@@ -34,7 +35,7 @@ __all__ = ['PostgresDialect', 'PostgresStore']
 _PLACEHOLDER = re.compile(r'\?')
 
 
-def _driver() -> Any:
+def _driver() -> tuple[ModuleType, ModuleType]:
     try:
         import psycopg
         import psycopg_pool

@@ -20,7 +20,7 @@ from threadline.exceptions import UserError
 
 __all__ = ['FunctionToolset', 'merge_tools']
 
-F = TypeVar('F', bound=Callable[..., Any])
+F = TypeVar('F', bound=Callable[..., object])
 
 
 class FunctionToolset(AbstractToolset[AgentDepsT]):

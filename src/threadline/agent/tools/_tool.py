@@ -34,7 +34,7 @@ def validate_with(validator: Any, args: str | dict[str, Any] | None) -> Any:
         raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
 
 
-def takes_run_context(function: Callable[..., Any]) -> bool:
+def takes_run_context(function: Callable[..., object]) -> bool:
     """Whether the first parameter's resolved annotation is `RunContext` (or `RunContext[...]`).
 
     Rules: hints are resolved at runtime; an annotation that cannot be resolved raises `UserError`
