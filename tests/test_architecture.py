@@ -49,6 +49,7 @@ ORDER: tuple[str, ...] = (
     'cli',
     '__init__',  # the package itself: `from threadline import Agent` gathers what users import first
     '__main__',
+    'pydantic_ai',  # last: Threadline's features for a pydantic-ai Agent may use every package
 )
 """Every package and top-level module of `threadline`, each allowed to import those before it."""
 
@@ -96,10 +97,15 @@ EXTRAS: frozenset[str] = frozenset(
         'starlette',
         'uvicorn',
         'ag_ui',
+        'pydantic_ai',
+        'pydantic_ai_harness',
     }
     | {'readline'}  # not on every platform
 )
 """Third-party packages that only an extra installs: imported inside the functions that use them."""
+
+PYDANTIC_AI: frozenset[str] = frozenset({'pydantic_ai', 'pydantic_ai_harness'})
+"""Imported only by `threadline.pydantic_ai`, inside its functions (or under `TYPE_CHECKING`)."""
 
 DEFERRED: frozenset[str] = frozenset({'pydantic', 'pydantic_core', 'opentelemetry'})
 """Core dependencies that are also imported inside functions, because loading them costs: pydantic
@@ -165,6 +171,9 @@ def is_module(dotted: str) -> bool:
     return path.with_suffix('.py').is_file() or (path / '__init__.py').is_file()
 
 
+WATCHED = frozenset({'threadline', 'hmac'}) | PYDANTIC_AI  # recorded wherever they are imported
+
+
 def imports_of(source: str, tree: ast.Module) -> list[Import]:
     found: list[Import] = []
 
@@ -178,10 +187,10 @@ def imports_of(source: str, tree: ast.Module) -> list[Import]:
                 found.extend(
                     Import(source, alias.name, child.lineno, function, type_only)
                     for alias in child.names
-                    if alias.name.split('.')[0] in ('threadline', 'hmac') or function
+                    if alias.name.split('.')[0] in WATCHED or function
                 )
             elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                if child.module.split('.')[0] not in ('threadline', 'hmac') and not function:
+                if child.module.split('.')[0] not in WATCHED and not function:
                     continue
                 if child.module.split('.')[0] != 'threadline':
                     found.append(Import(source, child.module, child.lineno, function, type_only))
@@ -259,6 +268,22 @@ def mac_violations(imports: list[Import]) -> list[str]:
     ]
 
 
+def pydantic_ai_violations(imports: list[Import]) -> list[str]:
+    out = []
+    for imp in imports:
+        if imp.target.split('.')[0] not in PYDANTIC_AI:
+            continue
+        if room(imp.source) != 'pydantic_ai':
+            out.append(f'{imp.source}:{imp.line} imports {imp.target}: only threadline.pydantic_ai imports pydantic-ai')
+        elif not imp.in_function and not imp.type_only:
+            out.append(f'{imp.source}:{imp.line} imports {imp.target} at module level: it is an extra, import it lazily')
+    return out
+
+
+def test_only_threadline_pydantic_ai_imports_pydantic_ai_and_lazily() -> None:
+    assert pydantic_ai_violations(all_imports()) == []
+
+
 def test_every_package_has_a_place_in_the_order() -> None:
     rooms = {room(module_name(path)) for path in SRC.rglob('*.py') if path.name != 'py.typed'}
     assert rooms <= set(ORDER), f'add {sorted(rooms - set(ORDER))} to ORDER (and to ARCHITECTURE.md)'
@@ -307,6 +332,9 @@ FORBIDDEN = {
     'mac': ('threadline.storage._planted', 'import hmac\n'),
     'lazy-stdlib': ('threadline.agent._planted', 'def f():\n    import json\n'),
     'lazy-own': ('threadline.agent._planted', 'def f():\n    from threadline.agent._graph import End\n'),
+    'pydantic-ai-elsewhere': ('threadline.storage._planted', 'def f():\n    import pydantic_ai\n'),
+    'pydantic-ai-eager': ('threadline.pydantic_ai._planted', 'from pydantic_ai import Agent\n'),
+    'before-pydantic-ai': ('threadline.server._planted', 'from threadline.pydantic_ai import to_pydantic_ai\n'),
 }
 
 
@@ -314,7 +342,12 @@ FORBIDDEN = {
 def test_a_planted_forbidden_import_is_reported(case: str) -> None:
     module, text = FORBIDDEN[case]
     planted = imports_of(module, ast.parse(text))
-    reported = order_violations(planted) + private_violations(planted) + mac_violations(planted)
+    reported = (
+        order_violations(planted)
+        + private_violations(planted)
+        + mac_violations(planted)
+        + pydantic_ai_violations(planted)
+    )
     assert reported, f'the {case!r} import was not reported'
     assert all(line.startswith(module) for line in reported)
 

@@ -16,7 +16,6 @@ from threadline.messages import (
     FinishReason,
     ModelResponse,
     ModelResponsePart,
-    ModelResponsePart,
     NativeToolCallPart,
     NativeToolReturnPart,
     RequestUsage,

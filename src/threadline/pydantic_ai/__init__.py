@@ -1,0 +1,16 @@
+"""Threadline for the pydantic-ai `Agent` you already have (extra `pydantic-ai`).
+
+The only package that imports `pydantic_ai` (and, for `HarnessStepStore`, `pydantic_ai_harness`),
+and the last in the package order: it may use every other package, and none imports it. Its
+parts (see README.md):
+
+- the message bridge: `from_pydantic_ai` / `to_pydantic_ai`, exact both ways;
+- `load_history(store, conversation_id, scope=...)`: a stored conversation as pydantic-ai
+  messages and usage, ready for `message_history=` and `usage=`.
+"""
+
+from __future__ import annotations
+
+from threadline.pydantic_ai._bridge import from_pydantic_ai, is_pydantic_ai_message, to_pydantic_ai
+
+__all__ = ['from_pydantic_ai', 'is_pydantic_ai_message', 'to_pydantic_ai']
