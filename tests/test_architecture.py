@@ -68,6 +68,15 @@ LAZY_REEXPORTS: frozenset[tuple[str, str]] = frozenset(
 order, or made inside a function without an optional extra. The module may also import the names
 under `TYPE_CHECKING`, for type checkers."""
 
+BRIDGES: frozenset[tuple[str, str]] = frozenset(
+    {
+        # handed a pydantic-ai message or usage, the message model converts it through the bridge
+        ('threadline.messages._foreign', 'threadline.pydantic_ai'),
+    }
+)
+"""(module, module it imports inside a function against the order): the imports of
+`threadline.pydantic_ai`, last in the order, made only when a pydantic-ai object is handed over."""
+
 OPTIONAL: frozenset[str] = frozenset(
     {
         'threadline.models.anthropic',
@@ -159,6 +168,8 @@ def room(module: str) -> str:
 
 
 def is_lazy(imp: Import) -> bool:
+    if (imp.source, imp.target) in BRIDGES:
+        return imp.in_function is not None and not imp.type_only
     return (imp.source, imp.target) in LAZY_REEXPORTS and (imp.in_function == '__getattr__' or imp.type_only)
 
 
@@ -276,7 +287,9 @@ def pydantic_ai_violations(imports: list[Import]) -> list[str]:
         if room(imp.source) != 'pydantic_ai':
             out.append(f'{imp.source}:{imp.line} imports {imp.target}: only threadline.pydantic_ai imports pydantic-ai')
         elif not imp.in_function and not imp.type_only:
-            out.append(f'{imp.source}:{imp.line} imports {imp.target} at module level: it is an extra, import it lazily')
+            out.append(
+                f'{imp.source}:{imp.line} imports {imp.target} at module level: it is an extra, import it lazily'
+            )
     return out
 
 

@@ -114,3 +114,22 @@ def test_a_real_runs_history_crosses_and_parts_only_pydantic_ai_has_stay_opaque(
     call = result.all_messages()[1].parts[0]
     assert isinstance(call, pa.ToolCallPart)
     assert ours[1].parts[0].args is call.args or ours[1].parts[0].args == call.args
+
+
+def test_run_usage_crosses_field_by_field_and_both_sides_have_the_same_fields() -> None:
+    import dataclasses
+
+    from pydantic_ai.usage import RunUsage as TheirUsage
+
+    from threadline.messages import RunUsage as OurUsage
+    from threadline.pydantic_ai import usage_from_pydantic_ai, usage_to_pydantic_ai
+    from threadline.pydantic_ai._bridge import USAGE_FIELDS
+
+    assert {f.name for f in dataclasses.fields(TheirUsage)} == set(USAGE_FIELDS)
+    assert {f.name for f in dataclasses.fields(OurUsage)} == set(USAGE_FIELDS)
+    theirs = TheirUsage(input_tokens=7, output_tokens=3, requests=2, tool_calls=1, details={'reasoning': 4})
+    ours = usage_from_pydantic_ai(theirs)
+    assert (ours.input_tokens, ours.output_tokens, ours.requests, ours.tool_calls) == (7, 3, 2, 1)
+    assert usage_to_pydantic_ai(ours) == theirs
+    ours.details['reasoning'] = 5
+    assert theirs.details == {'reasoning': 4}  # not shared

@@ -23,6 +23,7 @@ from threadline.audit._gates import (
 from threadline.audit._report import AuditReport, GateResult, headline
 from threadline.exceptions import ConversationNotFound, MessageValidationError, UserError
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+from threadline.messages.wire import ForeignMessage, from_pydantic_ai_package, own_messages
 from threadline.storage import StoredConversation
 
 __all__ = ['audit_history']
@@ -41,7 +42,7 @@ _ADVICE = {
 
 
 def audit_history(
-    history: bytes | str | Sequence[ModelMessage] | StoredConversation, context: AuditContext
+    history: bytes | str | Sequence[ModelMessage | ForeignMessage] | StoredConversation, context: AuditContext
 ) -> AuditReport:
     """Run the six gates over `history` (messages, serialized JSON bytes/str, or a
     `StoredConversation`) and return the report. Any bytes produce a report, never an exception;
@@ -96,8 +97,10 @@ def _load(history: Any, context: AuditContext, key: bytes, now: datetime) -> Fac
         raw = store.sync.raw_history(history.conversation_id, scope=history.scope)
     elif isinstance(history, (bytes, bytearray, memoryview, str)):
         raw = bytes(history.encode() if isinstance(history, str) else history)
-    elif isinstance(history, (list, tuple)) and all(isinstance(m, (ModelRequest, ModelResponse)) for m in history):
-        messages = list(history)
+    elif isinstance(history, (list, tuple)) and all(
+        isinstance(m, (ModelRequest, ModelResponse)) or from_pydantic_ai_package(m) for m in history
+    ):
+        messages = own_messages(history)  # pydantic-ai's messages are audited as the same wire form
         raw = ModelMessagesTypeAdapter.dump_json(messages)
     elif isinstance(history, (list, tuple)):
         raw = _parsed_json(history)  # what `request.json()` gives a handler: audited like the bytes

@@ -25,6 +25,13 @@ from threadline.exceptions import MessageValidationError
 from threadline.messages._adapter import to_python
 from threadline.messages._codec import decode_messages, enc_hook, encoder
 from threadline.messages._content import MULTIMODAL_TYPES, Base64Bytes
+from threadline.messages._foreign import (
+    ForeignMessage,
+    from_pydantic_ai_package,
+    own_messages,
+    own_run_usage,
+    own_usage,
+)
 from threadline.messages._json import JSONObject, JSONValue
 from threadline.messages._parts import _RequestPart as RequestPartBase
 from threadline.messages._repair import SYNTHESIZED_METADATA_KEY
@@ -33,6 +40,7 @@ __all__ = [
     'MULTIMODAL_TYPES',
     'SYNTHESIZED_METADATA_KEY',
     'Base64Bytes',
+    'ForeignMessage',
     'JSONObject',
     'JSONValue',
     'RequestPartBase',
@@ -42,6 +50,10 @@ __all__ = [
     'enc_hook',
     'encode_each',
     'encoder',
+    'from_pydantic_ai_package',
+    'own_messages',
+    'own_run_usage',
+    'own_usage',
     'to_python',
 ]
 

@@ -11,6 +11,23 @@ parts (see README.md):
 
 from __future__ import annotations
 
-from threadline.pydantic_ai._bridge import from_pydantic_ai, is_pydantic_ai_message, to_pydantic_ai
+from threadline.pydantic_ai._bridge import (
+    from_pydantic_ai,
+    is_pydantic_ai_message,
+    to_pydantic_ai,
+    usage_from_pydantic_ai,
+    usage_to_pydantic_ai,
+)
+from threadline.pydantic_ai._history import PydanticAIHistory, aload_history, load_history, run_usage_of
 
-__all__ = ['from_pydantic_ai', 'is_pydantic_ai_message', 'to_pydantic_ai']
+__all__ = [
+    'PydanticAIHistory',
+    'aload_history',
+    'load_history',
+    'run_usage_of',
+    'from_pydantic_ai',
+    'is_pydantic_ai_message',
+    'to_pydantic_ai',
+    'usage_from_pydantic_ai',
+    'usage_to_pydantic_ai',
+]

@@ -34,8 +34,15 @@ from threadline.exceptions import UserError
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
     from pydantic_ai.messages import ModelMessage as PydanticAIMessage
+    from pydantic_ai.usage import RunUsage as PydanticAIRunUsage
 
-__all__ = ['from_pydantic_ai', 'to_pydantic_ai', 'is_pydantic_ai_message']
+__all__ = [
+    'from_pydantic_ai',
+    'is_pydantic_ai_message',
+    'to_pydantic_ai',
+    'usage_from_pydantic_ai',
+    'usage_to_pydantic_ai',
+]
 
 # The classes that make up a message: parts, content items, usage and retry details.
 _SHARED = (
@@ -171,7 +178,7 @@ def is_pydantic_ai_message(value: object) -> bool:
     return module.startswith('pydantic_ai.') and type(value).__name__ in ('ModelRequest', 'ModelResponse')
 
 
-def from_pydantic_ai(messages: Iterable[PydanticAIMessage]) -> list[tl.ModelMessage]:
+def from_pydantic_ai(messages: Iterable[object]) -> list[tl.ModelMessage]:
     """Threadline messages equal to pydantic-ai `messages` (rules in the module docstring); a
     value that is not a pydantic-ai message is a `UserError` naming its position."""
     tables = _tables()
@@ -187,7 +194,7 @@ def from_pydantic_ai(messages: Iterable[PydanticAIMessage]) -> list[tl.ModelMess
     return out
 
 
-def to_pydantic_ai(messages: Iterable[tl.ModelMessage]) -> list[PydanticAIMessage]:
+def to_pydantic_ai(messages: Iterable[object]) -> list[PydanticAIMessage]:
     """pydantic-ai messages equal to Threadline `messages` (rules in the module docstring); a
     value that is not a Threadline message is a `UserError` naming its position."""
     from pydantic_ai import messages as pa
@@ -307,3 +314,48 @@ def _theirs_unknown(value: object, tables: _Tables, where: str) -> object:
     if isinstance(value, dict):
         return {k: _theirs(item, tables, where) for k, item in value.items()}
     return value
+
+
+# -- run usage (what `usage=` carries across runs) -------------------------------------------------
+USAGE_FIELDS = (
+    'input_tokens',
+    'cache_write_tokens',
+    'cache_write_1h_tokens',
+    'cache_read_tokens',
+    'output_tokens',
+    'unmeasured_requests',
+    'output_reasoning_tokens',
+    'input_audio_tokens',
+    'cache_audio_read_tokens',
+    'output_audio_tokens',
+    'audio_seconds',
+    'details',
+    'cost',
+    'requests',
+    'tool_calls',
+)
+"""The fields of both libraries' `RunUsage` (a test holds both to this list)."""
+
+
+def usage_from_pydantic_ai(usage: object) -> tl.RunUsage:
+    """pydantic-ai's `RunUsage` as Threadline's, field by field (the same fields, the same values)."""
+    from pydantic_ai.usage import RunUsage
+
+    if not isinstance(usage, RunUsage):
+        raise UserError(f'usage: expected a pydantic-ai RunUsage, got {type(usage).__name__}')
+    ours = tl.RunUsage()
+    for name in USAGE_FIELDS:
+        value = getattr(usage, name)
+        setattr(ours, name, dict(value) if isinstance(value, dict) else value)  # `details` is not shared
+    return ours
+
+
+def usage_to_pydantic_ai(usage: tl.RunUsage) -> PydanticAIRunUsage:
+    """Threadline's `RunUsage` as pydantic-ai's."""
+    from pydantic_ai.usage import RunUsage
+
+    theirs = RunUsage()
+    for name in USAGE_FIELDS:
+        value = getattr(usage, name)
+        setattr(theirs, name, dict(value) if isinstance(value, dict) else value)
+    return theirs

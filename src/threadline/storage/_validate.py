@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from threadline.exceptions import UserError
 from threadline.storage._face import contract_operations
+from threadline.storage._foreign import own_argument
 from threadline.storage._neutral import check_scope
 from threadline.storage._records import EVERY_SCOPE
 
@@ -156,11 +157,15 @@ def _wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         if _is_checked(parameter.name)
     ]
     plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters)
+    # (name, position) of the arguments a pydantic-ai object may stand in (`_foreign`)
+    foreign = [(p.name, index) for index, p in enumerate(parameters) if p.name in ('result', 'messages')]
 
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
         if not plain or len(args) > len(parameters) or not kwargs.keys() <= signature.parameters.keys():
             signature.bind(*args, **kwargs)  # the TypeError Python would raise, before any check
+        if foreign:
+            args, kwargs = _owned(foreign, args, kwargs)
         for name, index, default in checked:
             if name in kwargs:
                 check_argument(name, kwargs[name], default)
@@ -172,6 +177,19 @@ def _wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         return method(*args, **kwargs)
 
     return call
+
+
+def _owned(
+    foreign: list[tuple[str, int]], args: tuple[object, ...], kwargs: dict[str, object]
+) -> tuple[tuple[object, ...], dict[str, object]]:
+    """The arguments with pydantic-ai results and messages seen as Threadline's."""
+    listed = list(args)
+    for name, index in foreign:
+        if name in kwargs:
+            kwargs[name] = own_argument(name, kwargs[name])
+        elif index < len(listed):
+            listed[index] = own_argument(name, listed[index])
+    return tuple(listed), kwargs
 
 
 def validated(cls: C) -> C:

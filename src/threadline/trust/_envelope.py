@@ -48,6 +48,7 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from threadline.messages.wire import ForeignMessage, own_messages
 from threadline.trust._chain import GENESIS, extend_chain_messages
 from threadline.trust._keys import Keyring, now_utc
 from threadline.trust._mac import mac_hex, same_tag, text_bytes
@@ -140,7 +141,7 @@ def _signed_fields(envelope: Envelope) -> list[str]:
 
 
 def sign_history(
-    messages: Sequence[ModelMessage],
+    messages: Sequence[ModelMessage | ForeignMessage],
     *,
     conversation_id: str,
     scope: str,
@@ -154,6 +155,7 @@ def sign_history(
     `expires_in`: how long the envelope is accepted (None: as long as its key is)."""
     if not conversation_id or not scope:
         raise UserError('sign_history needs a conversation_id and a scope')
+    messages = own_messages(messages)  # pydantic-ai's too: the same wire form, the same digest
     key = keys.signing_key()
     issued = int((now or now_utc()).timestamp())
     unsigned = Envelope(
@@ -171,7 +173,7 @@ def sign_history(
 
 
 def verify_history(
-    messages: Sequence[ModelMessage],
+    messages: Sequence[ModelMessage | ForeignMessage],
     envelope: Envelope,
     *,
     conversation_id: str,
@@ -183,6 +185,7 @@ def verify_history(
     """Whether `messages` are the signed history plus only what a client may add (module
     docstring). `require_expiry`: refuse an envelope that carries no expiry ('expired')."""
     now = now or now_utc()
+    messages = own_messages(messages)
     key = keys.verifying_key(envelope.key_id, now)
     if key == 'unknown_key' or key == 'retired_key':
         return Verification(False, key)
