@@ -69,7 +69,7 @@ from threadline.agent import CallToolsNode, ModelRequestNode
 from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
 from threadline.audit import record_repair_events
 from threadline.exceptions import ConflictError, ModelRetry, UserError
-from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
+from threadline.messages import ModelMessage, ModelResponse, RunUsage, ToolCallPart
 from threadline.messages.wire import encoder
 from threadline.steps._log import RunLog
 from threadline.steps._recovery import refuse_unknown_effects
@@ -249,6 +249,13 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
     async def before_model_request(
         self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
+        await self.record_model_request(ctx)
+        return request_context
+
+    # -- the step operations, which the hooks above and below call (and so does the pydantic-ai
+    # capability, `threadline.pydantic_ai.StepPersistence`, over a Threadline view of its run)
+    async def record_model_request(self, ctx: RunContext[CapabilityDepsT]) -> None:
+        """Before a model request: its event, and the write of what the run added (behind it)."""
         state = await self._state(ctx)
         if state is not None:
             state.event(ctx, 'model_request_started')
@@ -268,56 +275,73 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
                     conversation_id=state.conversation_id,
                     scope=state.scope,
                 )
-        return request_context
 
     async def after_model_request(
         self, ctx: RunContext[CapabilityDepsT], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
-        state = await self._state(ctx)
-        if state is not None:
-            state.event(ctx, 'model_request_completed')
+        await self.record_model_response(ctx, None)
         return response
 
     async def on_model_request_error(
         self, ctx: RunContext[CapabilityDepsT], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
-        state = await self._state(ctx)
-        if state is not None:
-            state.event(ctx, 'model_request_failed', error=self._error(error))
+        await self.record_model_response(ctx, error)
         raise error
+
+    async def record_model_response(self, ctx: RunContext[CapabilityDepsT], error: Exception | None) -> None:
+        """A model request ended: answered (`error` None) or failed (its event, without content)."""
+        state = await self._state(ctx)
+        if state is None:
+            return
+        if error is None:
+            state.event(ctx, 'model_request_completed')
+        else:
+            state.event(ctx, 'model_request_failed', error=self._error(error))
 
     async def after_node_run(
         self, ctx: RunContext[CapabilityDepsT], *, node: AgentNode, result: NodeResult
     ) -> NodeResult:
+        if isinstance(node, ModelRequestNode):
+            await self.record_node(ctx, 'model_request')
+        elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
+            await self.record_node(ctx, 'tools_answered')
+        # else nothing to record: the run start's read may go on behind the next node
+        return result
 
-        if not isinstance(node, ModelRequestNode | CallToolsNode):
-            return result  # nothing to record: the run start's read may go on behind the next node
+    async def record_node(
+        self, ctx: RunContext[CapabilityDepsT], kind: Literal['model_request', 'tools_answered']
+    ) -> None:
+        """After a model request node (the snapshot due), or after the tool calls of a response
+        were answered and the run goes on to the next request (their write, behind it)."""
         state = await self._state(ctx)
         if state is None:
-            return result
-        if isinstance(node, ModelRequestNode):
+            return
+        if kind == 'model_request':
             # Written by the next write: the first tool call's `started` row, the end of the run,
             # or the request that retries an output.
             state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
-        elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
+        else:
             state.snapshot = 'complete'
             state.write_behind(ctx)  # the answers: not synced on their own (module docstring)
-        return result
 
     async def before_tool_execute(
         self, ctx: RunContext[CapabilityDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: dict[str, Any]
     ) -> dict[str, Any]:
+        await self.record_tool_start(ctx, call.tool_call_id, call.tool_name)
+        return args
+
+    async def record_tool_start(self, ctx: RunContext[CapabilityDepsT], tool_call_id: str, tool_name: str) -> None:
+        """Before a tool body runs: its `started` row, synced (grouped with its siblings')."""
         state = await self._state(ctx)
         if state is None:
-            return args
+            return
         started = _now()
-        state.event(ctx, 'tool_call_started', tool_call_id=call.tool_call_id, tool_name=call.tool_name)
-        effect = ToolEffect(ctx.run_id, call.tool_call_id, call.tool_name, 'started', started)
+        state.event(ctx, 'tool_call_started', tool_call_id=tool_call_id, tool_name=tool_name)
+        effect = ToolEffect(ctx.run_id, tool_call_id, tool_name, 'started', started)
         state.effects.append(effect)
         await asyncio.sleep(0)  # sibling calls of the same response queue their rows: one commit
         await state.flush(ctx, durable=True, needed=effect)
-        _current_tool.set(_ToolScope(self, state, ctx.run_id, call.tool_call_id, call.tool_name, started))
-        return args
+        _current_tool.set(_ToolScope(self, state, ctx.run_id, tool_call_id, tool_name, started))
 
     async def after_tool_execute(
         self,
@@ -328,7 +352,7 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         args: dict[str, Any],
         result: Any,
     ) -> Any:
-        await self._finish_tool(ctx, call, 'completed', None)
+        await self.record_tool_end(ctx, call.tool_call_id, call.tool_name, 'completed', None)
         return result
 
     async def on_tool_execute_error(
@@ -341,26 +365,33 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         error: Exception,
     ) -> Any:
 
-        await self._finish_tool(ctx, call, 'failed', None if isinstance(error, ModelRetry) else self._error(error))
+        summary = None if isinstance(error, ModelRetry) else self._error(error)
+        await self.record_tool_end(ctx, call.tool_call_id, call.tool_name, 'failed', summary)
         raise error
 
-    async def _finish_tool(
-        self, ctx: Any, call: ToolCallPart, status: Literal['completed', 'failed'], error: str | None
+    async def record_tool_end(
+        self,
+        ctx: RunContext[CapabilityDepsT],
+        tool_call_id: str,
+        tool_name: str,
+        status: Literal['completed', 'failed'],
+        error: str | None,
     ) -> None:
+        """After a tool body: its row `completed` or `failed` (written with the step's results)."""
         state = await self._state(ctx)
         if state is None:
             return
         state.event(
             ctx,
             'tool_call_completed' if status == 'completed' else 'tool_call_failed',
-            tool_call_id=call.tool_call_id,
-            tool_name=call.tool_name,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
             error=error,
         )
         effect = ToolEffect(
             ctx.run_id,
-            call.tool_call_id,
-            call.tool_name,
+            tool_call_id,
+            tool_name,
             status,
             _now(),
             _now(),
@@ -369,19 +400,22 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         state.effects.append(effect)  # synced with the step's results (rule 2 above)
 
     async def after_run(self, ctx: RunContext[CapabilityDepsT], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
+        await self.record_run_end(ctx, result.output, result.run_usage)
+        return result
 
+    async def record_run_end(self, ctx: RunContext[CapabilityDepsT], output: object, usage: RunUsage) -> None:
+        """The run finished with `output`, having used `usage` itself: the last write, synced."""
         await self._state(ctx)
         state = self._runs.pop(ctx.run_id, None)
         if state is None:
-            return result
+            return
         state.event(ctx, 'run_completed')
         try:
-            output = json.dumps(to_python_output(result.output))
+            text = json.dumps(to_python_output(output))
         except (TypeError, ValueError):
-            output = json.dumps(repr(result.output))
+            text = json.dumps(repr(output))
         state.snapshot = 'complete' if _settled(ctx.messages) else 'interrupted'
-        await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'completed', output, result.run_usage))
-        return result
+        await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'completed', text, usage))
 
     async def wrap_run(self, ctx: RunContext[CapabilityDepsT], *, handler: Any) -> Any:
         """A run left any way at all (cancelled, interrupted, abandoned by its caller) still
@@ -389,12 +423,22 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         try:
             return await handler()
         finally:
-            await self._settle_opening(ctx)
-            state = self._runs.pop(ctx.run_id, None)
-            if state is not None and state.behind is not None:
-                await asyncio.shield(state.behind)
+            await self.record_run_left(ctx)
+
+    async def record_run_left(self, ctx: RunContext[CapabilityDepsT]) -> None:
+        """However the run was left: settle its start and the write that went behind it."""
+        await self._settle_opening(ctx)
+        state = self._runs.pop(ctx.run_id, None)
+        if state is not None and state.behind is not None:
+            await asyncio.shield(state.behind)
 
     async def on_run_error(self, ctx: RunContext[CapabilityDepsT], *, error: BaseException) -> AgentRunResult[Any]:
+        await self.record_run_error(ctx, error)
+        raise error
+
+    async def record_run_error(self, ctx: RunContext[CapabilityDepsT], error: BaseException) -> None:
+        """The run failed with `error`: its event and the failure record, synced. The run start's
+        refusal, if that is why it failed, is raised instead (from `error`)."""
         refusal = await self._settle_opening(ctx)
         if refusal is not None:
             # The run failed before any hook waited for its start, which refused it: report the
@@ -406,7 +450,6 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 state.snapshot = 'interrupted'
                 await state.flush(ctx, durable=True, finish=RunFinish(ctx.run_id, 'failed'), raise_behind=False)
-        raise error
 
 
 def _settled(history: list[ModelMessage]) -> bool:
