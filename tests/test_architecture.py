@@ -68,6 +68,14 @@ LAZY_REEXPORTS: frozenset[tuple[str, str]] = frozenset(
 order, or made inside a function without an optional extra. The module may also import the names
 under `TYPE_CHECKING`, for type checkers."""
 
+PYDANTIC_AI: frozenset[str] = frozenset({'pydantic_ai', 'pydantic_ai_harness'})
+"""Imported only by `threadline.pydantic_ai`: inside its functions, under `TYPE_CHECKING`, or at
+the top of the modules in `PYDANTIC_AI_SUBCLASSES`, which the package loads on first use."""
+
+PYDANTIC_AI_SUBCLASSES: frozenset[str] = frozenset({'threadline.pydantic_ai._step_persistence'})
+"""Modules whose classes subclass pydantic-ai's (its capabilities): reached only through the
+package's `__getattr__`, so `import threadline.pydantic_ai` does not load pydantic-ai."""
+
 BRIDGES: frozenset[tuple[str, str]] = frozenset(
     {
         # handed a pydantic-ai message or usage, the message model converts it through the bridge
@@ -88,6 +96,7 @@ OPTIONAL: frozenset[str] = frozenset(
         'threadline.ui.ag_ui',
         'threadline.ui.vercel_ai',
     }
+    | PYDANTIC_AI_SUBCLASSES
 )
 """Modules that import an optional extra (a provider SDK, psycopg, starlette, ag-ui) when loaded:
 the only ones another package may import inside a function, so that a command or an import that
@@ -112,9 +121,6 @@ EXTRAS: frozenset[str] = frozenset(
     | {'readline'}  # not on every platform
 )
 """Third-party packages that only an extra installs: imported inside the functions that use them."""
-
-PYDANTIC_AI: frozenset[str] = frozenset({'pydantic_ai', 'pydantic_ai_harness'})
-"""Imported only by `threadline.pydantic_ai`, inside its functions (or under `TYPE_CHECKING`)."""
 
 DEFERRED: frozenset[str] = frozenset({'pydantic', 'pydantic_core', 'opentelemetry'})
 """Core dependencies that are also imported inside functions, because loading them costs: pydantic
@@ -286,7 +292,7 @@ def pydantic_ai_violations(imports: list[Import]) -> list[str]:
             continue
         if room(imp.source) != 'pydantic_ai':
             out.append(f'{imp.source}:{imp.line} imports {imp.target}: only threadline.pydantic_ai imports pydantic-ai')
-        elif not imp.in_function and not imp.type_only:
+        elif not imp.in_function and not imp.type_only and imp.source not in PYDANTIC_AI_SUBCLASSES:
             out.append(
                 f'{imp.source}:{imp.line} imports {imp.target} at module level: it is an extra, import it lazily'
             )
@@ -295,6 +301,23 @@ def pydantic_ai_violations(imports: list[Import]) -> list[str]:
 
 def test_only_threadline_pydantic_ai_imports_pydantic_ai_and_lazily() -> None:
     assert pydantic_ai_violations(all_imports()) == []
+    eager = [
+        imp
+        for imp in all_imports()
+        if imp.target in PYDANTIC_AI_SUBCLASSES and not imp.type_only and imp.in_function != '__getattr__'
+    ]
+    assert eager == [], 'a module that subclasses pydantic-ai is loaded on first use only'
+
+
+def test_importing_threadline_pydantic_ai_does_not_load_pydantic_ai() -> None:
+    import subprocess
+    import sys
+
+    code = 'import sys, threadline.pydantic_ai; print("pydantic_ai" in sys.modules)'
+    assert (
+        subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
+        == 'False'
+    )
 
 
 def test_every_package_has_a_place_in_the_order() -> None:

@@ -17,6 +17,7 @@ from pydantic_ai.usage import UsageLimits
 from tests.storage.conftest import fresh_postgres_url, needs_postgres
 from threadline import Agent as OurAgent
 from threadline.audit import AuditContext, PromptContract, audit_history
+from threadline.exceptions import ConversationNotFound
 from threadline.models.function import FunctionModel as OurFunctionModel
 from threadline.pydantic_ai import from_pydantic_ai, load_history
 from threadline.storage import AsyncStore, FileStore, MemoryStore, PostgresStore, SQLiteStore, SyncStore
@@ -67,7 +68,7 @@ def test_a_pydantic_ai_conversation_is_saved_loaded_and_continued(backend: str, 
     raw = store.sync.raw_history(first.conversation_id, scope='tenant-a')
     assert json.loads(raw) == json.loads(TheirTA.dump_json(second.all_messages()))
     # Another scope's conversation is not found, for a pydantic-ai user as for anyone.
-    with pytest.raises(Exception, match='not found|ConversationNotFound'):
+    with pytest.raises(ConversationNotFound):
         load_history(store, first.conversation_id, scope='tenant-b')
 
 

@@ -11,6 +11,8 @@ parts (see README.md):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from threadline.pydantic_ai._bridge import (
     from_pydantic_ai,
     is_pydantic_ai_message,
@@ -20,8 +22,12 @@ from threadline.pydantic_ai._bridge import (
 )
 from threadline.pydantic_ai._history import PydanticAIHistory, aload_history, load_history, run_usage_of
 
+if TYPE_CHECKING:
+    from threadline.pydantic_ai._step_persistence import StepPersistence
+
 __all__ = [
     'PydanticAIHistory',
+    'StepPersistence',
     'aload_history',
     'load_history',
     'run_usage_of',
@@ -31,3 +37,13 @@ __all__ = [
     'usage_from_pydantic_ai',
     'usage_to_pydantic_ai',
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The capabilities subclass pydantic-ai's, so their modules import it: loaded on first use,
+    # never by `import threadline.pydantic_ai` (the bridge and history need it only when called).
+    if name == 'StepPersistence':
+        from threadline.pydantic_ai._step_persistence import StepPersistence
+
+        return StepPersistence
+    raise AttributeError(name)

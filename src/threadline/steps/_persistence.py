@@ -132,6 +132,10 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         self._opening: dict[str, asyncio.Future[None]] = {}
         self._key: bytes | None = None
 
+    def error_summary(self, error: BaseException) -> str:
+        """`error` as step events and the ledger record it (content-free unless `include_content`)."""
+        return self._error(error)
+
     def _error(self, error: BaseException) -> str:
         if self.include_content:
             return repr(error)

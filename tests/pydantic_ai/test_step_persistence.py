@@ -1,0 +1,175 @@
+"""Threadline's StepPersistence on a real pydantic-ai 2.62 Agent: the same events, snapshots as log
+positions and tool ledger as on Threadline's own Agent, O(turn) writes, and the same refusal after
+a crash inside a tool until the call is reconciled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, RunContext
+from pydantic_ai import ModelMessagesTypeAdapter as TheirTA
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.models.test import TestModel
+
+from tests.storage.conftest import fresh_postgres_url, needs_postgres
+from threadline.audit import reconcile_tool_call
+from threadline.exceptions import UnresolvedToolEffect
+from threadline.pydantic_ai import StepPersistence, from_pydantic_ai, load_history
+from threadline.storage import (
+    AsyncStore,
+    FileStore,
+    MemoryStore,
+    PostgresStore,
+    SQLiteStore,
+    SyncStore,
+    annotate_tool_effect,
+    continue_run,
+    inspect_recovery,
+)
+
+BACKENDS = ['memory', 'sqlite', 'file', pytest.param('postgres', marks=needs_postgres)]
+
+
+def a_store(backend: str, tmp_path: Path) -> AsyncStore[SyncStore]:
+    if backend == 'memory':
+        return MemoryStore()
+    if backend == 'sqlite':
+        return SQLiteStore(tmp_path / 'steps.db')
+    if backend == 'file':
+        return FileStore(tmp_path / 'steps')
+    return PostgresStore(fresh_postgres_url())
+
+
+class ToolCrash(BaseException):
+    """Stands in for the process dying inside the tool body: no error hook sees it."""
+
+
+def refund_agent(store: AsyncStore[SyncStore], *capabilities: Any, crash: bool = False) -> Agent[bool, str]:
+    agent = Agent(
+        TestModel(), deps_type=bool, capabilities=[StepPersistence(store, scope=lambda ctx: 'acme'), *capabilities]
+    )
+
+    @agent.tool
+    def issue_refund(ctx: RunContext[bool], order: str) -> str:
+        annotate_tool_effect(idempotency_key=f'refund-{order}', summary=f'refund {order}')
+        if crash and not ctx.deps:
+            raise ToolCrash
+        return f'refunded {order}'
+
+    return agent
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+async def test_a_pydantic_ai_run_is_recorded_step_by_step(backend: str, tmp_path: Path) -> None:
+    store = a_store(backend, tmp_path)
+    result = await refund_agent(store).run('refund my order', deps=True)
+    kinds = [e.kind for e in await store.list_events(result.run_id, scope='acme')]
+    assert kinds == [
+        'run_started',
+        'model_request_started',
+        'model_request_completed',
+        'tool_call_started',
+        'tool_call_completed',
+        'model_request_started',
+        'model_request_completed',
+        'run_completed',
+    ]
+    snapshots = await store.list_snapshots(result.run_id, scope='acme')
+    assert [(s.position, s.state) for s in snapshots][-1] == (4, 'complete')
+    [effect] = await store.tool_effects(result.run_id, scope='acme')
+    assert (effect.status, effect.idempotency_key, effect.summary) == ('completed', 'refund-a', 'refund a')
+    stored = await store.load(result.conversation_id, scope='acme')
+    assert stored.messages == from_pydantic_ai(result.all_messages())
+    raw = await store.raw_history(result.conversation_id, scope='acme')
+    assert json.loads(raw) == json.loads(TheirTA.dump_json(result.all_messages()))
+    [run] = await store.list_runs(result.conversation_id, scope='acme')
+    assert run.status == 'completed' and run.usage is not None and run.usage.requests == result.usage.requests
+    # Saving the same run again adds nothing: StepPersistence stored it.
+    assert await store.save(result, scope='acme') == stored.revision
+
+
+async def test_a_continued_conversation_writes_only_its_turn_and_counts_its_own_usage(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'turns.db')
+    agent = refund_agent(store)
+    first = await agent.run('refund order a', deps=True)
+    history = await asyncio.to_thread(load_history, store, first.conversation_id, scope='acme')
+    second = await agent.run('and order b', deps=True, **history.run_kwargs())
+    stored = await store.load(first.conversation_id, scope='acme')
+    assert stored.messages == from_pydantic_ai(second.all_messages())
+    runs = await store.list_runs(first.conversation_id, scope='acme')
+    assert [r.usage.requests for r in runs if r.usage] == [
+        first.usage.requests,
+        second.usage.requests - first.usage.requests,
+    ]
+    assert stored.usage.requests == second.usage.requests  # the conversation's total, counted once
+
+
+async def test_after_a_crash_in_a_tool_the_call_is_unknown_until_reconciled(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'crash.db')
+    agent = refund_agent(store, crash=True)
+    with pytest.raises(ToolCrash):
+        await agent.run('refund my order', deps=False)
+    [summary] = await store.list('acme')
+    [run] = await store.list_runs(summary.conversation_id, scope='acme')
+    [unknown] = (await inspect_recovery(store, run.run_id, scope='acme')).unknown
+    assert unknown.idempotency_key == 'refund-a'
+    history = await asyncio.to_thread(load_history, store, summary.conversation_id, scope='acme')
+    # pydantic-ai runs the open call again when given its history without a new prompt: refused
+    # before the tool body runs, as Threadline's own Agent refuses it.
+    with pytest.raises(UnresolvedToolEffect, match='issue_refund'):
+        await agent.run(deps=True, **history.run_kwargs())
+    with pytest.raises(UnresolvedToolEffect):
+        await continue_run(store, run.run_id, scope='acme', include_interrupted=True)
+    reconcile_tool_call(
+        store, summary.conversation_id, unknown.tool_call_id, scope='acme', result='refunded a', evidence='psp:refund-a'
+    )
+    history = await asyncio.to_thread(load_history, store, summary.conversation_id, scope='acme')
+    done = await agent.run('thanks', deps=True, **history.run_kwargs())
+    assert done.output
+    assert TheirTA.validate_json(TheirTA.dump_json(done.all_messages())) == done.all_messages()
+
+
+async def test_streaming_and_iter_are_recorded_too(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'stream.db')
+    agent = refund_agent(store)
+    async with agent.run_stream('refund my order', deps=True) as streamed:
+        await streamed.get_output()
+    async with agent.iter('refund my order', deps=True) as run:
+        async for _ in run:
+            pass
+    assert run.result is not None
+    for run_id, conversation_id, messages in (
+        (streamed.run_id, streamed.conversation_id, streamed.all_messages()),
+        (run.result.run_id, run.result.conversation_id, run.result.all_messages()),
+    ):
+        [record] = [r for r in await store.list_runs(conversation_id, scope='acme') if r.run_id == run_id]
+        assert record.status == 'completed'
+        assert (await store.load(conversation_id, scope='acme')).messages == from_pydantic_ai(messages)
+
+
+class Stamp(AbstractCapability[Any]):
+    """A capability of the user's own that changes the history the run keeps."""
+
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        ctx.metadata = {'stamped': True} if ctx.metadata is None else {**ctx.metadata, 'stamped': True}
+
+
+@pytest.mark.parametrize('first', [True, False])
+async def test_beside_the_agents_own_capabilities_in_either_order(first: bool, tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'order.db')
+    persistence = StepPersistence(store, scope='acme')
+    capabilities = [persistence, Stamp()] if first else [Stamp(), persistence]
+    agent = Agent(TestModel(), capabilities=capabilities)
+    result = await agent.run('hello')
+    assert (await store.load(result.conversation_id, scope='acme')).messages == from_pydantic_ai(result.all_messages())
+
+
+async def test_another_scopes_conversation_is_not_reached(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / 'scopes.db')
+    result = await refund_agent(store).run('refund my order', deps=True)
+    assert await store.list('other-tenant') == []
+    assert await store.list_events(result.run_id, scope='other-tenant') == []
