@@ -72,7 +72,9 @@ PYDANTIC_AI: frozenset[str] = frozenset({'pydantic_ai', 'pydantic_ai_harness'})
 """Imported only by `threadline.pydantic_ai`: inside its functions, under `TYPE_CHECKING`, or at
 the top of the modules in `PYDANTIC_AI_SUBCLASSES`, which the package loads on first use."""
 
-PYDANTIC_AI_SUBCLASSES: frozenset[str] = frozenset({'threadline.pydantic_ai._step_persistence'})
+PYDANTIC_AI_SUBCLASSES: frozenset[str] = frozenset(
+    {'threadline.pydantic_ai._step_persistence', 'threadline.pydantic_ai._adapted'}
+)
 """Modules whose classes subclass pydantic-ai's (its capabilities): reached only through the
 package's `__getattr__`, so `import threadline.pydantic_ai` does not load pydantic-ai."""
 

@@ -104,7 +104,11 @@ class Memory(AbstractCapability[CapabilityDepsT]):
         try:
             return await handler()
         finally:  # however the run ends, its per-run state goes
-            self._runs.pop(ctx.run_id, None)
+            self.forget_run(ctx)
+
+    def forget_run(self, ctx: RunContext[CapabilityDepsT]) -> None:
+        """Drop the run's per-run state (the version it saw, whether the excerpt went in)."""
+        self._runs.pop(ctx.run_id, None)
 
     def _state(self, ctx: RunContext[CapabilityDepsT]) -> _RunMemory:
         state = self._runs.get(ctx.run_id)
@@ -115,18 +119,23 @@ class Memory(AbstractCapability[CapabilityDepsT]):
     async def before_model_request(
         self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
+        await self.inject_excerpt(ctx)
+        return request_context
+
+    async def inject_excerpt(self, ctx: RunContext[CapabilityDepsT]) -> None:
+        """Before the run's first model request: enqueue the framed excerpt, if the notebook
+        changed since the last one this conversation shows (the module docstring's rules)."""
         state = self._runs.get(ctx.run_id)
         if state is None or state.injected or not self.inject:
-            return request_context
+            return
         state.injected = True
         notebook = await self.store.read_notebook(state.namespace, scope=state.scope)
         if notebook is None or not notebook.content.strip() or _last_shown(ctx.messages) == notebook.version:
-            return request_context
+            return
         text = neutralize(excerpt(notebook.content, self.max_excerpt))
         note = f'<memory version="{notebook.version}">\n{text}\n</memory>'
         ctx.enqueue(UserPromptPart(note), priority='asap')
         state.seen = notebook.version
-        return request_context
 
     # -- tools ------------------------------------------------------------------------------
     async def _read_memory(self, ctx: RunContext[CapabilityDepsT], section: str | None = None) -> str:

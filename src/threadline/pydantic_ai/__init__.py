@@ -23,9 +23,12 @@ from threadline.pydantic_ai._bridge import (
 from threadline.pydantic_ai._history import PydanticAIHistory, aload_history, load_history, run_usage_of
 
 if TYPE_CHECKING:
+    from threadline.pydantic_ai._adapted import ConversationSearch, Memory
     from threadline.pydantic_ai._step_persistence import StepPersistence
 
 __all__ = [
+    'ConversationSearch',
+    'Memory',
     'PydanticAIHistory',
     'StepPersistence',
     'aload_history',
@@ -46,4 +49,8 @@ def __getattr__(name: str) -> Any:
         from threadline.pydantic_ai._step_persistence import StepPersistence
 
         return StepPersistence
+    if name in ('ConversationSearch', 'Memory'):
+        from threadline.pydantic_ai import _adapted
+
+        return getattr(_adapted, name)
     raise AttributeError(name)

@@ -9,11 +9,13 @@ matching step operation over a *view* of the run, a Threadline `RunContext` whos
 the run's history as Threadline messages.
 
 Rules (each tested in `tests/pydantic_ai/test_step_persistence.py`):
-- The view is kept per run and converted incrementally, by identity: while the run's list only
-  grows, a hook converts only the messages added since the last hook, so its cost does not grow
-  with the history; a list a processor replaced is walked again, converting only objects not
-  seen before. A converted message is the same object at every later hook (the step log tells a
-  rewritten history from a grown one by identity).
+- The view is kept per run and converted incrementally, by identity (`_view.RunView`): a hook
+  converts only the messages added since the last one, so its cost does not grow with the history.
+- pydantic-ai adds the request carrying a response's tool results to the history when it makes
+  the next model request: the snapshot of the answered calls is taken then, over that request.
+- The run's checks against the store (its stored tip, the ledger, quarantine) are made at its
+  first step hook, which comes before its first model request or tool call: pydantic-ai's
+  `before_run` sees no history yet.
 - The run's own usage is what pydantic-ai's `ctx.usage` gained during the run (a run given
   `usage=` starts from that total).
 - `scope` is a string or a function of pydantic-ai's `RunContext` (the server's decision, never
@@ -25,82 +27,24 @@ Rules (each tested in `tests/pydantic_ai/test_step_persistence.py`):
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import AgentRunResult, CallToolsNode, ModelRequestContext, ModelRequestNode, ModelRetry
 from pydantic_ai import RunContext as TheirContext
 from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult, ValidatedToolArgs, WrapRunHandler
-from pydantic_ai.messages import ModelMessage as TheirMessage
 from pydantic_ai.messages import ModelResponse as TheirResponse
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
-from pydantic_ai.usage import RunUsage as TheirUsage
 
 from threadline.agent import RunContext
 from threadline.exceptions import UserError
-from threadline.messages import ModelMessage, ModelResponse, RunUsage
-from threadline.models.function import AgentInfo, FunctionModel
-from threadline.pydantic_ai._bridge import from_pydantic_ai, usage_from_pydantic_ai
+from threadline.pydantic_ai._bridge import usage_from_pydantic_ai
+from threadline.pydantic_ai._view import THEIR_CONTEXT, RunView, run_ids
 from threadline.steps import StepPersistence as ThreadlineStepPersistence
 from threadline.storage import AsyncStore, SyncStore
 
 __all__ = ['StepPersistence']
-
-_THEIR_CONTEXT = 'pydantic_ai_context'
-
-
-def _not_a_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    raise UserError("the view of a pydantic-ai run has no Threadline model: its requests are pydantic-ai's")
-
-
-_NO_MODEL = FunctionModel(_not_a_model)
-
-
-@dataclass
-class _View:
-    """One pydantic-ai run as Threadline's step log sees it."""
-
-    context: RunContext[object]
-    start_usage: TheirUsage
-    seen: dict[int, tuple[TheirMessage, ModelMessage]] = field(default_factory=dict)
-    source: list[TheirMessage] | None = None  # the pydantic-ai list converted last, and how much of it
-    converted: int = 0
-    started: bool = False
-    answered: bool = False  # a response's calls were answered: their request comes with the next step
-
-    def sync(self, ctx: TheirContext[AgentDepsT], messages: list[TheirMessage] | None = None) -> RunContext[object]:
-        """The view with `messages` (default: the context's) as its history. pydantic-ai hands the
-        run-level hooks (`before_run`, `after_run`, `on_run_error`) a context without the history:
-        an empty list leaves the view's history as the last step hook saw it."""
-        messages = ctx.messages if messages is None else messages
-        view = self.context
-        if messages or self.source is None:
-            if self._grown(messages):
-                view.messages.extend(self._convert(messages[self.converted :]))
-            else:  # a new list (a processor replaced it): walk it, converting only what is new
-                view.messages = self._convert(messages)
-            self.source, self.converted = messages, len(messages)
-        view.run_step = ctx.run_step
-        view.metadata[_THEIR_CONTEXT] = ctx
-        return view
-
-    def _grown(self, messages: list[TheirMessage]) -> bool:
-        """Whether `messages` is the list converted last with messages added at its end (its first
-        and last converted messages are the same objects, as the step log itself checks)."""
-        if self.source is None or len(messages) < self.converted:
-            return False
-        if not self.converted:
-            return True
-        return messages[0] is self.source[0] and messages[self.converted - 1] is self.source[self.converted - 1]
-
-    def _convert(self, messages: list[TheirMessage]) -> list[ModelMessage]:
-        fresh = [m for m in messages if (hit := self.seen.get(id(m))) is None or hit[0] is not m]
-        for original, converted in zip(fresh, from_pydantic_ai(fresh), strict=True):
-            self.seen[id(original)] = (original, converted)
-        return [self.seen[id(m)][1] for m in messages]
 
 
 class StepPersistence(AbstractCapability[AgentDepsT]):
@@ -121,30 +65,24 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         self._core: ThreadlineStepPersistence[object] = ThreadlineStepPersistence(
             store, scope=self._scope_of, include_content=include_content, allow_unknown_effects=allow_unknown_effects
         )
-        self._views: dict[str, _View] = {}
+        self._views: dict[str, RunView] = {}
 
     def __repr__(self) -> str:
         return f'StepPersistence(store={self.store!r})'
 
     def _scope_of(self, view: RunContext[object]) -> str:
-        ctx = view.metadata[_THEIR_CONTEXT]
+        ctx = view.metadata[THEIR_CONTEXT]
         scope = self._scope(ctx) if callable(self._scope) else self._scope
         if not isinstance(scope, str) or not scope:
             raise UserError('StepPersistence scope must resolve to a non-empty string')
         return scope
 
     def _view(self, ctx: TheirContext[AgentDepsT]) -> RunContext[object]:
-        run_id = _ids(ctx)[0]
+        run_id = run_ids(ctx)[0]
         view = self._views.get(run_id)
         if view is None:
-            view = self._views[run_id] = _View(self._new_context(ctx), copy.deepcopy(ctx.usage))
+            view = self._views[run_id] = RunView.of(ctx)
         return view.sync(ctx)
-
-    def _new_context(self, ctx: TheirContext[AgentDepsT]) -> RunContext[object]:
-        run_id, conversation_id = _ids(ctx)
-        return RunContext(
-            deps=ctx.deps, model=_NO_MODEL, usage=RunUsage(), run_id=run_id, conversation_id=conversation_id
-        )
 
     # -- the hooks ---------------------------------------------------------------------------
     async def before_run(self, ctx: TheirContext[AgentDepsT]) -> None:
@@ -156,8 +94,8 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
     async def _started(self, ctx: TheirContext[AgentDepsT]) -> RunContext[object]:
         view = self._view(ctx)
         state = self._views[view.run_id]
-        if not state.started:
-            state.started = True
+        if 'started' not in state.flags:
+            state.flags.add('started')
             await self._core.before_run(view)
         return view
 
@@ -165,7 +103,7 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         try:
             return await handler()
         finally:
-            view = self._views.pop(_ids(ctx)[0], None)
+            view = self._views.pop(run_ids(ctx)[0], None)
             if view is not None:
                 await self._core.record_run_left(view.context)
 
@@ -174,10 +112,10 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
     ) -> ModelRequestContext:
         view = await self._started(ctx)
         state = self._views[view.run_id]
-        if state.answered:
+        if 'answered' in state.flags:
             # pydantic-ai adds the request carrying a response's tool results to the history only
             # when the next model request is made: the answered snapshot is taken here, over it.
-            state.answered = False
+            state.flags.discard('answered')
             await self._core.record_node(view, 'tools_answered')
         await self._core.record_model_request(view)
         return request_context
@@ -200,7 +138,7 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         if isinstance(node, ModelRequestNode):
             await self._core.record_node(await self._started(ctx), 'model_request')
         elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
-            self._views[_ids(ctx)[0]].answered = True  # recorded before the next request (above)
+            self._views[run_ids(ctx)[0]].flags.add('answered')  # recorded before the next request (above)
         return result
 
     async def before_tool_execute(
@@ -235,10 +173,10 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         raise error
 
     async def after_run(self, ctx: TheirContext[AgentDepsT], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
-        state = self._views[_ids(ctx)[0]]
+        state = self._views[run_ids(ctx)[0]]
         view = state.sync(ctx, result.all_messages())
-        if not state.started:  # a run that made no model request (its output was given)
-            state.started = True
+        if 'started' not in state.flags:  # a run that made no model request (its output was given)
+            state.flags.add('started')
             await self._core.before_run(view)
         usage = result.usage() if callable(result.usage) else result.usage
         await self._core.record_run_end(view, result.output, usage_from_pydantic_ai(usage - state.start_usage))
@@ -247,10 +185,3 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
     async def on_run_error(self, ctx: TheirContext[AgentDepsT], *, error: BaseException) -> AgentRunResult[Any]:
         await self._core.record_run_error(self._view(ctx), error)
         raise error
-
-
-def _ids(ctx: TheirContext[AgentDepsT]) -> tuple[str, str]:
-    """The run's ids: pydantic-ai gives every run both (a hand-built context may lack them)."""
-    if not ctx.run_id or not ctx.conversation_id:
-        raise UserError('StepPersistence needs a run with a run_id and a conversation_id (pydantic-ai sets both)')
-    return ctx.run_id, ctx.conversation_id
