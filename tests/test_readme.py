@@ -42,3 +42,13 @@ def test_readme_compaction_example_runs() -> None:
     namespace: dict[str, object] = {}
     exec(compile(code, 'README.md', 'exec'), namespace)
     assert namespace['agent'].run_sync('hi').output  # type: ignore[attr-defined]
+
+
+def test_readme_pydantic_ai_example_runs(tmp_path: Path) -> None:
+    block = re.search(r'### With pydantic-ai .*?\n\n```python\n(.*?)```', README.read_text(), re.S)
+    assert block is not None
+    code = block.group(1).replace("'app.db'", repr(str(tmp_path / 'pa.db')))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, 'README.md', 'exec'), {})
+    assert out.getvalue().strip() == 'True'
