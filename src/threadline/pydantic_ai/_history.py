@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from threadline.exceptions import UserError
 from threadline.messages import RunUsage as OurRunUsage
 from threadline.pydantic_ai._bridge import to_pydantic_ai, usage_from_pydantic_ai, usage_to_pydantic_ai
+from threadline.pydantic_ai._view import CONVERTED
 from threadline.storage import AsyncStore, StoredConversation, SyncStore
 
 if TYPE_CHECKING:
@@ -43,7 +44,10 @@ def _converted(stored: StoredConversation) -> PydanticAIHistory:
     usage = usage_to_pydantic_ai(stored.usage)
     key = id(usage)
     _STARTS[key] = (weakref.ref(usage, lambda _: _STARTS.pop(key, None)), copy.deepcopy(usage))
-    return PydanticAIHistory(stored.conversation_id, to_pydantic_ai(stored.messages), usage, stored.revision)
+    messages = to_pydantic_ai(stored.messages)
+    for theirs, ours in zip(messages, stored.messages, strict=True):
+        CONVERTED.put(theirs, ours)  # a run over this history does not convert it back
+    return PydanticAIHistory(stored.conversation_id, messages, usage, stored.revision)
 
 
 def run_usage_of(result: object) -> OurRunUsage:

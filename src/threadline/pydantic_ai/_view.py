@@ -10,6 +10,11 @@ Rules (each tested in `tests/pydantic_ai/`):
   only what was added since the last one, so its cost does not grow with the history; a list a
   processor replaced is walked again, converting only objects not seen before. A converted
   message is the same object at every later hook.
+- Across runs too: `CONVERTED` maps each pydantic-ai message object converted (or handed out by
+  `load_history`) to its Threadline message for as long as the object lives, and pydantic-ai
+  passes `message_history` on as the same objects, so a run continuing the last one converts
+  only its own turn. The rule this relies on is pydantic-ai's and Threadline's both: replace a
+  message to change it, never mutate it in place (an edit in place is not seen again).
 - pydantic-ai hands its run-level hooks (`before_run`, `after_run`, `on_run_error`) a context
   whose history is empty: an empty list leaves the view's history as the last step hook saw it.
 - `enqueue` on the view enqueues into the pydantic-ai run (parts and messages converted).
@@ -20,6 +25,8 @@ Rules (each tested in `tests/pydantic_ai/`):
 from __future__ import annotations
 
 import copy
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,7 +41,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage as TheirMessage
     from pydantic_ai.usage import RunUsage as TheirUsage
 
-__all__ = ['THEIR_CONTEXT', 'RunView', 'run_ids']
+__all__ = ['CONVERTED', 'THEIR_CONTEXT', 'RunView', 'run_ids']
 
 THEIR_CONTEXT = 'pydantic_ai_context'
 
@@ -53,6 +60,69 @@ def run_ids(ctx: TheirContext[object]) -> tuple[str, str]:
             'a Threadline capability needs a run with a run_id and a conversation_id (pydantic-ai sets both)'
         )
     return ctx.run_id, ctx.conversation_id
+
+
+class _Converted:
+    """pydantic-ai message objects and the Threadline messages they were converted to, by
+    identity, each pair kept while the pydantic-ai object lives; and the converted lists, by
+    their last message, so a run over a history an earlier run ended with starts from it."""
+
+    _LOOK_BACK = 8  # a run's list is an earlier run's history plus its own few new messages
+
+    def __init__(self) -> None:
+        self._pairs: dict[int, tuple[weakref.ref[TheirMessage], ModelMessage]] = {}
+        self._lists: dict[
+            int, tuple[weakref.ref[TheirMessage], weakref.ref[TheirMessage], list[ModelMessage], int]
+        ] = {}
+
+    def get(self, theirs: TheirMessage) -> ModelMessage | None:
+        hit = self._pairs.get(id(theirs))
+        return hit[1] if hit is not None and hit[0]() is theirs else None
+
+    def put(self, theirs: TheirMessage, ours: ModelMessage) -> None:
+        self._pairs[id(theirs)] = (self._ref(theirs, self._pairs.pop), ours)
+
+    @staticmethod
+    def _ref(theirs: TheirMessage, drop: Callable[[int, None], object]) -> weakref.ref[TheirMessage]:
+        key = id(theirs)
+
+        def forget(_: object) -> None:
+            # Called as the object dies, which is before its id can be given to another object.
+            drop(key, None)
+
+        return weakref.ref(theirs, forget)
+
+    def convert(self, messages: list[TheirMessage]) -> list[ModelMessage]:
+        """`messages` as Threadline messages, converting only the objects not converted before,
+        and not walking a prefix that an earlier conversion ended with."""
+        start, out = self._known_prefix(messages)
+        rest = messages[start:]
+        found = [self.get(m) for m in rest]
+        fresh = [m for m, hit in zip(rest, found, strict=True) if hit is None]
+        converted = iter(from_pydantic_ai(fresh) if fresh else ())
+        for message, hit in zip(rest, found, strict=True):
+            if hit is None:
+                hit = next(converted)
+                self.put(message, hit)
+            out.append(hit)
+        self.remember(messages, out)
+        return out
+
+    def remember(self, messages: list[TheirMessage], ours: list[ModelMessage]) -> None:
+        """`ours` is `messages` converted (its first `len(messages)` items stay as they are)."""
+        if messages:
+            last = messages[-1]
+            self._lists[id(last)] = (self._ref(last, self._lists.pop), weakref.ref(messages[0]), ours, len(messages))
+
+    def _known_prefix(self, messages: list[TheirMessage]) -> tuple[int, list[ModelMessage]]:
+        for end in range(len(messages), max(0, len(messages) - self._LOOK_BACK), -1):
+            hit = self._lists.get(id(messages[end - 1]))
+            if hit is not None and hit[0]() is messages[end - 1] and hit[1]() is messages[0] and hit[3] == end:
+                return end, hit[2][:end]
+        return 0, []
+
+
+CONVERTED = _Converted()
 
 
 class _Queue:
@@ -83,7 +153,6 @@ class RunView:
     their: TheirContext[object]
     start_usage: TheirUsage
     context: RunContext[object] = field(init=False)
-    seen: dict[int, tuple[TheirMessage, ModelMessage]] = field(default_factory=dict)
     source: list[TheirMessage] | None = None  # the pydantic-ai list converted last, and how much of it
     converted: int = 0
     flags: set[str] = field(default_factory=set)  # what a capability noted about this run
@@ -128,7 +197,4 @@ class RunView:
         return messages[0] is self.source[0] and messages[self.converted - 1] is self.source[self.converted - 1]
 
     def _convert(self, messages: list[TheirMessage]) -> list[ModelMessage]:
-        fresh = [m for m in messages if (hit := self.seen.get(id(m))) is None or hit[0] is not m]
-        for original, converted in zip(fresh, from_pydantic_ai(fresh), strict=True):
-            self.seen[id(original)] = (original, converted)
-        return [self.seen[id(m)][1] for m in messages]
+        return CONVERTED.convert(messages)
