@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 POINTS = ('start', 'model', 'tool', 'saved')
 
 
-def one_trial(target: str, conversation_id: str, turn: int, point: str) -> dict[str, int]:
+def one_trial(target: str, conversation_id: str, turn: int, point: str, child_script: Path = CHILD) -> dict[str, int]:
     env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    command = [sys.executable, str(CHILD), target, conversation_id, str(turn), point]
+    command = [sys.executable, str(child_script), target, conversation_id, str(turn), point]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: list[list[str]] = []
     reached = threading.Event()
@@ -81,13 +81,13 @@ def check(target: str, conversation_id: str, lines: list[list[str]]) -> dict[str
         store.close()
 
 
-def run_trials(target_for: object, trials: int, seed: int) -> dict[str, int]:
+def run_trials(target_for: object, trials: int, seed: int, child_script: Path = CHILD) -> dict[str, int]:
     rng = random.Random(seed)
     totals = {'trials': trials, 'saved': 0, 'unknown': 0, 'killed_in_tool': 0}
     for trial in range(trials):
         target = target_for(trial)  # type: ignore[operator]
         point = POINTS[trial % len(POINTS)]
-        result = one_trial(target, f'crash-{trial}', rng.randrange(3), point)
+        result = one_trial(target, f'crash-{trial}', rng.randrange(3), point, child_script)
         totals['killed_in_tool'] += point == 'tool'
         for key in ('saved', 'unknown'):
             totals[key] += result[key]
