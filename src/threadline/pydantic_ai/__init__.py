@@ -23,13 +23,14 @@ from threadline.pydantic_ai._bridge import (
 from threadline.pydantic_ai._history import PydanticAIHistory, aload_history, load_history, run_usage_of
 
 if TYPE_CHECKING:
-    from threadline.pydantic_ai._adapted import ConversationSearch, Memory
+    from threadline.pydantic_ai._adapted import ConversationSearch, Memory, ReplayGate
     from threadline.pydantic_ai._step_persistence import StepPersistence
 
 __all__ = [
     'ConversationSearch',
     'Memory',
     'PydanticAIHistory',
+    'ReplayGate',
     'StepPersistence',
     'aload_history',
     'load_history',
@@ -49,7 +50,7 @@ def __getattr__(name: str) -> Any:
         from threadline.pydantic_ai._step_persistence import StepPersistence
 
         return StepPersistence
-    if name in ('ConversationSearch', 'Memory'):
+    if name in ('ConversationSearch', 'Memory', 'ReplayGate'):
         from threadline.pydantic_ai import _adapted
 
         return getattr(_adapted, name)

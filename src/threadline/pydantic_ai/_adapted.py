@@ -1,4 +1,4 @@
-"""Threadline's tool-giving capabilities on a pydantic-ai `Agent`: `ConversationSearch` and `Memory`.
+"""Threadline's capabilities on a pydantic-ai `Agent`: `ConversationSearch`, `Memory`, `ReplayGate`.
 
 Each is Threadline's own capability (the same tools, descriptions, argument schemas and rules),
 driven through a pydantic-ai capability that translates: its tools become pydantic-ai tools with
@@ -18,7 +18,7 @@ Rules (each tested in `tests/pydantic_ai/test_search_and_memory.py`):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -26,19 +26,22 @@ from pydantic_ai import AgentRunResult, ModelRequestContext
 from pydantic_ai import ModelRetry as TheirRetry
 from pydantic_ai import RunContext as TheirContext
 from pydantic_ai import Tool as TheirTool
-from pydantic_ai.capabilities import AbstractCapability, WrapRunHandler
-from pydantic_ai.tools import AgentDepsT
+from pydantic_ai.capabilities import AbstractCapability, ValidatedToolArgs, WrapRunHandler
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset as TheirToolset
 
 from threadline.agent import RunContext, Tool
 from threadline.agent.capability import AbstractCapability as OurCapability
+from threadline.audit import AuditContext, AuditReport
+from threadline.audit import ReplayGate as OurReplayGate
 from threadline.exceptions import ModelRetry, UserError
 from threadline.memory import Memory as OurMemory
 from threadline.pydantic_ai._view import THEIR_CONTEXT, RunView, run_ids
 from threadline.search import ConversationSearch as OurSearch
 from threadline.storage import AsyncStore, SyncStore
 
-__all__ = ['ConversationSearch', 'Memory']
+__all__ = ['ConversationSearch', 'Memory', 'ReplayGate']
 
 Resolved = str | Callable[[TheirContext[Any]], str]
 
@@ -185,3 +188,57 @@ class Memory(_Adapted[AgentDepsT]):
 
     def _run_left(self, view: RunContext[object]) -> None:
         self._memory.forget_run(view)
+
+
+class ReplayGate(AbstractCapability[AgentDepsT]):
+    """Threadline's replay audit before a pydantic-ai run acts on its history: the history the run
+    was given is audited (the six gates of `threadline.audit`) and the run refused with
+    `ReplayRefused` unless the verdict is in `allow`. pydantic-ai's run-level hooks see no history,
+    so the audit runs at the run's first model request or tool call, before either happens;
+    `context` is an `AuditContext` or a function of pydantic-ai's `RunContext` building one."""
+
+    def __init__(
+        self,
+        context: AuditContext | Callable[[TheirContext[AgentDepsT]], AuditContext],
+        *,
+        allow: Sequence[str] = ('READY', 'WAITING'),
+        quarantine: bool = False,
+    ) -> None:
+        self._context = context
+        self._gate: OurReplayGate[object] = OurReplayGate(self._their_context, allow=allow, quarantine=quarantine)
+        self._checked: set[str] = set()
+
+    @property
+    def last_report(self) -> AuditReport | None:
+        return self._gate.last_report
+
+    def _their_context(self, view: RunContext[object]) -> AuditContext:
+        ctx = view.metadata[THEIR_CONTEXT]
+        return self._context(ctx) if callable(self._context) else self._context
+
+    async def _check(self, ctx: TheirContext[AgentDepsT]) -> None:
+        run_id = run_ids(ctx)[0]
+        if run_id in self._checked:
+            return
+        self._checked.add(run_id)
+        given = [m for m in ctx.messages if m.run_id != run_id]  # what the run was handed
+        view = RunView.of(ctx).sync(ctx, given)
+        await self._gate.before_run(view)
+
+    async def wrap_run(self, ctx: TheirContext[AgentDepsT], *, handler: WrapRunHandler) -> AgentRunResult[Any]:
+        try:
+            return await handler()
+        finally:
+            self._checked.discard(run_ids(ctx)[0])
+
+    async def before_model_request(
+        self, ctx: TheirContext[AgentDepsT], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        await self._check(ctx)
+        return request_context
+
+    async def before_tool_execute(
+        self, ctx: TheirContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: ValidatedToolArgs
+    ) -> ValidatedToolArgs:
+        await self._check(ctx)
+        return args
