@@ -173,3 +173,32 @@ async def test_another_scopes_conversation_is_not_reached(tmp_path: Path) -> Non
     result = await refund_agent(store).run('refund my order', deps=True)
     assert await store.list('other-tenant') == []
     assert await store.list_events(result.run_id, scope='other-tenant') == []
+
+
+async def test_a_run_is_read_back_under_the_harness_names(tmp_path: Path) -> None:
+    from threadline.pydantic_ai import continue_run, fork_run, latest_snapshot, list_unresolved_tool_effects
+
+    store = SQLiteStore(tmp_path / 'names.db')
+    agent = refund_agent(store)
+    result = await agent.run('refund my order', deps=True)
+    snapshot = await latest_snapshot(store, result.run_id, scope='acme')
+    assert snapshot is not None and snapshot.state == 'complete' and snapshot.position == 4
+    assert await list_unresolved_tool_effects(store, result.run_id, scope='acme') == []
+    resumed = await continue_run(store, result.run_id, scope='acme')
+    assert resumed.messages == result.all_messages() and resumed.conversation_id == result.conversation_id
+    forked = await fork_run(store, result.run_id, scope='acme')
+    assert forked.conversation_id != result.conversation_id and forked.messages == result.all_messages()
+    again = await agent.run('and order b', deps=True, **forked.run_kwargs())
+    assert (await store.load(forked.conversation_id, scope='acme')).messages == from_pydantic_ai(again.all_messages())
+    assert await latest_snapshot(store, result.run_id, scope='other') is None
+    crashing = refund_agent(store, crash=True)
+    with pytest.raises(ToolCrash):
+        await crashing.run('refund order c', deps=False)
+    [summary] = [
+        c for c in await store.list('acme') if c.conversation_id not in (result.conversation_id, forked.conversation_id)
+    ]
+    [run] = await store.list_runs(summary.conversation_id, scope='acme')
+    [unknown] = await list_unresolved_tool_effects(store, run.run_id, scope='acme')
+    assert unknown.tool_name == 'issue_refund'
+    with pytest.raises(UnresolvedToolEffect):
+        await continue_run(store, run.run_id, scope='acme', include_interrupted=True)

@@ -6,7 +6,11 @@ parts (see README.md):
 
 - the message bridge: `from_pydantic_ai` / `to_pydantic_ai`, exact both ways;
 - `load_history(store, conversation_id, scope=...)`: a stored conversation as pydantic-ai
-  messages and usage, ready for `message_history=` and `usage=`.
+  messages and usage, ready for `message_history=` and `usage=`;
+- `StepPersistence`, `ConversationSearch`, `Memory` and `ReplayGate`: Threadline's capabilities as
+  pydantic-ai capabilities; `continue_run`, `fork_run`, `latest_snapshot`,
+  `list_unresolved_tool_effects` and `annotate_tool_effect` to read a run back and to mark a
+  tool's effect, under the names pydantic-ai-harness uses.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from threadline.pydantic_ai._bridge import (
     usage_to_pydantic_ai,
 )
 from threadline.pydantic_ai._history import PydanticAIHistory, aload_history, load_history, run_usage_of
+from threadline.pydantic_ai._recovery import continue_run, fork_run, latest_snapshot, list_unresolved_tool_effects
+from threadline.steps import annotate_tool_effect
 
 if TYPE_CHECKING:
     from threadline.pydantic_ai._adapted import ConversationSearch, Memory, ReplayGate
@@ -33,10 +39,15 @@ __all__ = [
     'ReplayGate',
     'StepPersistence',
     'aload_history',
-    'load_history',
-    'run_usage_of',
+    'annotate_tool_effect',
+    'continue_run',
+    'fork_run',
     'from_pydantic_ai',
     'is_pydantic_ai_message',
+    'latest_snapshot',
+    'list_unresolved_tool_effects',
+    'load_history',
+    'run_usage_of',
     'to_pydantic_ai',
     'usage_from_pydantic_ai',
     'usage_to_pydantic_ai',

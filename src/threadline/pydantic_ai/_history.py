@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.usage import RunUsage
 
-__all__ = ['PydanticAIHistory', 'aload_history', 'load_history', 'run_usage_of']
+__all__ = ['PydanticAIHistory', 'aload_history', 'converted', 'load_history', 'run_usage_of']
 
 # id of a usage object handed out by load_history → (that object, what it held when handed out).
 # pydantic-ai adds a run's usage into the `usage=` object in place and returns that object as
@@ -40,7 +40,9 @@ class PydanticAIHistory:
         return {'message_history': self.messages, 'usage': self.usage, 'conversation_id': self.conversation_id}
 
 
-def _converted(stored: StoredConversation) -> PydanticAIHistory:
+def converted(stored: StoredConversation) -> PydanticAIHistory:
+    """`stored` in pydantic-ai's objects (its messages remembered as converted, and its usage as
+    the start of the next run's)."""
     usage = usage_to_pydantic_ai(stored.usage)
     key = id(usage)
     _STARTS[key] = (weakref.ref(usage, lambda _: _STARTS.pop(key, None)), copy.deepcopy(usage))
@@ -70,9 +72,9 @@ def run_usage_of(result: object) -> OurRunUsage:
 def load_history(store: AsyncStore[SyncStore], conversation_id: str, *, scope: str) -> PydanticAIHistory:
     """The conversation `conversation_id` of `scope` for a pydantic-ai run (another scope's is not
     found: `ConversationNotFound`, as for `store.load`)."""
-    return _converted(store.sync.load(conversation_id, scope=scope))
+    return converted(store.sync.load(conversation_id, scope=scope))
 
 
 async def aload_history(store: AsyncStore[SyncStore], conversation_id: str, *, scope: str) -> PydanticAIHistory:
     """`load_history` without blocking the event loop."""
-    return _converted(await store.load(conversation_id, scope=scope))
+    return converted(await store.load(conversation_id, scope=scope))

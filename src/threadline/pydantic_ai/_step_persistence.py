@@ -52,6 +52,8 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
     module docstring). Put it first among the agent's capabilities, so it records the history
     the others hand on."""
 
+    id: str | None = 'step_persistence'  # the harness's id for the same capability
+
     def __init__(
         self,
         store: AsyncStore[SyncStore],
