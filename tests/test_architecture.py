@@ -73,7 +73,7 @@ PYDANTIC_AI: frozenset[str] = frozenset({'pydantic_ai', 'pydantic_ai_harness'})
 the top of the modules in `PYDANTIC_AI_SUBCLASSES`, which the package loads on first use."""
 
 PYDANTIC_AI_SUBCLASSES: frozenset[str] = frozenset(
-    {'threadline.pydantic_ai._step_persistence', 'threadline.pydantic_ai._adapted'}
+    {'threadline.pydantic_ai._step_persistence', 'threadline.pydantic_ai._adapted', 'threadline.pydantic_ai._served'}
 )
 """Modules whose classes subclass pydantic-ai's (its capabilities): reached only through the
 package's `__getattr__`, so `import threadline.pydantic_ai` does not load pydantic-ai."""
@@ -82,6 +82,8 @@ BRIDGES: frozenset[tuple[str, str]] = frozenset(
     {
         # handed a pydantic-ai message or usage, the message model converts it through the bridge
         ('threadline.messages._foreign', 'threadline.pydantic_ai'),
+        # `threadline serve --agent` handed a pydantic-ai Agent serves it through ServedAgent
+        ('threadline.cli._serve', 'threadline.pydantic_ai'),
     }
 )
 """(module, module it imports inside a function against the order): the imports of

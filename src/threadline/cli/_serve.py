@@ -6,13 +6,15 @@ import ipaddress
 import os
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from threadline.cli._app import cli, console, shared_options, state_for
 
 if TYPE_CHECKING:
+    from threadline.agent import Agent
+    from threadline.server import TurnAgent
     from threadline.trust import Keyring
 
 LOOPBACK = ('127.0.0.1', '::1', 'localhost')
@@ -48,6 +50,13 @@ def is_loopback(host: str) -> bool:
 @click.option(
     '-m', '--model', default='demo', help="'demo' (offline, the default), or a provider model like openai:gpt-5.2."
 )
+@click.option(
+    '--agent',
+    'agent_spec',
+    default=None,
+    metavar='MODULE:ATTR',
+    help='Serve this agent (a Threadline or a pydantic-ai Agent) instead of -m: e.g. app.agents:support.',
+)
 @click.option('--host', default='127.0.0.1', show_default=True, help='Address to bind (not loopback needs API keys).')
 @click.option('--port', default=8000, show_default=True, type=int)
 @click.option(
@@ -73,6 +82,7 @@ def is_loopback(host: str) -> bool:
 @shared_options
 def serve(
     model: str,
+    agent_spec: str | None,
     host: str,
     port: int,
     keys_file: Path | None,
@@ -101,9 +111,10 @@ def serve(
             f'refusing to serve on {host} without API keys: set THREADLINE_API_KEYS or --keys-file, or bind to 127.0.0.1'
         )
     state = state_for(db, scope, debug)
+    agent = load_agent(agent_spec) if agent_spec else Agent(infer_model(model))
     app = create_app(
         state.store,
-        Agent(infer_model(model)),
+        agent,
         keys=keys,
         stateless=_trust_keys() if stateless else None,
         envelope_ttl=envelope_ttl,
@@ -114,7 +125,7 @@ def serve(
             f'[bold yellow]dev mode[/]: no API keys, loopback only, one scope ({DEV_SCOPE!r}); '
             'set THREADLINE_API_KEYS=key=scope,... to serve tenants'
         )
-    console.print(f'serving {state.db} with model {model} on http://{host}:{port}')
+    console.print(f'serving {state.db} with {agent_spec or "model " + model} on http://{host}:{port}')
     uvicorn.run(app, host=host, port=port, log_level='warning')
 
 
@@ -129,3 +140,29 @@ def _trust_keys() -> Keyring:
         '[yellow]stateless[/]: no THREADLINE_TRUST_KEYS, so histories are signed with a key made for this process'
     )
     return Keyring.single(secrets.token_bytes(32), key_id='ephemeral')
+
+
+def load_agent(spec: str) -> Agent[Any, Any] | TurnAgent:
+    """The agent `spec` names (`module:attr`, the module importable from the current directory):
+    a Threadline `Agent` as it is, a pydantic-ai one given the face the server runs."""
+    import importlib
+    import sys
+
+    from threadline.agent import Agent
+
+    module_name, _, attribute = spec.partition(':')
+    if not module_name or not attribute:
+        raise click.UsageError(f'--agent {spec!r}: give MODULE:ATTR, e.g. app.agents:support')
+    if '' not in sys.path:
+        sys.path.insert(0, '')  # as `python -m` and uvicorn do: the current directory's modules
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise click.UsageError(f'--agent {spec!r}: {type(exc).__name__}: {exc}') from None
+    if isinstance(found, Agent):
+        return found
+    if type(found).__module__.split('.')[0] == 'pydantic_ai':
+        from threadline.pydantic_ai import ServedAgent
+
+        return ServedAgent(found)
+    raise click.UsageError(f'--agent {spec!r} is a {type(found).__name__}, not a Threadline or pydantic-ai Agent')

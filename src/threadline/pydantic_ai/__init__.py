@@ -30,6 +30,7 @@ from threadline.steps import annotate_tool_effect
 
 if TYPE_CHECKING:
     from threadline.pydantic_ai._adapted import ConversationSearch, Memory, ReplayGate
+    from threadline.pydantic_ai._served import ServedAgent
     from threadline.pydantic_ai._step_persistence import StepPersistence
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     'Memory',
     'PydanticAIHistory',
     'ReplayGate',
+    'ServedAgent',
     'StepPersistence',
     'aload_history',
     'annotate_tool_effect',
@@ -61,6 +63,10 @@ def __getattr__(name: str) -> Any:
         from threadline.pydantic_ai._step_persistence import StepPersistence
 
         return StepPersistence
+    if name == 'ServedAgent':
+        from threadline.pydantic_ai._served import ServedAgent
+
+        return ServedAgent
     if name in ('ConversationSearch', 'Memory', 'ReplayGate'):
         from threadline.pydantic_ai import _adapted
 

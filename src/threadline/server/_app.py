@@ -33,7 +33,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -77,9 +77,23 @@ RunEvent = AgentStreamEvent | AgentRunResultEvent
 Encoder = Callable[[AsyncIterator[RunEvent]], AsyncIterator[str]]
 
 
+class TurnAgent(Protocol):
+    """What the server runs a turn with: Threadline's `Agent`, or another agent given that face
+    (`threadline.pydantic_ai.ServedAgent` for a pydantic-ai one)."""
+
+    def run_stream_events(
+        self,
+        user_prompt: str | Sequence[UserContent] | None = None,
+        *,
+        message_history: Sequence[ModelMessage] = ...,
+        conversation_id: str | None = ...,
+        deferred_tool_results: DeferredToolResults | None = ...,
+    ) -> AsyncIterator[RunEvent]: ...
+
+
 def create_app(
     store: AsyncStore[SyncStore],
-    agent: Agent[Any, Any],
+    agent: Agent[Any, Any] | TurnAgent,
     *,
     keys: Mapping[str, str] | None = None,
     max_body: int = 1_000_000,
@@ -124,7 +138,7 @@ def create_app(
 
 
 class _Server:
-    def __init__(self, store: AsyncStore[SyncStore], agent: Agent[Any, Any], max_body: int):
+    def __init__(self, store: AsyncStore[SyncStore], agent: Agent[Any, Any] | TurnAgent, max_body: int):
         self.store, self.agent, self.max_body = store, agent, max_body
         self.trust: Keyring | None = None
         self.envelope_ttl = DEFAULT_TTL
