@@ -13,9 +13,10 @@ Rules (each tested in `tests/pydantic_ai/test_step_persistence.py`):
   converts only the messages added since the last one, so its cost does not grow with the history.
 - pydantic-ai adds the request carrying a response's tool results to the history when it makes
   the next model request: the snapshot of the answered calls is taken then, over that request.
-- The run's checks against the store (its stored tip, the ledger, quarantine) are made at its
-  first step hook, which comes before its first model request or tool call: pydantic-ai's
-  `before_run` sees no history yet.
+- The run's checks against the store (its stored tip, the ledger, quarantine) are made over the
+  history the run was given, at the start of its `UserPromptNode` (pydantic-ai's `before_run`
+  sees no history yet, and its history processors rewrite it before the first model request), or
+  at its first step hook when it has no such node; either way before any model request or tool.
 - The run's own usage is what pydantic-ai's `ctx.usage` gained during the run (a run given
   `usage=` starts from that total).
 - `scope` is a string or a function of pydantic-ai's `RunContext` (the server's decision, never
@@ -30,7 +31,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic_ai import AgentRunResult, CallToolsNode, ModelRequestContext, ModelRequestNode, ModelRetry
+from pydantic_ai import (
+    AgentRunResult,
+    CallToolsNode,
+    ModelRequestContext,
+    ModelRequestNode,
+    ModelRetry,
+    UserPromptNode,
+)
 from pydantic_ai import RunContext as TheirContext
 from pydantic_ai.capabilities import AbstractCapability, AgentNode, NodeResult, ValidatedToolArgs, WrapRunHandler
 from pydantic_ai.messages import ModelResponse as TheirResponse
@@ -133,6 +141,15 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
     ) -> TheirResponse:
         await self._core.record_model_response(await self._started(ctx), error)
         raise error
+
+    async def before_node_run(
+        self, ctx: TheirContext[AgentDepsT], *, node: AgentNode[AgentDepsT]
+    ) -> AgentNode[AgentDepsT]:
+        if isinstance(node, UserPromptNode):
+            # The one hook that sees the history the run was given, before pydantic-ai adds the
+            # prompt and history processors rewrite it: the run starts (its checks) over that.
+            await self._started(ctx)
+        return node
 
     async def after_node_run(
         self, ctx: TheirContext[AgentDepsT], *, node: AgentNode[AgentDepsT], result: NodeResult[AgentDepsT]
