@@ -157,6 +157,11 @@ def database_sizes(wl: Any, directory: Path, turns: int) -> tuple[int, int]:
 
 
 def _size(path: Path) -> int:
+    """The database's size with its write-ahead log folded in (each side's WAL checkpointed)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute('PRAGMA wal_checkpoint(TRUNCATE)')
     return sum(p.stat().st_size for p in path.parent.glob(path.name + '*'))
 
 
@@ -213,32 +218,40 @@ def bridge(wl: Any, rounds: int) -> None:
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--turns', type=int, default=1000)
-    parser.add_argument('--rounds', type=int, default=7)
-    parser.add_argument('--harness-rounds', type=int, default=3)
-    args = parser.parse_args()
-    wl = workload()
-    directory = Path(tempfile.mkdtemp())
+def turns_table(wl: Any, directory: Path, rounds: int, harness_rounds: int) -> None:
     print('added time per tool-calling turn of a pydantic-ai Agent (medians of interleaved runs, GC on)')
     print(
         f'  {"messages":>8} {"turn, none":>12} {"threadline":>12} {"harness":>12} {"ratio":>8} {"own Agent":>12} {"vs own":>7}'
     )
     for size in SIZES:
-        figures = per_turn(wl, size, directory, args.rounds, args.harness_rounds)
+        figures = per_turn(wl, size, directory, rounds, harness_rounds)
         ratio = figures['harness'] / figures['threadline'] if figures['threadline'] > 0 else float('nan')
         versus = figures['threadline'] / figures['own'] if figures['own'] > 0 else float('nan')
         print(
             f'  {size:>8,} {figures["none"] * 1e3:9.1f} ms {figures["threadline"] * 1e3:9.2f} ms '
             f'{figures["harness"] * 1e3:9.1f} ms {ratio:7.0f}x {figures["own"] * 1e3:9.2f} ms {versus:6.2f}x'
         )
-    ours, theirs = database_sizes(wl, directory, args.turns)
-    print(
-        f'\ndatabase after {args.turns:,} turns from an empty conversation: threadline {ours / 1e6:.2f} MB, '
-        f'harness {theirs / 1e6:.2f} MB ({theirs / ours:.0f}x)'
-    )
-    bridge(wl, args.rounds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--turns', type=int, default=1000)
+    parser.add_argument('--rounds', type=int, default=7)
+    parser.add_argument('--harness-rounds', type=int, default=3)
+    parser.add_argument('--only', choices=['turns', 'size', 'bridge'], default=None)
+    args = parser.parse_args()
+    wl = workload()
+    directory = Path(tempfile.mkdtemp())
+    if args.only in (None, 'turns'):
+        turns_table(wl, directory, args.rounds, args.harness_rounds)
+    if args.only in (None, 'size'):
+        ours, theirs = database_sizes(wl, directory, args.turns)
+        print(
+            f'\ndatabase after {args.turns:,} turns from an empty conversation: threadline {ours / 1e6:.2f} MB, '
+            f'harness {theirs / 1e6:.2f} MB ({theirs / ours:.0f}x)'
+        )
+    if args.only in (None, 'bridge'):
+        bridge(wl, args.rounds)
 
 
 if __name__ == '__main__':
