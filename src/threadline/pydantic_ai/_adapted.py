@@ -37,7 +37,7 @@ from threadline.audit import AuditContext, AuditReport
 from threadline.audit import ReplayGate as OurReplayGate
 from threadline.exceptions import ModelRetry, UserError
 from threadline.memory import Memory as OurMemory
-from threadline.pydantic_ai._view import THEIR_CONTEXT, RunView, run_ids
+from threadline.pydantic_ai._view import THEIR_CONTEXT, RunView, RunViews, run_ids
 from threadline.search import ConversationSearch as OurSearch
 from threadline.storage import AsyncStore, SyncStore
 
@@ -51,7 +51,7 @@ class _Adapted(AbstractCapability[AgentDepsT]):
 
     def __init__(self, inner: OurCapability[object]) -> None:
         self._inner = inner
-        self._views: dict[str, RunView] = {}
+        self._views = RunViews()
         self._hooks = inner.overridden_hooks()
         ours = inner.get_toolset()
         tools: list[TheirTool[AgentDepsT]] = []
@@ -85,11 +85,7 @@ class _Adapted(AbstractCapability[AgentDepsT]):
         )
 
     def _view(self, ctx: TheirContext[AgentDepsT]) -> RunContext[object]:
-        run_id = run_ids(ctx)[0]
-        view = self._views.get(run_id)
-        if view is None:
-            view = self._views[run_id] = RunView.of(ctx)
-        return view.sync(ctx)
+        return self._views.sync(ctx)
 
     async def before_run(self, ctx: TheirContext[AgentDepsT]) -> None:
         view = self._view(ctx)
@@ -101,7 +97,7 @@ class _Adapted(AbstractCapability[AgentDepsT]):
         try:
             return await handler()
         finally:  # however the run ends, its state here and in the Threadline capability goes
-            self._views.pop(run_ids(ctx)[0], None)
+            self._views.drop(ctx)
             self._run_left(view)
 
     async def before_model_request(

@@ -48,7 +48,7 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from threadline.agent import RunContext
 from threadline.exceptions import UserError
 from threadline.pydantic_ai._bridge import usage_from_pydantic_ai
-from threadline.pydantic_ai._view import THEIR_CONTEXT, RunView, run_ids
+from threadline.pydantic_ai._view import THEIR_CONTEXT, RunViews
 from threadline.steps import StepPersistence as ThreadlineStepPersistence
 from threadline.storage import AsyncStore, SyncStore
 
@@ -75,7 +75,7 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         self._core: ThreadlineStepPersistence[object] = ThreadlineStepPersistence(
             store, scope=self._scope_of, include_content=include_content, allow_unknown_effects=allow_unknown_effects
         )
-        self._views: dict[str, RunView] = {}
+        self._views = RunViews()
 
     def __repr__(self) -> str:
         return f'StepPersistence(store={self.store!r})'
@@ -88,11 +88,7 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         return scope
 
     def _view(self, ctx: TheirContext[AgentDepsT]) -> RunContext[object]:
-        run_id = run_ids(ctx)[0]
-        view = self._views.get(run_id)
-        if view is None:
-            view = self._views[run_id] = RunView.of(ctx)
-        return view.sync(ctx)
+        return self._views.sync(ctx)
 
     # -- the hooks ---------------------------------------------------------------------------
     async def before_run(self, ctx: TheirContext[AgentDepsT]) -> None:
@@ -113,7 +109,7 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         try:
             return await handler()
         finally:
-            view = self._views.pop(run_ids(ctx)[0], None)
+            view = self._views.drop(ctx)
             if view is not None:
                 await self._core.record_run_left(view.context)
 
@@ -157,7 +153,7 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         if isinstance(node, ModelRequestNode):
             await self._core.record_node(await self._started(ctx), 'model_request')
         elif isinstance(node, CallToolsNode) and isinstance(result, ModelRequestNode):
-            self._views[run_ids(ctx)[0]].flags.add('answered')  # recorded before the next request (above)
+            self._views.of(ctx).flags.add('answered')  # recorded before the next request (above)
         return result
 
     async def before_tool_execute(
@@ -192,7 +188,7 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         raise error
 
     async def after_run(self, ctx: TheirContext[AgentDepsT], *, result: AgentRunResult[Any]) -> AgentRunResult[Any]:
-        state = self._views[run_ids(ctx)[0]]
+        state = self._views.of(ctx)
         view = state.sync(ctx, result.all_messages())
         if 'started' not in state.flags:  # a run that made no model request (its output was given)
             state.flags.add('started')

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage as TheirMessage
     from pydantic_ai.usage import RunUsage as TheirUsage
 
-__all__ = ['CONVERTED', 'THEIR_CONTEXT', 'RunView', 'run_ids']
+__all__ = ['CONVERTED', 'THEIR_CONTEXT', 'RunView', 'RunViews', 'run_ids']
 
 THEIR_CONTEXT = 'pydantic_ai_context'
 
@@ -198,3 +198,21 @@ class RunView:
 
     def _convert(self, messages: list[TheirMessage]) -> list[ModelMessage]:
         return CONVERTED.convert(messages)
+
+
+class RunViews(dict[str, RunView]):
+    """A capability's views, one per run it is part of (by run id)."""
+
+    def sync(self, ctx: TheirContext[object]) -> RunContext[object]:
+        """The view of `ctx`'s run (made at its first hook), in step with `ctx`."""
+        run_id = run_ids(ctx)[0]
+        view = self.get(run_id)
+        if view is None:
+            view = self[run_id] = RunView.of(ctx)
+        return view.sync(ctx)
+
+    def of(self, ctx: TheirContext[object]) -> RunView:
+        return self[run_ids(ctx)[0]]
+
+    def drop(self, ctx: TheirContext[object]) -> RunView | None:
+        return self.pop(run_ids(ctx)[0], None)
