@@ -11,7 +11,10 @@ after `--turns` turns from an empty conversation; then the bridge alone: convert
 history each way, against pydantic-ai's own `dump_json` + `validate_json`, and the per-hook cost of
 the incremental view at 20,000 messages.
 
-    uv run python bench/pydantic_ai.py [--turns 1000] [--rounds 7] [--harness-rounds 3]
+    uv run python bench/with_pydantic_ai.py [--turns 1000] [--rounds 7] [--harness-rounds 3] [--only turns|size|bridge]
+
+(Not `bench/pydantic_ai.py`: a script's folder comes first on the path, so a file of that name
+would stand in for the package when the other scripts here import it.)
 """
 
 from __future__ import annotations
@@ -24,13 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-# This file has pydantic-ai's name: its folder goes last on the path, so `import pydantic_ai`
-# finds the package, and `_common` is still found.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [entry for entry in sys.path if Path(entry or '.').resolve() != _HERE] + [str(_HERE)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import workload  # noqa: E402  (after the path is set)
-from _step_bench import _timed_hooks  # noqa: E402
+from _common import workload
+from _step_bench import _timed_hooks
 
 SIZES = (10, 10_000, 20_000)
 
