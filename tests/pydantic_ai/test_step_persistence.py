@@ -202,3 +202,58 @@ async def test_a_run_is_read_back_under_the_harness_names(tmp_path: Path) -> Non
     assert unknown.tool_name == 'issue_refund'
     with pytest.raises(UnresolvedToolEffect):
         await continue_run(store, run.run_id, scope='acme', include_interrupted=True)
+
+
+async def test_deferred_approvals_are_recorded_and_resumed(tmp_path: Path) -> None:
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if any(isinstance(p, ToolReturnPart) and p.tool_name == 'refund' for m in messages for p in m.parts):
+            return ModelResponse(parts=[TextPart('Refunded.')])
+        return ModelResponse(parts=[ToolCallPart('refund', {'order': 7}, 'call-refund')])
+
+    store = SQLiteStore(tmp_path / 'deferred.db')
+    agent = Agent(
+        FunctionModel(model),
+        output_type=[str, DeferredToolRequests],
+        capabilities=[StepPersistence(store, scope='acme')],
+    )
+    refunded: list[int] = []
+
+    @agent.tool_plain(requires_approval=True)
+    def refund(order: int) -> str:
+        refunded.append(order)
+        return f'refunded {order}'
+
+    paused = await agent.run('refund order 7')
+    assert isinstance(paused.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in paused.output.approvals] == ['call-refund'] and refunded == []
+    raw = await store.raw_history(paused.conversation_id, scope='acme')
+    assert json.loads(raw) == json.loads(TheirTA.dump_json(paused.all_messages()))
+    history = await asyncio.to_thread(load_history, store, paused.conversation_id, scope='acme')
+    approved = DeferredToolResults(approvals={'call-refund': True})
+    done = await agent.run(deferred_tool_results=approved, **history.run_kwargs())
+    assert done.output == 'Refunded.' and refunded == [7]
+    raw = await store.raw_history(paused.conversation_id, scope='acme')
+    assert json.loads(raw) == json.loads(TheirTA.dump_json(done.all_messages()))
+    effects = {e.tool_name: e.status for e in await store.tool_effects(done.run_id, scope='acme')}
+    assert effects == {'refund': 'completed'}
+
+
+async def test_what_a_tool_enqueues_is_stored_where_the_run_put_it(tmp_path: Path) -> None:
+    from pydantic_ai.messages import UserPromptPart
+
+    store = SQLiteStore(tmp_path / 'enqueue.db')
+    agent = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme')])
+
+    @agent.tool
+    def note(ctx: RunContext[None]) -> str:
+        ctx.enqueue(UserPromptPart('(the note tool ran)'))
+        return 'noted'
+
+    result = await agent.run('take a note')
+    assert '(the note tool ran)' in TheirTA.dump_json(result.all_messages()).decode()
+    raw = await store.raw_history(result.conversation_id, scope='acme')
+    assert json.loads(raw) == json.loads(TheirTA.dump_json(result.all_messages()))
