@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from threadline._public import publish
 from threadline.pydantic_ai._bridge import (
     from_pydantic_ai,
     is_pydantic_ai_message,
@@ -54,6 +55,9 @@ __all__ = [
     'usage_from_pydantic_ai',
     'usage_to_pydantic_ai',
 ]
+
+
+publish('threadline.pydantic_ai', globals(), __all__)  # the lazy ones publish themselves
 
 
 def __getattr__(name: str) -> Any:

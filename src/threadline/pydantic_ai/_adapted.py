@@ -31,6 +31,7 @@ from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset as TheirToolset
 
+from threadline._public import publish
 from threadline.agent import RunContext, Tool
 from threadline.agent.capability import AbstractCapability as OurCapability
 from threadline.audit import AuditContext, AuditReport
@@ -238,3 +239,6 @@ class ReplayGate(AbstractCapability[AgentDepsT]):
     ) -> ValidatedToolArgs:
         await self._check(ctx)
         return args
+
+
+publish('threadline.pydantic_ai', globals(), __all__)  # loaded on first use, through the package

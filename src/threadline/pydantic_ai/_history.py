@@ -40,6 +40,11 @@ class PydanticAIHistory:
         return {'message_history': self.messages, 'usage': self.usage, 'conversation_id': self.conversation_id}
 
 
+# Its annotations name pydantic-ai's classes, which only type checkers import here, so `publish`
+# cannot resolve them; nothing reads them at run time.
+PydanticAIHistory.__module__ = 'threadline.pydantic_ai'
+
+
 def converted(stored: StoredConversation) -> PydanticAIHistory:
     """`stored` in pydantic-ai's objects (its messages remembered as converted, and its usage as
     the start of the next run's)."""

@@ -31,6 +31,7 @@ from pydantic_ai import ToolDenied as TheirDenied
 from pydantic_ai import messages as pa
 from pydantic_ai.run import AgentRunResult as TheirResult
 
+from threadline._public import publish
 from threadline.agent import AgentRunResult, DeferredToolRequests, DeferredToolResults, ToolDenied
 from threadline.messages import (
     AgentRunResultEvent,
@@ -178,3 +179,6 @@ def _our_call(call: pa.ToolCallPart) -> ToolCallPart:
     part = _our_response_part(call)
     assert isinstance(part, ToolCallPart)
     return part
+
+
+publish('threadline.pydantic_ai', globals(), __all__)  # loaded on first use, through the package

@@ -45,6 +45,7 @@ from pydantic_ai.messages import ModelResponse as TheirResponse
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 
+from threadline._public import publish
 from threadline.agent import RunContext
 from threadline.exceptions import UserError
 from threadline.pydantic_ai._bridge import usage_from_pydantic_ai
@@ -200,3 +201,6 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
     async def on_run_error(self, ctx: TheirContext[AgentDepsT], *, error: BaseException) -> AgentRunResult[Any]:
         await self._core.record_run_error(self._view(ctx), error)
         raise error
+
+
+publish('threadline.pydantic_ai', globals(), ['StepPersistence'])  # loaded on first use, through the package
