@@ -51,7 +51,7 @@ def ours(wl: Any, size: int, directory: Path, asked: list[str]) -> list[float]:
         store.sync.append(f'c{k}', messages, scope='bench')
     capability = ConversationSearch(store, scope='bench', reach='scope')
     tool = capability.get_toolset().tools['search_conversation']
-    ctx = SimpleNamespace(conversation_id='c1', deps=None)
+    ctx = SimpleNamespace(conversation_id='c1', run_id='bench-run', deps=None)
     times = []
     for query in asked:
         start = time.perf_counter()
@@ -95,7 +95,7 @@ def harness_toolset(wl: Any, size: int, directory: Path) -> Any:
 
 def theirs(wl: Any, size: int, directory: Path, asked: list[str]) -> list[float]:
     toolset = harness_toolset(wl, size, directory)
-    ctx = SimpleNamespace(conversation_id='c1')
+    ctx = SimpleNamespace(conversation_id='c1', run_id='bench-run')
     times = []
     for query in asked[:3]:
         start = time.perf_counter()
