@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -35,38 +35,42 @@ from _step_bench import _timed_hooks
 SIZES = (10, 10_000, 20_000)
 
 
-def their_turn_agent(wl: Any, index: int, capabilities: list[Any]) -> tuple[Any, str]:
-    """A pydantic-ai agent that plays turn `index` of the workload (a tool call, then an answer)."""
-    from pydantic_ai import Agent
-    from pydantic_ai import ModelMessagesTypeAdapter as TheirTA
-    from pydantic_ai.models.function import FunctionModel
-
-    turn = TheirTA.validate_python(wl.turn(index, conversation_id='c'))
+def _turn_agent(library: Any, wl: Any, index: int, capabilities: list[Any]) -> tuple[Any, str]:
+    """An agent of `library` (pydantic-ai's or Threadline's: the same names) that plays turn
+    `index` of the workload: a tool call, then an answer."""
+    turn = library.ModelMessagesTypeAdapter.validate_python(wl.turn(index, conversation_id='c'))
     responses = iter([turn[1], turn[3]])
-    agent = Agent(FunctionModel(lambda messages, info: next(responses)), capabilities=capabilities)
+    agent = library.Agent(library.FunctionModel(lambda messages, info: next(responses)), capabilities=capabilities)
 
     @agent.tool_plain(name=turn[1].parts[-1].tool_name)
     def _tool(query: str, limit: int) -> str:
         return str(turn[2].parts[0].content)
 
     return agent, str(turn[0].parts[-1].content)
+
+
+def their_turn_agent(wl: Any, index: int, capabilities: list[Any]) -> tuple[Any, str]:
+    import pydantic_ai
+    from pydantic_ai.models.function import FunctionModel
+
+    return _turn_agent(
+        _Library(pydantic_ai.Agent, pydantic_ai.ModelMessagesTypeAdapter, FunctionModel), wl, index, capabilities
+    )
 
 
 def our_turn_agent(wl: Any, index: int, capabilities: list[Any]) -> tuple[Any, str]:
-    """The same turn on Threadline's own Agent."""
-    from threadline import Agent
-    from threadline import ModelMessagesTypeAdapter as OurTA
+    import threadline
     from threadline.models.function import FunctionModel
 
-    turn = OurTA.validate_python(wl.turn(index, conversation_id='c'))
-    responses = iter([turn[1], turn[3]])
-    agent = Agent(FunctionModel(lambda messages, info: next(responses)), capabilities=capabilities)
+    return _turn_agent(
+        _Library(threadline.Agent, threadline.ModelMessagesTypeAdapter, FunctionModel), wl, index, capabilities
+    )
 
-    @agent.tool_plain(name=turn[1].parts[-1].tool_name)
-    def _tool(query: str, limit: int) -> str:
-        return str(turn[2].parts[0].content)
 
-    return agent, str(turn[0].parts[-1].content)
+class _Library(NamedTuple):
+    Agent: Any
+    ModelMessagesTypeAdapter: Any
+    FunctionModel: Any
 
 
 class Side:

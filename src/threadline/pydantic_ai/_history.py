@@ -52,8 +52,7 @@ def converted(stored: StoredConversation) -> PydanticAIHistory:
     key = id(usage)
     _STARTS[key] = (weakref.ref(usage, lambda _: _STARTS.pop(key, None)), copy.deepcopy(usage))
     messages = to_pydantic_ai(stored.messages)
-    for theirs, ours in zip(messages, stored.messages, strict=True):
-        CONVERTED.put(theirs, ours)  # a run over this history does not convert it back
+    CONVERTED.put_all(messages, stored.messages)  # a run over this history does not convert it back
     return PydanticAIHistory(stored.conversation_id, messages, usage, stored.revision)
 
 

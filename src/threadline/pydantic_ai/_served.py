@@ -79,8 +79,7 @@ class ServedAgent:
         deferred_tool_results: DeferredToolResults | None = None,
     ) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
         history = to_pydantic_ai(message_history)
-        for theirs, ours in zip(history, message_history, strict=True):
-            CONVERTED.put(theirs, ours)
+        CONVERTED.put_all(history, message_history)
         prompt = user_prompt if user_prompt is None or isinstance(user_prompt, str) else _their_prompt(user_prompt)
         events = self.agent.run_stream_events(
             prompt,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -81,6 +81,11 @@ class _Converted:
 
     def put(self, theirs: TheirMessage, ours: ModelMessage) -> None:
         self._pairs[id(theirs)] = (self._ref(theirs, self._pairs.pop), ours)
+
+    def put_all(self, theirs: Sequence[TheirMessage], ours: Sequence[ModelMessage]) -> None:
+        """`theirs[i]` is `ours[i]` converted (a history just converted the other way)."""
+        for one, other in zip(theirs, ours, strict=True):
+            self.put(one, other)
 
     @staticmethod
     def _ref(theirs: TheirMessage, drop: Callable[[int, None], object]) -> weakref.ref[TheirMessage]:
