@@ -100,7 +100,7 @@ def per_turn(wl: Any, size: int, directory: Path, rounds: int, harness_rounds: i
     from pydantic_ai_harness.step_persistence import StepPersistence as HarnessStepPersistence
 
     from threadline import ModelMessagesTypeAdapter as OurTA
-    from threadline.pydantic_ai import StepPersistence, from_pydantic_ai
+    from threadline.pydantic_ai import StepPersistence, from_pydantic_ai, load_history
     from threadline.storage import SQLiteStore
     from threadline.storage import StepPersistence as OurStepPersistence
 
@@ -112,8 +112,12 @@ def per_turn(wl: Any, size: int, directory: Path, rounds: int, harness_rounds: i
     harness_store = SqliteStepStore(database=directory / f'harness-{size}.db')
     sides = {
         'none': Side('none', theirs, their_turn_agent, None),
+        # As a user continues a stored conversation: its history from `load_history`.
         'threadline': Side(
-            'threadline', theirs, their_turn_agent, _timed_hooks(StepPersistence(ours_store, scope='bench'))
+            'threadline',
+            load_history(ours_store, 'c', scope='bench').messages,
+            their_turn_agent,
+            _timed_hooks(StepPersistence(ours_store, scope='bench')),
         ),
         'harness': Side('harness', theirs, their_turn_agent, HarnessStepPersistence(harness_store)),
         'own none': Side('own none', own_store.sync.load('c', scope='bench').messages, our_turn_agent, None),

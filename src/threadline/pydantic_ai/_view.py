@@ -86,6 +86,7 @@ class _Converted:
         """`theirs[i]` is `ours[i]` converted (a history just converted the other way)."""
         for one, other in zip(theirs, ours, strict=True):
             self.put(one, other)
+        self.remember(list(theirs), list(ours))  # and as a whole: a run over it need not walk it
 
     @staticmethod
     def _ref(theirs: TheirMessage, drop: Callable[[int, None], object]) -> weakref.ref[TheirMessage]:
