@@ -80,8 +80,6 @@ package's `__getattr__`, so `import threadline.pydantic_ai` does not load pydant
 
 BRIDGES: frozenset[tuple[str, str]] = frozenset(
     {
-        # handed a pydantic-ai message or usage, the message model converts it through the bridge
-        ('threadline.messages._foreign', 'threadline.pydantic_ai'),
         # `threadline serve --agent` handed a pydantic-ai Agent serves it through ServedAgent
         ('threadline.cli._serve', 'threadline.pydantic_ai'),
     }

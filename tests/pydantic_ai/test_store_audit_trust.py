@@ -148,3 +148,26 @@ def test_a_conversation_passes_between_pydantic_ai_and_threadline_with_the_same_
     assert json.loads(raw) == json.loads(TheirTA.dump_json(third.all_messages()))
     users = [p.content for m in third.all_messages() for p in m.parts if p.part_kind == 'user-prompt']
     assert users == ['one', 'two', 'three']
+
+
+def test_without_threadline_pydantic_ai_imported_the_error_says_to_import_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = f"""
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
+from threadline.audit import AuditContext, PromptContract, audit_history
+from threadline.exceptions import UserError
+from threadline.storage import SQLiteStore
+result = Agent(TestModel()).run_sync('hi')
+report = audit_history(result.all_messages(), AuditContext(source='client', key=b'k' * 16, prompt_contract=PromptContract.unchecked()))
+print(report.verdict)
+try:
+    SQLiteStore({str(tmp_path / 'x.db')!r}).sync.save(result, scope='s')
+except UserError as exc:
+    print('refused:', exc)
+"""
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    assert 'refused:' in out and 'import threadline.pydantic_ai' in out
+    assert out.splitlines()[0] == 'SERIALIZATION_FAILURE'  # a report, never an exception, from the audit

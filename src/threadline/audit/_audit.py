@@ -100,7 +100,10 @@ def _load(history: Any, context: AuditContext, key: bytes, now: datetime) -> Fac
     elif isinstance(history, (list, tuple)) and all(
         isinstance(m, (ModelRequest, ModelResponse)) or from_pydantic_ai_package(m) for m in history
     ):
-        messages = own_messages(history)  # pydantic-ai's messages are audited as the same wire form
+        try:
+            messages = own_messages(history)  # pydantic-ai's messages are audited as the same wire form
+        except UserError as exc:  # pydantic-ai's, without threadline.pydantic_ai imported
+            return Facts([], key, now, load_error=str(exc))
         raw = ModelMessagesTypeAdapter.dump_json(messages)
     elif isinstance(history, (list, tuple)):
         raw = _parsed_json(history)  # what `request.json()` gives a handler: audited like the bytes

@@ -2,13 +2,14 @@
 
 pydantic-ai writes the same wire form as Threadline, so its message objects can be audited,
 signed, verified and stored as they are: `threadline.pydantic_ai` converts them object by object,
-exactly. That package is imported only when such an object is handed over, so a Threadline user
-never loads pydantic-ai; it is the one import of that package from a package before it, listed in
-`tests/test_architecture.py` (`BRIDGES`).
+exactly. That package comes last in the package order, so nothing here imports it: importing it
+registers its converter (`register_bridge`), and a pydantic-ai user imports it anyway (for
+`load_history`, the capabilities).
 
 Rules:
 - A sequence holding only Threadline messages comes back as a list of the same objects.
-- pydantic-ai messages (their class is from the `pydantic_ai` package) come back converted.
+- pydantic-ai messages (their class is from the `pydantic_ai` package) come back converted; with
+  no converter registered, a `UserError` says to import `threadline.pydantic_ai`.
 - Anything else is a `UserError` naming its position and type, never its content.
 """
 
@@ -21,7 +22,7 @@ from threadline.exceptions import UserError
 from threadline.messages._messages import ModelMessage, ModelRequest, ModelResponse
 from threadline.messages._usage import RunUsage
 
-__all__ = ['ForeignMessage', 'from_pydantic_ai_package', 'own_messages', 'own_run_usage', 'own_usage']
+__all__ = ['Bridge', 'ForeignMessage', 'from_pydantic_ai_package', 'own_messages', 'own_run_usage', 'register_bridge']
 
 
 class ForeignMessage(Protocol):
@@ -32,6 +33,31 @@ class ForeignMessage(Protocol):
 
     @property
     def parts(self) -> Sequence[object]: ...
+
+
+class Bridge(Protocol):
+    """What `threadline.pydantic_ai` registers: pydantic-ai messages, and a run's own usage."""
+
+    def messages(self, items: list[object]) -> list[ModelMessage]: ...
+
+    def run_usage(self, result: object) -> RunUsage: ...
+
+
+_bridges: list[Bridge] = []
+
+
+def register_bridge(bridge: Bridge) -> None:
+    """Let Threadline's entry points take pydantic-ai objects (done by `import threadline.pydantic_ai`)."""
+    _bridges[:] = [bridge]
+
+
+def _bridge(where: str, value: object) -> Bridge:
+    if not _bridges:
+        raise UserError(
+            f'{where} is a pydantic-ai {type(value).__name__}: import threadline.pydantic_ai '
+            "(extra 'pydantic-ai') and Threadline takes pydantic-ai objects as they are"
+        )
+    return _bridges[0]
 
 
 def from_pydantic_ai_package(value: object) -> bool:
@@ -51,26 +77,11 @@ def own_messages(items: Iterable[object], name: str = 'messages') -> list[ModelM
         foreign.append(item)
     if not foreign:
         return [item for item in listed if isinstance(item, ModelRequest | ModelResponse)]
-    from threadline.pydantic_ai import from_pydantic_ai
-
-    converted = iter(from_pydantic_ai(foreign))
+    converted = iter(_bridge(name, foreign[0]).messages(foreign))
     return [item if isinstance(item, ModelRequest | ModelResponse) else next(converted) for item in listed]
-
-
-def own_usage(usage: object) -> RunUsage:
-    """A run's usage as Threadline's `RunUsage` (pydantic-ai's is converted field by field)."""
-    if isinstance(usage, RunUsage):
-        return usage
-    if from_pydantic_ai_package(usage):
-        from threadline.pydantic_ai import usage_from_pydantic_ai
-
-        return usage_from_pydantic_ai(usage)
-    raise UserError(f'usage is a {type(usage).__name__}, not a RunUsage')
 
 
 def own_run_usage(result: object) -> RunUsage:
     """The usage of a pydantic-ai run alone (its `result.usage` holds what `usage=` started it with
     too): see `threadline.pydantic_ai.run_usage_of`."""
-    from threadline.pydantic_ai import run_usage_of
-
-    return run_usage_of(result)
+    return _bridge('result', result).run_usage(result)

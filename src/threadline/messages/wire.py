@@ -26,11 +26,12 @@ from threadline.messages._adapter import to_python
 from threadline.messages._codec import decode_messages, enc_hook, encoder
 from threadline.messages._content import MULTIMODAL_TYPES, Base64Bytes
 from threadline.messages._foreign import (
+    Bridge,
     ForeignMessage,
     from_pydantic_ai_package,
     own_messages,
     own_run_usage,
-    own_usage,
+    register_bridge,
 )
 from threadline.messages._json import JSONObject, JSONValue
 from threadline.messages._parts import _RequestPart as RequestPartBase
@@ -40,6 +41,7 @@ __all__ = [
     'MULTIMODAL_TYPES',
     'SYNTHESIZED_METADATA_KEY',
     'Base64Bytes',
+    'Bridge',
     'ForeignMessage',
     'JSONObject',
     'JSONValue',
@@ -53,7 +55,7 @@ __all__ = [
     'from_pydantic_ai_package',
     'own_messages',
     'own_run_usage',
-    'own_usage',
+    'register_bridge',
     'to_python',
 ]
 

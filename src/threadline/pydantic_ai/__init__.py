@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from threadline._public import publish
+from threadline.messages.wire import register_bridge
 from threadline.pydantic_ai._bridge import (
     from_pydantic_ai,
     is_pydantic_ai_message,
@@ -25,7 +26,13 @@ from threadline.pydantic_ai._bridge import (
     usage_from_pydantic_ai,
     usage_to_pydantic_ai,
 )
-from threadline.pydantic_ai._history import PydanticAIHistory, aload_history, load_history, run_usage_of
+from threadline.pydantic_ai._history import (
+    PydanticAIHistory,
+    ThreadlineBridge,
+    aload_history,
+    load_history,
+    run_usage_of,
+)
 from threadline.pydantic_ai._recovery import continue_run, fork_run, latest_snapshot, list_unresolved_tool_effects
 from threadline.steps import annotate_tool_effect
 
@@ -58,6 +65,7 @@ __all__ = [
 
 
 publish('threadline.pydantic_ai', globals(), __all__)  # the lazy ones publish themselves
+register_bridge(ThreadlineBridge())  # Threadline's entry points now take pydantic-ai objects
 
 
 def __getattr__(name: str) -> Any:

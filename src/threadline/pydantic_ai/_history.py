@@ -8,8 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from threadline.exceptions import UserError
+from threadline.messages import ModelMessage as OurModelMessage
 from threadline.messages import RunUsage as OurRunUsage
-from threadline.pydantic_ai._bridge import to_pydantic_ai, usage_from_pydantic_ai, usage_to_pydantic_ai
+from threadline.pydantic_ai._bridge import (
+    from_pydantic_ai,
+    to_pydantic_ai,
+    usage_from_pydantic_ai,
+    usage_to_pydantic_ai,
+)
 from threadline.pydantic_ai._view import CONVERTED
 from threadline.storage import AsyncStore, StoredConversation, SyncStore
 
@@ -17,7 +23,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.usage import RunUsage
 
-__all__ = ['PydanticAIHistory', 'aload_history', 'converted', 'load_history', 'run_usage_of']
+__all__ = ['PydanticAIHistory', 'ThreadlineBridge', 'aload_history', 'converted', 'load_history', 'run_usage_of']
 
 # id of a usage object handed out by load_history → (that object, what it held when handed out).
 # pydantic-ai adds a run's usage into the `usage=` object in place and returns that object as
@@ -82,3 +88,14 @@ def load_history(store: AsyncStore[SyncStore], conversation_id: str, *, scope: s
 async def aload_history(store: AsyncStore[SyncStore], conversation_id: str, *, scope: str) -> PydanticAIHistory:
     """`load_history` without blocking the event loop."""
     return converted(await store.load(conversation_id, scope=scope))
+
+
+class ThreadlineBridge:
+    """What `import threadline.pydantic_ai` registers with the message model
+    (`messages.wire.register_bridge`), so audit, trust and the stores take pydantic-ai objects."""
+
+    def messages(self, items: list[object]) -> list[OurModelMessage]:
+        return from_pydantic_ai(items)
+
+    def run_usage(self, result: object) -> OurRunUsage:
+        return run_usage_of(result)
