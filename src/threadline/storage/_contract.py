@@ -212,6 +212,13 @@ class StepStore(Protocol):
 
     def list_runs(self, conversation_id: str, *, scope: str) -> builtins.list[RunRecord]: ...
 
+    def find_runs(
+        self, *, scope: str, parent_run_id: str | None = None, conversation_id: str | None = None
+    ) -> builtins.list[RunRecord]:
+        """The scope's runs started by `parent_run_id` and/or of `conversation_id` (every run of
+        the scope when neither is given), oldest first. A conversation of another scope has none."""
+        ...
+
     def append_event(self, event: StepEvent, *, conversation_id: str, scope: str) -> None: ...
 
     def list_events(self, run_id: str, *, scope: str) -> builtins.list[StepEvent]: ...

@@ -166,6 +166,7 @@ class AsyncStore(Generic[B]):
     finish_run = _AsyncOp(SyncStore.finish_run)
     get_run = _AsyncOp(SyncStore.get_run)
     list_runs = _AsyncOp(SyncStore.list_runs)
+    find_runs = _AsyncOp(SyncStore.find_runs)
     append_event = _AsyncOp(SyncStore.append_event)
     list_events = _AsyncOp(SyncStore.list_events)
     save_snapshot = _AsyncOp(SyncStore.save_snapshot)

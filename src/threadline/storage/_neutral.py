@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +11,7 @@ import msgspec
 from threadline.exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
 from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from threadline.messages.wire import to_python
-from threadline.storage._records import EVERY_SCOPE, StepEvent, StepWrite, ToolEffect
+from threadline.storage._records import EVERY_SCOPE, RunLineage, StepEvent, StepWrite, ToolEffect
 from threadline.trust.sealing import canonical_json
 
 if TYPE_CHECKING:
@@ -149,6 +149,38 @@ def check_step_write(write: StepWrite) -> None:
     strays = [r.run_id for r in records if r.run_id != write.run_id]
     if strays:
         raise UserError(f'a step write for run {write.run_id!r} carries records of run {strays[0]!r}')
+    if write.lineage is not None:
+        check_lineage(write.lineage)
+
+
+MAX_METADATA = 64
+"""Entries of a run's lineage metadata (each key and value a string of at most 10,000 characters)."""
+
+
+def check_lineage(lineage: RunLineage) -> None:
+    """A run's lineage is small strings: printable ids of at most 512 characters, and metadata of
+    at most `MAX_METADATA` entries of valid UTF-8 strings (kept on every run record, so bounded)."""
+    for name in ('parent_run_id', 'registration_id', 'agent_name'):
+        value = getattr(lineage, name)
+        if value is not None and not (_encodable(value) and 0 < len(value) <= 512 and value.isprintable()):
+            raise UserError(f'lineage.{name} must be a non-empty printable string of at most 512 characters')
+    metadata = lineage.metadata
+    if not isinstance(metadata, Mapping) or len(metadata) > MAX_METADATA:
+        raise UserError(f'lineage.metadata must be a mapping of at most {MAX_METADATA} entries')
+    for key, value in metadata.items():
+        if not (_encodable(key) and _encodable(value) and len(key) <= 10_000 and len(value) <= 10_000):
+            shown = key[:40] if isinstance(key, str) else type(key).__name__
+            raise UserError(f'lineage.metadata[{shown!r}] must map a string to a string of at most 10,000 characters')
+
+
+def _encodable(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_time(text: str | None) -> datetime:

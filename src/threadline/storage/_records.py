@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
@@ -26,6 +26,7 @@ __all__ = [
     'ReceiptStrength',
     'RecoveryInspection',
     'RunFinish',
+    'RunLineage',
     'RunRecord',
     'RunStart',
     'SearchHit',
@@ -170,7 +171,8 @@ class ChainCheck:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run as stored: ids, output (JSON), its own usage, model and timestamps."""
+    """A run as stored: ids, output (JSON), its own usage, model and timestamps, and where it came
+    from (see `RunLineage`: empty unless the run was registered with one)."""
 
     run_id: str
     conversation_id: str
@@ -180,6 +182,23 @@ class RunRecord:
     output_json: str | None = None
     usage: RunUsage | None = None
     status: str = 'running'
+    parent_run_id: str | None = None
+    agent_name: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    registration_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunLineage:
+    """Where a run came from, recorded with its run record (`StepWrite.lineage`), under the names
+    pydantic-ai-harness uses: the run that started it (`parent_run_id`: a delegate's
+    orchestrator), the agent's name, free-form string metadata, and the registration that claimed
+    the run id (so a retried registration is told from a second run reusing the id)."""
+
+    parent_run_id: str | None = None
+    agent_name: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    registration_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -373,6 +392,8 @@ class StepWrite:
     register: bool = False
     finish: RunFinish | None = None
     durable: bool = True
+    lineage: RunLineage | None = None
+    """Recorded on the run record (replacing any recorded before) when given."""
 
     @property
     def changes_history(self) -> bool:

@@ -5,7 +5,7 @@
 overflowing (`limit=2**63`), or failing deep inside a driver (a lone surrogate, a NUL byte). The
 rules are keyed by parameter name, so the contract states each rule once for every backend:
 
-- ids (`conversation_id`, `run_id`, `new_id`, `resume_token`) are non-empty strings of at most
+- ids (`conversation_id`, `run_id`, `parent_run_id`, `new_id`, `resume_token`) are non-empty strings of at most
   512 characters, valid UTF-8 (no lone surrogates), without NUL or other control characters;
 - `scope` is a non-empty string (or `EVERY_SCOPE` where an operation allows it);
 - counts and positions (`limit`, `offset`, `last`, `at`, `position`, `branch_id`,
@@ -47,7 +47,7 @@ _COUNTS: dict[str, tuple[int, int]] = {
     'branch_id': (0, 2**53),
     'expected_revision': (0, 2**53),
 }
-_IDS = {'conversation_id', 'run_id', 'new_id', 'resume_token', 'holder'}
+_IDS = {'conversation_id', 'run_id', 'parent_run_id', 'new_id', 'resume_token', 'holder'}
 _TEXTS = {
     'query',
     'expected_effect',

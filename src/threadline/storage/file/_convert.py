@@ -12,6 +12,7 @@ from threadline.storage._records import (
     AuditEvent,
     OutcomeReceipt,
     RunFinish,
+    RunLineage,
     Snapshot,
     SnapshotMark,
     StepEvent,
@@ -23,6 +24,7 @@ from threadline.storage.file._records import (
     EffectLine,
     EventLine,
     FinishLine,
+    LineageLine,
     OutcomeLine,
     SnapshotLine,
     WaitLine,
@@ -33,6 +35,7 @@ __all__ = [
     'effect_line',
     'event_line',
     'finish_line',
+    'lineage_line',
     'result_line',
     'snapshot_line',
     'to_audit_event',
@@ -47,6 +50,16 @@ __all__ = [
 def finish_line(finish: RunFinish, *, with_usage: bool) -> FinishLine:
     usage = finish.usage if with_usage else None
     return FinishLine(run_id=finish.run_id, status=finish.status, output=finish.output_json, usage=usage, at=now_text())
+
+
+def lineage_line(run_id: str, lineage: RunLineage) -> LineageLine:
+    return LineageLine(
+        run_id=run_id,
+        parent_run_id=lineage.parent_run_id,
+        agent_name=lineage.agent_name,
+        metadata=dict(lineage.metadata),
+        registration_id=lineage.registration_id,
+    )
 
 
 def result_line(result: Any, *, add_usage: bool) -> FinishLine:

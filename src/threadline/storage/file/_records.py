@@ -28,6 +28,7 @@ __all__ = [
     'FileRecord',
     'FinishLine',
     'HeadLine',
+    'LineageLine',
     'MaterializeLine',
     'OutcomeLine',
     'QuarantineLine',
@@ -100,6 +101,16 @@ class RunLine(_Line, tag='run'):
     started_at: str
     status: str = 'running'
     model_name: str | None = None
+
+
+class LineageLine(_Line, tag='lineage'):
+    """Where a run came from (`RunLineage`); a later line for the same run replaces it."""
+
+    run_id: str
+    parent_run_id: str | None = None
+    agent_name: str | None = None
+    metadata: dict[str, str] = {}
+    registration_id: str | None = None
 
 
 class FinishLine(_Line, tag='finish'):
@@ -202,6 +213,7 @@ FileRecord = (
     | RevLine
     | MaterializeLine
     | RunLine
+    | LineageLine
     | FinishLine
     | EventLine
     | SnapshotLine

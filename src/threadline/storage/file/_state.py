@@ -20,6 +20,7 @@ from threadline.storage.file._records import (
     FileRecord,
     FinishLine,
     HeadLine,
+    LineageLine,
     MaterializeLine,
     OutcomeLine,
     QuarantineLine,
@@ -55,13 +56,29 @@ class RunState:
     output: str | None = None
     model_name: str | None = None
     usage: RunUsage | None = None
+    lineage: LineageLine | None = None
 
     def record(self, run_id: str, conversation_id: str) -> RunRecord:
         finished = parse_time(self.finished_at) if self.finished_at else None
         started = parse_time(self.started_at)
+        line = self.lineage or _NO_LINEAGE
         return RunRecord(
-            run_id, conversation_id, started, finished, self.model_name, self.output, self.usage, self.status
+            run_id,
+            conversation_id,
+            started,
+            finished,
+            self.model_name,
+            self.output,
+            self.usage,
+            self.status,
+            line.parent_run_id,
+            line.agent_name,
+            dict(line.metadata),
+            line.registration_id,
         )
+
+
+_NO_LINEAGE = LineageLine(run_id='')
 
 
 @dataclass
@@ -118,6 +135,8 @@ class ConvState:
                 self.parent_branch = None
             case RunLine(run_id=run_id, started_at=started):
                 self.runs.setdefault(run_id, RunState('running', started, model_name=record.model_name))
+            case LineageLine(run_id=run_id):
+                self.runs[run_id].lineage = record
             case FinishLine():
                 self._finish(record)
             case EventLine():

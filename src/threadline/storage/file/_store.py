@@ -39,6 +39,7 @@ from threadline.storage.file._convert import (
     effect_line,
     event_line,
     finish_line,
+    lineage_line,
     snapshot_line,
     to_audit_event,
     to_effect,
@@ -60,6 +61,7 @@ from threadline.storage.file._records import (
     WaitLine,
     WaitResolvedLine,
 )
+from threadline.storage.file._state import ConvState
 from threadline.trust.sealing import StoreSeal
 
 __all__ = ['FileBackend', 'FileStore']
@@ -96,6 +98,8 @@ class FileBackend(FileLogOps, FileNotebooks, FileLeases):
             self._claim_run(run_id, conversation_id)
             if write.register or run_id not in state.runs:
                 records.append(RunLine(run_id=run_id, started_at=now_text()))
+            if write.lineage is not None:
+                records.append(lineage_line(run_id, write.lineage))
             length = self._length(state)
             if history is not None:
                 changed = self._replace_records(state, list(history), provenance, run_id)
@@ -106,9 +110,7 @@ class FileBackend(FileLogOps, FileNotebooks, FileLeases):
                 records.append(self._batch(state, state.head, length, messages, provenance, run_id, state.chain_head))
                 length += len(messages)
                 bumps = True
-            records += [
-                event_line(e) for e in write.events if not state.seen(state.events, e.run_id, e.idempotency_key)
-            ]
+            records += self._new_events(state, write.events)
             if snapshot is not None and not state.seen(state.snapshots, run_id, snapshot.idempotency_key):
                 head = next((r.id for r in records if isinstance(r, BranchLine)), state.head)
                 records.append(snapshot_line(run_id, head, length, snapshot))
@@ -121,6 +123,21 @@ class FileBackend(FileLogOps, FileNotebooks, FileLeases):
             if records:
                 self._append_lines(path, records, durable=write.durable)
             return state.revision + (1 if bumps else 0)
+
+    @staticmethod
+    def _new_events(state: ConvState, events: Sequence[StepEvent]) -> list[FileRecord]:
+        """The events not stored yet: a key seen before, in the file or earlier in this write,
+        is a retried append."""
+        keys = set()
+        lines: list[FileRecord] = []
+        for event in events:
+            key = event.idempotency_key
+            if key is not None and (key in keys or state.seen(state.events, event.run_id, key)):
+                continue
+            if key is not None:
+                keys.add(key)
+            lines.append(event_line(event))
+        return lines
 
     def conversation_state(self, conversation_id: str, *, scope: str) -> tuple[int, int] | None:
         check_scope(scope)
@@ -149,6 +166,26 @@ class FileBackend(FileLogOps, FileNotebooks, FileLeases):
     def list_runs(self, conversation_id: str, *, scope: str) -> list[RunRecord]:
         state = self._get(conversation_id, scope)
         runs = (run.record(run_id, state.id) for run_id, run in state.runs.items())
+        return sorted(runs, key=lambda r: (r.started_at, r.run_id))
+
+    def find_runs(
+        self, *, scope: str, parent_run_id: str | None = None, conversation_id: str | None = None
+    ) -> list[RunRecord]:
+        """Read from the conversation files (every file of the store without `conversation_id`,
+        as `list` reads them): a FileStore is for one machine's worth of conversations."""
+        check_scope(scope)
+        if conversation_id is not None:
+            state = self._state(conversation_id)
+            states = [state] if state is not None else []
+        else:
+            states = self._all_states()
+        runs = [
+            run.record(run_id, state.id)
+            for state in states
+            if state.scope == scope
+            for run_id, run in state.runs.items()
+            if parent_run_id is None or (run.lineage is not None and run.lineage.parent_run_id == parent_run_id)
+        ]
         return sorted(runs, key=lambda r: (r.started_at, r.run_id))
 
     def list_events(self, run_id: str, *, scope: str) -> list[StepEvent]:

@@ -57,6 +57,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration('ledger_by_status', {'sqlite': 9, 'postgres': 12}),
     Migration('store_identity'),
     Migration('turn_queue'),
+    Migration('step_lookups'),
+    Migration('run_lineage'),
 )
 
 _TABLE = 'threadline_schema_migrations'

@@ -13,6 +13,7 @@ from threadline.messages import ModelMessage, RunUsage
 from threadline.storage._neutral import check_scope, check_step_write, not_found, now_text, parse_time, run_not_found
 from threadline.storage._records import (
     RunFinish,
+    RunLineage,
     RunRecord,
     RunStart,
     Snapshot,
@@ -82,6 +83,27 @@ class StepOps(SQLBase):
                 conn, _RUNS + 'WHERE r.conversation_id = ? ORDER BY r.started_at, r.run_id', (conversation_id,)
             )
         return [_run(r) for r in rows]
+
+    def find_runs(
+        self, *, scope: str, parent_run_id: str | None = None, conversation_id: str | None = None
+    ) -> list[RunRecord]:
+        where, params = 'WHERE c.scope = ?', [scope]
+        if parent_run_id is not None:
+            where, params = where + ' AND r.parent_run_id = ?', [*params, parent_run_id]
+        if conversation_id is not None:
+            where, params = where + ' AND r.conversation_id = ?', [*params, conversation_id]
+        with self._read() as conn:
+            check_scope(scope)
+            rows = self._all(conn, _RUNS + where + ' ORDER BY r.started_at, r.run_id', params)
+        return [_run(r) for r in rows]
+
+    def _record_lineage(self, conn: Connection, run_id: str, lineage: RunLineage) -> None:
+        metadata = json.dumps(dict(lineage.metadata), ensure_ascii=False) if lineage.metadata else None
+        self._exec(
+            conn,
+            'UPDATE runs SET parent_run_id = ?, agent_name = ?, metadata = ?, registration_id = ? WHERE run_id = ?',
+            (lineage.parent_run_id, lineage.agent_name, metadata, lineage.registration_id, run_id),
+        )
 
     def append_event(self, event: StepEvent, *, conversation_id: str, scope: str) -> None:
         with self._write() as conn:
@@ -265,6 +287,8 @@ class StepOps(SQLBase):
                 changes_history=write.changes_history,
             )
             self._claim_run(conn, write.run_id, write.conversation_id)
+            if write.lineage is not None:
+                self._record_lineage(conn, write.run_id, write.lineage)
             revision = conversation.revision
             messages = list(write.messages)
             if write.history is not None:
@@ -317,13 +341,16 @@ class StepOps(SQLBase):
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
     usage = msgspec.json.decode(row[6], type=RunUsage) if row[6] else None
+    metadata: dict[str, str] = json.loads(row[10]) if row[10] else {}
+    finished = parse_time(row[3]) if row[3] else None
     return RunRecord(
-        row[0], row[1], parse_time(row[2]), parse_time(row[3]) if row[3] else None, row[4], row[5], usage, row[7]
+        row[0], row[1], parse_time(row[2]), finished, row[4], row[5], usage, row[7], row[8], row[9], metadata, row[11]
     )
 
 
 _RUNS = (
-    'SELECT r.run_id, r.conversation_id, r.started_at, r.finished_at, r.model_name, r.output, r.usage, r.status '
+    'SELECT r.run_id, r.conversation_id, r.started_at, r.finished_at, r.model_name, r.output, r.usage, r.status, '
+    'r.parent_run_id, r.agent_name, r.metadata, r.registration_id '
     'FROM runs r JOIN conversations c ON c.id = r.conversation_id '
 )
 _EFFECTS = (

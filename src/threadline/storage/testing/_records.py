@@ -17,6 +17,7 @@ from threadline.storage._face import AsyncStore, contract_operations
 from threadline.storage._records import (
     AuditEvent,
     RunFinish,
+    RunLineage,
     SnapshotMark,
     SnapshotRequest,
     StepEvent,
@@ -96,6 +97,40 @@ class RecordConformance:
         assert [e.run_id for e in store.sync.list_events('r2', scope='s')] == ['r2']
         with pytest.raises(ConversationNotFound):
             store.sync.save_snapshot(SnapshotRequest('r2', 'w2', 'other', SnapshotMark('complete', 3)))
+
+    def test_run_lineage_and_finding_runs(self, store: AsyncStore[SyncStore]) -> None:
+        parent = RunLineage(agent_name='planner', metadata={'team': 'ops'}, registration_id='reg-1')
+        store.sync.step_write(StepWrite('l1', 's', 'orchestrator', None, register=True, lineage=parent))
+        child = RunLineage(parent_run_id='orchestrator', agent_name='reader')
+        store.sync.step_write(StepWrite('l2', 's', 'delegate', None, register=True, lineage=child))
+        store.sync.step_write(StepWrite('l3', 's', 'plain', None, register=True))
+        store.sync.step_write(StepWrite('l4', 'other', 'stranger', None, register=True, lineage=child))
+        run = store.sync.get_run('orchestrator', scope='s')
+        assert run is not None and (run.agent_name, run.metadata, run.registration_id) == (
+            'planner',
+            {'team': 'ops'},
+            'reg-1',
+        )
+        plain = store.sync.get_run('plain', scope='s')
+        assert plain is not None and (plain.parent_run_id, plain.agent_name, plain.metadata) == (None, None, {})
+        # another scope's delegate of the same parent id is not among this scope's
+        assert [r.run_id for r in store.sync.find_runs(scope='s', parent_run_id='orchestrator')] == ['delegate']
+        assert {r.run_id for r in store.sync.find_runs(scope='s')} == {'orchestrator', 'delegate', 'plain'}
+        assert [r.run_id for r in store.sync.find_runs(scope='s', conversation_id='l2')] == ['delegate']
+        assert store.sync.find_runs(scope='s', conversation_id='l4') == []
+        assert store.sync.find_runs(scope='s', parent_run_id='orchestrator', conversation_id='l1') == []
+        assert [r.run_id for r in store.sync.find_runs(scope='other', parent_run_id='orchestrator')] == ['stranger']
+
+    def test_events_without_a_key_are_all_kept(self, store: AsyncStore[SyncStore]) -> None:
+        events = [StepEvent('r9', 'run_started', 0, T0), StepEvent('r9', 'run_started', 0, T0)]
+        store.sync.step_write(StepWrite('w9', 's', 'r9', None, events=events, register=True))
+        keyed = StepEvent('r9', 'run_completed', 1, T0, idempotency_key='done')
+        store.sync.step_write(StepWrite('w9', 's', 'r9', None, events=[keyed, keyed]))
+        assert [e.kind for e in store.sync.list_events('r9', scope='s')] == [
+            'run_started',
+            'run_started',
+            'run_completed',
+        ]
 
     def test_ledger_row_moves_on_and_keeps_its_key(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('w3', turn(0, conversation_id='w3'), scope='s')
