@@ -73,10 +73,16 @@ PYDANTIC_AI: frozenset[str] = frozenset({'pydantic_ai', 'pydantic_ai_harness'})
 the top of the modules in `PYDANTIC_AI_SUBCLASSES`, which the package loads on first use."""
 
 PYDANTIC_AI_SUBCLASSES: frozenset[str] = frozenset(
-    {'threadline.pydantic_ai._step_persistence', 'threadline.pydantic_ai._adapted', 'threadline.pydantic_ai._served'}
+    {
+        'threadline.pydantic_ai._step_persistence',
+        'threadline.pydantic_ai._adapted',
+        'threadline.pydantic_ai._served',
+        'threadline.pydantic_ai._harness_store',
+    }
 )
-"""Modules whose classes subclass pydantic-ai's (its capabilities): reached only through the
-package's `__getattr__`, so `import threadline.pydantic_ai` does not load pydantic-ai."""
+"""Modules whose classes subclass pydantic-ai's (its capabilities) or build the harness's records:
+reached only through the package's `__getattr__`, so `import threadline.pydantic_ai` does not load
+pydantic-ai (or the harness)."""
 
 BRIDGES: frozenset[tuple[str, str]] = frozenset(
     {

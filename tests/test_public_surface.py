@@ -226,6 +226,7 @@ SURFACE: dict[str, set[str]] = {
     'threadline.memory': {'Memory'},
     'threadline.pydantic_ai': {
         'ConversationSearch',
+        'HarnessStepStore',
         'Memory',
         'PydanticAIHistory',
         'ReplayGate',
@@ -281,6 +282,7 @@ SURFACE: dict[str, set[str]] = {
         'RecoveryInspection',
         'RunFinish',
         'RunNotFound',
+        'RunLineage',
         'RunRecord',
         'RunStart',
         'SQLStore',

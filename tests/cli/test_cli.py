@@ -109,7 +109,7 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
     code, out, _ = run(capsys, 'db', 'path', '--db', db)
     assert out.strip() == db
     code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'me')
-    assert 'migrations: 16 applied (latest: run_lineage)' in out and '2 conversations, 8 messages' in out
+    assert 'migrations: 17 applied (latest: snapshot_pending)' in out and '2 conversations, 8 messages' in out
     assert 'store key: install-' in out and 'store-keys.json' in out
     code, out, _ = run(capsys, 'db', 'backup', str(tmp_path / 'copy.db'), '--db', db)
     assert code == 0 and SQLiteStore(tmp_path / 'copy.db').sync.load('conv-a', scope='me').length == 4

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests._hypothesis import examples
 from tests.storage.conftest import POSTGRES_URL, fresh_postgres_url, needs_postgres
-from threadline.storage import FileStore, SQLiteStore, StoreSeal, SyncStore, ToolEffect
+from threadline.storage import FileStore, SnapshotMark, SnapshotRequest, SQLiteStore, StoreSeal, SyncStore, ToolEffect
 from threadline.storage.testing import turn
 from threadline.trust._chain import GENESIS, extend_chain
 
@@ -47,6 +47,9 @@ def populate(store: SyncStore) -> None:
     effect = ToolEffect('run-1', 'call-1', 'lookup', 'started', T)
     store.record_tool_effect(effect, conversation_id=CID, scope=SCOPE)
     store.append(CID, turn(2, conversation_id=CID), scope=SCOPE)
+    unsent = turn(3, conversation_id=CID)[:1]  # a snapshot's message the log has not got
+    store.save_snapshot(SnapshotRequest('run-1', CID, SCOPE, SnapshotMark('complete', 1, 'after-tools', unsent)))
+    store.save_snapshot(SnapshotRequest('run-1', CID, SCOPE, SnapshotMark('complete', 2, 'a-position')))
     store.quarantine(CID, scope=SCOPE, report={'verdict': 'SERIALIZATION_FAILURE'})
 
 
@@ -163,6 +166,18 @@ SQL_ATTACKS: dict[str, tuple[Callable[[SQL], None], str]] = {
     ),
     'mark a ledger entry completed': (lambda db: db("UPDATE tool_effects SET status = 'completed'"), 'record_changed'),
     'delete a ledger entry': (lambda db: db('DELETE FROM tool_effects'), 'record_removed'),
+    "replace a snapshot's unsent messages": (
+        lambda db: db("UPDATE snapshots SET pending = '[]' WHERE pending IS NOT NULL"),
+        'record_changed',
+    ),
+    "move a snapshot's unsent messages": (
+        lambda db: db('UPDATE snapshots SET position = position - 1 WHERE pending IS NOT NULL'),
+        'record_changed',
+    ),
+    'give a position snapshot unsent messages': (
+        lambda db: db('UPDATE snapshots SET pending = (SELECT max(pending) FROM snapshots) WHERE pending IS NULL'),
+        'record_unsealed',
+    ),
     'lift the quarantine': (lambda db: db('UPDATE conversations SET quarantine = NULL'), 'record_changed'),
     'truncate the last turn': (SQL.drop_last_batch, 'record_removed'),
     'truncate the last turn and its seals': (_truncate_rolling_back_seals, 'truncated'),

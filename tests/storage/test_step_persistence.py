@@ -294,3 +294,19 @@ async def test_a_tool_approved_before_any_model_request_is_in_the_ledger_first(s
     assert seen == [['started']]
     [effect] = await store.tool_effects(resumed.run_id, scope='acme')
     assert (effect.tool_call_id, effect.status) == (call.tool_call_id, 'completed')
+
+
+async def test_continue_and_fork_carry_a_snapshots_unsent_messages(store: Any) -> None:
+    """A snapshot taken after a tool cycle may hold the request with the results, not sent yet
+    (so not in the log): continuing or forking from it hands that request on, so no tool reruns."""
+    from threadline.storage import SnapshotMark, StepWrite
+    from threadline.storage.testing import turn
+
+    messages = turn(0, conversation_id='c-unsent', run_id='r-unsent')
+    mark = SnapshotMark('complete', 1, 'after-tools', pending=messages[2:3])
+    await store.step_write(StepWrite('c-unsent', 'acme', 'r-unsent', None, messages=messages[:2], snapshot=mark))
+    resumed = await continue_run(store, 'r-unsent', scope='acme')
+    assert resumed.messages == messages[:3] and resumed.conversation_id == 'c-unsent'
+    forked = await fork_run(store, 'r-unsent', scope='acme')
+    assert forked.messages == messages[:3] and forked.conversation_id != 'c-unsent'
+    assert (await store.load('c-unsent', scope='acme')).messages == messages[:2]

@@ -10,7 +10,9 @@ parts (see README.md):
 - `StepPersistence`, `ConversationSearch`, `Memory` and `ReplayGate`: Threadline's capabilities as
   pydantic-ai capabilities; `continue_run`, `fork_run`, `latest_snapshot`,
   `list_unresolved_tool_effects` and `annotate_tool_effect` to read a run back and to mark a
-  tool's effect, under the names pydantic-ai-harness uses.
+  tool's effect, under the names pydantic-ai-harness uses;
+- `HarnessStepStore(store, scope=...)`: the harness's `StepStore` protocol over a Threadline
+  store, for a user who keeps the harness's own `StepPersistence`.
 """
 
 from __future__ import annotations
@@ -38,11 +40,13 @@ from threadline.steps import annotate_tool_effect
 
 if TYPE_CHECKING:
     from threadline.pydantic_ai._adapted import ConversationSearch, Memory, ReplayGate
+    from threadline.pydantic_ai._harness_store import HarnessStepStore
     from threadline.pydantic_ai._served import ServedAgent
     from threadline.pydantic_ai._step_persistence import StepPersistence
 
 __all__ = [
     'ConversationSearch',
+    'HarnessStepStore',
     'Memory',
     'PydanticAIHistory',
     'ReplayGate',
@@ -75,6 +79,10 @@ def __getattr__(name: str) -> Any:
         from threadline.pydantic_ai._step_persistence import StepPersistence
 
         return StepPersistence
+    if name == 'HarnessStepStore':  # needs the extra `harness` too
+        from threadline.pydantic_ai._harness_store import HarnessStepStore
+
+        return HarnessStepStore
     if name == 'ServedAgent':
         from threadline.pydantic_ai._served import ServedAgent
 

@@ -55,7 +55,8 @@ async def continue_run(
     snap = snapshots[-1]
     stored = await store.load(snap.conversation_id, scope=scope)
     messages = await store.load_at(snap.conversation_id, scope=scope, branch_id=snap.branch_id, position=snap.position)
-    stored.messages, stored.offset, stored.length = messages, 0, snap.position
+    messages += snap.pending  # built and not sent when the snapshot was taken: the log has not got them
+    stored.messages, stored.offset, stored.length = messages, 0, len(messages)
     return stored
 
 
@@ -70,6 +71,8 @@ async def fork_run(
         raise LookupError(f'run {run_id!r} has no {"" if include_interrupted else "settled "}snapshot')
     snap = snapshots[-1]
     fork_id = await store.fork(snap.conversation_id, scope=scope, at=snap.position)
+    if snap.pending:  # the snapshot's unsent messages become the fork's own
+        await store.append(fork_id, list(snap.pending), scope=scope)
     return await store.load(fork_id, scope=scope)
 
 

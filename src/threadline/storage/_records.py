@@ -218,7 +218,9 @@ class StepEvent:
 @dataclass(frozen=True)
 class Snapshot:
     """A settled boundary: a position in the conversation log and whether the history there is
-    `complete` (every call answered) or `interrupted`."""
+    `complete` (every call answered) or `interrupted`. The history at the snapshot is the log's
+    first `position` messages of `branch_id`'s lineage, then `pending`: messages the run had
+    built but not sent yet when the snapshot was taken (see `SnapshotMark.pending`)."""
 
     run_id: str
     conversation_id: str
@@ -227,6 +229,7 @@ class Snapshot:
     state: Literal['complete', 'interrupted']
     step_index: int
     timestamp: datetime
+    pending: tuple[ModelMessage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -347,11 +350,18 @@ class RunStart:
 
 @dataclass(frozen=True)
 class SnapshotMark:
-    """Mark the conversation's tip as a settled boundary of a run (see `Snapshot`)."""
+    """Mark the conversation's tip as a settled boundary of a run (see `Snapshot`).
+
+    `pending` are messages past the tip that belong to the snapshot but not yet to the log: a
+    request pydantic-ai has built (tool results folded in) and will stamp when it sends it. The
+    log takes it as sent, with its stamp, once; the snapshot keeps it as it stood, so a run
+    killed before the request went out resumes with the results and runs no tool twice.
+    """
 
     state: Literal['complete', 'interrupted']
     step_index: int
     idempotency_key: str | None = None
+    pending: Sequence[ModelMessage] = ()
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 
+from threadline.messages import ModelMessage
+from threadline.messages.wire import encode_each
 from threadline.storage._neutral import now_text, parse_time, to_python_output
 from threadline.storage._records import (
     AuditEvent,
@@ -89,12 +91,16 @@ def snapshot_line(run_id: str, branch_id: int, position: int, mark: SnapshotMark
         step_index=mark.step_index,
         idempotency_key=mark.idempotency_key,
         timestamp=now_text(),
+        pending=[body.decode() for body in encode_each(mark.pending)],
     )
 
 
-def to_snapshot(conversation_id: str, line: SnapshotLine) -> Snapshot:
+def to_snapshot(conversation_id: str, line: SnapshotLine, pending: tuple[ModelMessage, ...] = ()) -> Snapshot:
+    """The record of a snapshot line (`pending`: its pending bodies, decoded by the caller)."""
     stamp = parse_time(line.timestamp)
-    return Snapshot(line.run_id, conversation_id, line.position, line.branch_id, line.state, line.step_index, stamp)
+    return Snapshot(
+        line.run_id, conversation_id, line.position, line.branch_id, line.state, line.step_index, stamp, pending
+    )
 
 
 def event_line(event: StepEvent) -> EventLine:

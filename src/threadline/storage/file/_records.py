@@ -143,6 +143,8 @@ class SnapshotLine(_Line, tag='snapshot'):
     step_index: int
     timestamp: str
     idempotency_key: str | None = None
+    pending: list[str] = []
+    """The bodies of the messages the snapshot holds past its position (`SnapshotMark.pending`)."""
 
 
 class EffectLine(_Line, tag='effect'):

@@ -194,7 +194,13 @@ class FileBackend(FileLogOps, FileNotebooks, FileLeases):
 
     def list_snapshots(self, run_id: str, *, scope: str) -> list[Snapshot]:
         state = self._run_state(run_id, scope)
-        return [to_snapshot(state.id, s) for s in state.snapshots if s.run_id == run_id] if state else []
+        if state is None:
+            return []
+        return [
+            to_snapshot(state.id, s, tuple(self._decode(list(enumerate(s.pending)), state.id)))
+            for s in state.snapshots
+            if s.run_id == run_id
+        ]
 
     def tool_effects(self, run_id: str, *, scope: str) -> list[ToolEffect]:
         state = self._run_state(run_id, scope)
@@ -310,7 +316,7 @@ class FileBackend(FileLogOps, FileNotebooks, FileLeases):
             self._claim_run(request.run_id, request.conversation_id)
             record = snapshot_line(request.run_id, state.head, self._length(state), request.mark)
             self._append_lines(path, [record])
-        return to_snapshot(request.conversation_id, record)
+        return to_snapshot(request.conversation_id, record, tuple(request.mark.pending))
 
 
 class FileStore(AsyncStore[FileBackend]):

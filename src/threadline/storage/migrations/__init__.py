@@ -59,6 +59,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration('turn_queue'),
     Migration('step_lookups'),
     Migration('run_lineage'),
+    Migration('snapshot_pending'),
 )
 
 _TABLE = 'threadline_schema_migrations'

@@ -34,6 +34,8 @@ class _Kind:
     owner: str
     keys: tuple[str, ...]
     values: tuple[str, ...]
+    where: str = ''
+    """Which of the table's rows are sealed (all, when empty)."""
 
 
 _KINDS: dict[str, _Kind] = {
@@ -71,6 +73,14 @@ _KINDS: dict[str, _Kind] = {
         ('id',),
         ('run_id', 'owner', 'decision', 'deadline', 'resume_token', 'created_at', 'resolved_at'),
     ),
+    # A snapshot is a position, except for the messages it holds that the log does not (yet).
+    'snapshot': _Kind(
+        'snapshots',
+        'conversation_id',
+        ('id',),
+        ('run_id', 'branch_id', 'position', 'state', 'step_index', 'pending'),
+        where='pending IS NOT NULL',
+    ),
 }
 
 
@@ -87,6 +97,8 @@ def describe(ident: Ident) -> str:
             return f'outcome receipt {number}'
         case ('wait', number):
             return f'wait record {number}'
+        case ('snapshot', number):
+            return f'snapshot {number} (the messages it holds outside the log)'
         case _:
             return 'the conversation row (head branch, chain head, quarantine)'
 
@@ -105,7 +117,9 @@ def current_facts(db: SQLBase, conn: Connection, conversation_id: str) -> dict[I
     out: dict[Ident, str] = {}
     for name, kind in _KINDS.items():
         columns = ', '.join([*kind.keys, *kind.values]) if kind.keys else ', '.join(kind.values)
-        for row in db._all(conn, f'SELECT {columns} FROM {kind.table} WHERE {kind.owner} = ?', (conversation_id,)):
+        where = f' AND {kind.where}' if kind.where else ''
+        sql = f'SELECT {columns} FROM {kind.table} WHERE {kind.owner} = ?{where}'
+        for row in db._all(conn, sql, (conversation_id,)):
             out[(name, *row[: len(kind.keys)])] = fact_digest(list(row[len(kind.keys) :]))
     return out
 

@@ -10,6 +10,7 @@ import msgspec
 
 from threadline.exceptions import ConversationNotFound
 from threadline.messages import ModelMessage, RunUsage
+from threadline.messages.wire import encode_each
 from threadline.storage._neutral import check_scope, check_step_write, not_found, now_text, parse_time, run_not_found
 from threadline.storage._records import (
     RunFinish,
@@ -171,20 +172,27 @@ class StepOps(SQLBase):
             at = (conversation.head_branch, conversation.length)
         branch, length = at
         stamp = now_text()
-        self._exec(
+        pending = b'[' + b','.join(encode_each(mark.pending)) + b']' if mark.pending else None
+        row = self._one(
             conn,
             'INSERT INTO snapshots (run_id, conversation_id, branch_id, position, state, step_index, '
-            'idempotency_key, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
-            (run_id, conversation_id, branch, length, mark.state, mark.step_index, mark.idempotency_key, stamp),
+            'idempotency_key, timestamp, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id',
+            (
+                run_id,
+                conversation_id,
+                branch,
+                length,
+                mark.state,
+                mark.step_index,
+                mark.idempotency_key,
+                stamp,
+                None if pending is None else pending.decode(),
+            ),
         )
+        if row is not None and pending is not None:  # messages outside the log: sealed with the write
+            self._touch(conversation_id, ('snapshot', row[0]))
         return Snapshot(
-            run_id,
-            conversation_id,
-            length,
-            branch,
-            mark.state,
-            mark.step_index,
-            parse_time(stamp),
+            run_id, conversation_id, length, branch, mark.state, mark.step_index, parse_time(stamp), tuple(mark.pending)
         )
 
     def list_snapshots(self, run_id: str, *, scope: str) -> list[Snapshot]:
@@ -192,12 +200,17 @@ class StepOps(SQLBase):
             check_scope(scope)
             rows = self._all(
                 conn,
-                'SELECT s.run_id, s.conversation_id, s.position, s.branch_id, s.state, s.step_index, s.timestamp '
-                'FROM snapshots s JOIN conversations c ON c.id = s.conversation_id '
+                'SELECT s.run_id, s.conversation_id, s.position, s.branch_id, s.state, s.step_index, s.timestamp, '
+                's.pending FROM snapshots s JOIN conversations c ON c.id = s.conversation_id '
                 'WHERE s.run_id = ? AND c.scope = ? ORDER BY s.id',
                 (run_id, scope),
             )
-        return [Snapshot(r[0], r[1], r[2], r[3], r[4], r[5], parse_time(r[6])) for r in rows]
+        return [Snapshot(r[0], r[1], r[2], r[3], r[4], r[5], parse_time(r[6]), self._pending(r[7], r[1])) for r in rows]
+
+    def _pending(self, document: str | None, conversation_id: str) -> tuple[ModelMessage, ...]:
+        if document is None:
+            return ()
+        return tuple(self._decode([(0, document[1:-1])], conversation_id))
 
     def record_tool_effect(self, effect: ToolEffect, *, conversation_id: str, scope: str) -> None:
         """Upsert the ledger row of `(run_id, tool_call_id)`; a later status wins, and an

@@ -121,6 +121,17 @@ class RecordConformance:
         assert store.sync.find_runs(scope='s', parent_run_id='orchestrator', conversation_id='l1') == []
         assert [r.run_id for r in store.sync.find_runs(scope='other', parent_run_id='orchestrator')] == ['stranger']
 
+    def test_a_snapshot_keeps_what_the_log_has_not_got(self, store: AsyncStore[SyncStore]) -> None:
+        messages = turn(0, conversation_id='p1', run_id='rp')
+        mark = SnapshotMark('complete', 1, 'after-tools', pending=messages[2:3])
+        store.sync.step_write(StepWrite('p1', 's', 'rp', None, messages=messages[:2], snapshot=mark, register=True))
+        [snapshot] = store.sync.list_snapshots('rp', scope='s')
+        assert (snapshot.position, snapshot.pending) == (2, tuple(messages[2:3]))
+        assert store.sync.load('p1', scope='s').messages == messages[:2]  # the log has not got it
+        assert store.sync.verify('p1', scope='s').ok
+        at = store.sync.load_at('p1', scope='s', branch_id=snapshot.branch_id, position=snapshot.position)
+        assert [*at, *snapshot.pending] == messages[:3]
+
     def test_events_without_a_key_are_all_kept(self, store: AsyncStore[SyncStore]) -> None:
         events = [StepEvent('r9', 'run_started', 0, T0), StepEvent('r9', 'run_started', 0, T0)]
         store.sync.step_write(StepWrite('w9', 's', 'r9', None, events=events, register=True))
