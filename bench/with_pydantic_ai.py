@@ -6,8 +6,8 @@ adds (medians of interleaved runs, GC on: the turn without persistence, then wit
 then with the harness's, round by round). Threadline's is the wall time inside its hooks, timed
 directly, beside the same for Threadline's own `Agent` and StepPersistence: pydantic-ai's own run
 takes 0.2-0.5 s at these lengths and varies by more than the hooks cost, so a with-minus-without
-difference cannot see them. The harness's is that difference (it is seconds). then the database size
-after `--turns` turns from an empty conversation; then the bridge alone: converting a 10,000-message
+difference cannot see them. The harness's is that difference (it is seconds). Then the database size
+after `--turns` turns from an empty conversation (also the harness's StepPersistence on `HarnessStepStore`); then the bridge alone: converting a 10,000-message
 history each way, against pydantic-ai's own `dump_json` + `validate_json`, and the per-hook cost of
 the incremental view at 20,000 messages.
 
@@ -144,24 +144,34 @@ def per_turn(wl: Any, size: int, directory: Path, rounds: int, harness_rounds: i
     }
 
 
-def database_sizes(wl: Any, directory: Path, turns: int) -> tuple[int, int]:
+def database_sizes(wl: Any, directory: Path, turns: int) -> tuple[int, int, int]:
+    """Bytes on disk after `turns` turns: Threadline's StepPersistence, the harness's on its
+    SqliteStepStore, and the harness's on Threadline's log (`HarnessStepStore`)."""
     from pydantic_ai_harness.step_persistence import SqliteStepStore
     from pydantic_ai_harness.step_persistence import StepPersistence as HarnessStepPersistence
 
-    from threadline.pydantic_ai import StepPersistence
+    from threadline.pydantic_ai import HarnessStepStore, StepPersistence
     from threadline.storage import SQLiteStore
 
-    ours_path, harness_path = directory / 'size-threadline.db', directory / 'size-harness.db'
-    ours_store = SQLiteStore(ours_path)
+    paths = [directory / 'size-threadline.db', directory / 'size-harness.db', directory / 'size-harness-on-ours.db']
+    ours_store, under_harness = SQLiteStore(paths[0]), SQLiteStore(paths[2])
     sides = [
         Side('threadline', [], their_turn_agent, StepPersistence(ours_store, scope='bench')),
-        Side('harness', [], their_turn_agent, HarnessStepPersistence(SqliteStepStore(database=harness_path))),
+        Side('harness', [], their_turn_agent, HarnessStepPersistence(SqliteStepStore(database=paths[1]))),
+        Side(
+            'harness on threadline',
+            [],
+            their_turn_agent,
+            HarnessStepPersistence(HarnessStepStore(under_harness, scope='bench')),
+        ),
     ]
     for index in range(turns):
         for side in sides:
             side.run(wl, index, keep=True)
     ours_store.close()
-    return _size(ours_path), _size(harness_path)
+    under_harness.close()
+    ours, theirs, theirs_on_ours = (_size(p) for p in paths)
+    return ours, theirs, theirs_on_ours
 
 
 def _size(path: Path) -> int:
@@ -253,10 +263,11 @@ def main() -> None:
     if args.only in (None, 'turns'):
         turns_table(wl, directory, args.rounds, args.harness_rounds)
     if args.only in (None, 'size'):
-        ours, theirs = database_sizes(wl, directory, args.turns)
+        ours, theirs, on_ours = database_sizes(wl, directory, args.turns)
         print(
             f'\ndatabase after {args.turns:,} turns from an empty conversation: threadline {ours / 1e6:.2f} MB, '
-            f'harness {theirs / 1e6:.2f} MB ({theirs / ours:.0f}x)'
+            f'harness {theirs / 1e6:.2f} MB ({theirs / ours:.1f}x); the harness\'s StepPersistence on '
+            f'HarnessStepStore {on_ours / 1e6:.2f} MB ({theirs / on_ours:.1f}x smaller than on its own store)'
         )
     if args.only in (None, 'bridge'):
         bridge(wl, args.rounds)

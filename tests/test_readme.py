@@ -52,3 +52,13 @@ def test_readme_pydantic_ai_example_runs(tmp_path: Path) -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(code, 'README.md', 'exec'), {})
     assert out.getvalue().strip() == 'True'
+
+
+def test_readme_harness_example_runs(tmp_path: Path) -> None:
+    block = re.search(r'Already on pydantic-ai-harness\?.*?```python\n(.*?)```', README.read_text(), re.S)
+    assert block is not None
+    code = block.group(1).replace("'harness.db'", repr(str(tmp_path / 'harness.db')))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, 'README.md', 'exec'), {})
+    assert out.getvalue().strip() == 'support 2'

@@ -257,3 +257,24 @@ async def test_what_a_tool_enqueues_is_stored_where_the_run_put_it(tmp_path: Pat
     assert '(the note tool ran)' in TheirTA.dump_json(result.all_messages()).decode()
     raw = await store.raw_history(result.conversation_id, scope='acme')
     assert json.loads(raw) == json.loads(TheirTA.dump_json(result.all_messages()))
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+async def test_a_delegate_run_records_its_orchestrator_and_agent_name(backend: str, tmp_path: Path) -> None:
+    store = a_store(backend, tmp_path)
+    reader = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme', agent_name='reader')])
+    planner = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme', agent_name='planner')])
+
+    @planner.tool_plain
+    async def ask_the_reader(question: str) -> str:
+        return (await reader.run(question)).output
+
+    top = await planner.run('plan it')
+    [child] = await store.find_runs(scope='acme', parent_run_id=top.run_id)
+    assert child.agent_name == 'reader' and child.conversation_id != top.conversation_id
+    run = await store.get_run(top.run_id, scope='acme')
+    assert run is not None and (run.agent_name, run.parent_run_id) == ('planner', None)
+    assert await store.find_runs(scope='other', parent_run_id=top.run_id) == []
+    later = await reader.run('on its own')  # outside any run: no parent
+    alone = await store.get_run(later.run_id, scope='acme')
+    assert alone is not None and alone.parent_run_id is None

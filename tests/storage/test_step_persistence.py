@@ -310,3 +310,18 @@ async def test_continue_and_fork_carry_a_snapshots_unsent_messages(store: Any) -
     forked = await fork_run(store, 'r-unsent', scope='acme')
     assert forked.messages == messages[:3] and forked.conversation_id != 'c-unsent'
     assert (await store.load('c-unsent', scope='acme')).messages == messages[:2]
+
+
+async def test_a_delegate_run_records_its_orchestrator(store: Any) -> None:
+    reader = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme', agent_name='reader')])
+    planner = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme', parent_run_id='upstream-7')])
+
+    @planner.tool_plain
+    async def ask_the_reader(question: str) -> str:
+        return (await reader.run(question)).output
+
+    top = await planner.run('plan it')
+    [child] = await store.find_runs(scope='acme', parent_run_id=top.run_id)
+    assert child.agent_name == 'reader'
+    run = await store.get_run(top.run_id, scope='acme')
+    assert run is not None and (run.agent_name, run.parent_run_id) == (None, 'upstream-7')

@@ -59,7 +59,8 @@ __all__ = ['StepPersistence']
 class StepPersistence(AbstractCapability[AgentDepsT]):
     """Persists a pydantic-ai run step by step into a Threadline `store` under `scope` (see the
     module docstring). Put it first among the agent's capabilities, so it records the history
-    the others hand on."""
+    the others hand on. `agent_name` and `parent_run_id` (by default, the run whose tool started
+    this one) go on the run record, as the harness records them."""
 
     id: str | None = 'step_persistence'  # the harness's id for the same capability
 
@@ -70,11 +71,18 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         scope: str | Callable[[TheirContext[AgentDepsT]], str],
         include_content: bool = False,
         allow_unknown_effects: bool = False,
+        agent_name: str | None = None,
+        parent_run_id: str | None = None,
     ) -> None:
         self.store = store
         self._scope = scope
         self._core: ThreadlineStepPersistence[object] = ThreadlineStepPersistence(
-            store, scope=self._scope_of, include_content=include_content, allow_unknown_effects=allow_unknown_effects
+            store,
+            scope=self._scope_of,
+            include_content=include_content,
+            allow_unknown_effects=allow_unknown_effects,
+            agent_name=agent_name,
+            parent_run_id=parent_run_id,
         )
         self._views = RunViews()
 
@@ -108,7 +116,8 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
 
     async def wrap_run(self, ctx: TheirContext[AgentDepsT], *, handler: WrapRunHandler) -> AgentRunResult[Any]:
         try:
-            return await handler()
+            with self._core.running(str(ctx.run_id)):  # a delegate run inside it records it as parent
+                return await handler()
         finally:
             view = self._views.drop(ctx)
             if view is not None:

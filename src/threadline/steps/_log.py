@@ -22,7 +22,16 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from threadline.messages import ModelMessage
-from threadline.storage import AsyncStore, RunFinish, SnapshotMark, StepEvent, StepWrite, SyncStore, ToolEffect
+from threadline.storage import (
+    AsyncStore,
+    RunFinish,
+    RunLineage,
+    SnapshotMark,
+    StepEvent,
+    StepWrite,
+    SyncStore,
+    ToolEffect,
+)
 
 __all__ = ['RunLog']
 
@@ -61,6 +70,8 @@ class RunLog:
     event_index: int = 0
     snapshot_index: int = 0
     repairs_recorded: bool = False
+    lineage: RunLineage | None = None
+    """Recorded with the run record by the write that registers it."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     behind: asyncio.Future[None] | None = None
 
@@ -150,6 +161,7 @@ class RunLog:
             snapshot=mark,
             effects=self.effects,
             register=not self.registered,
+            lineage=None if self.registered else self.lineage,
             finish=finish,
             durable=durable,
         )

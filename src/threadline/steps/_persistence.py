@@ -51,6 +51,11 @@ the two synced writes above, unless a write rewrites the history) run in the eve
 store can start them at once, and in a worker thread otherwise (the rules are listed on
 `AsyncStore._in_loop_or_thread`). Writes that go behind a model request stay in threads: they
 overlap it.
+
+Lineage. The run record keeps `agent_name` (when given) and `parent_run_id`: given, or else the
+run this one was started inside (a delegate an orchestrator's tool calls: `running` marks the
+enclosing run for the calls made within it), as pydantic-ai-harness names them; the registering
+write carries them.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ import asyncio
 import contextlib
 import contextvars
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -73,7 +78,7 @@ from threadline.messages import ModelMessage, ModelResponse, RunUsage, ToolCallP
 from threadline.messages.wire import encoder
 from threadline.steps._log import RunLog
 from threadline.steps._recovery import refuse_unknown_effects
-from threadline.storage import AsyncStore, RunFinish, RunStart, SyncStore, ToolEffect
+from threadline.storage import AsyncStore, RunFinish, RunLineage, RunStart, SyncStore, ToolEffect
 from threadline.storage.extend import NotNow, quarantined, to_python_output
 
 if TYPE_CHECKING:
@@ -97,6 +102,7 @@ class _ToolScope:
     started_at: datetime
 
 
+_enclosing_run: contextvars.ContextVar[str | None] = contextvars.ContextVar('threadline_enclosing_run', default=None)
 _current_tool: contextvars.ContextVar[_ToolScope | None] = contextvars.ContextVar('threadline_tool_scope', default=None)
 
 
@@ -105,6 +111,7 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
     `RunContext`, e.g. reading the tenant from deps). The scope is the server's decision.
 
     Put it first among capabilities so it records the history other capabilities hand on.
+    `agent_name` and `parent_run_id` go on the run record (see "Lineage" in the module docstring).
 
     Errors in step events and the ledger are recorded without their message (type, length and an
     HMAC under the store's audit key; see `threadline._errors`) unless `include_content=True`:
@@ -123,11 +130,15 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         scope: str | Callable[[RunContext[CapabilityDepsT]], str],
         include_content: bool = False,
         allow_unknown_effects: bool = False,
+        agent_name: str | None = None,
+        parent_run_id: str | None = None,
     ) -> None:
         self.store = store
         self._scope = scope
         self.include_content = include_content
         self.allow_unknown_effects = allow_unknown_effects
+        self.agent_name, self.parent_run_id = agent_name, parent_run_id
+        self._parents: dict[str, str | None] = {}
         self._runs: dict[str, RunLog] = {}
         self._opening: dict[str, asyncio.Future[None]] = {}
         self._key: bytes | None = None
@@ -205,6 +216,9 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         if start is not None and not self.allow_unknown_effects:
             refuse_unknown_effects(ctx.conversation_id, start.unresolved)
         state = RunLog(self.store, ctx.conversation_id, scope, start.revision if start else None)
+        parent = self.parent_run_id or self._parents.get(ctx.run_id)
+        if parent is not None or self.agent_name is not None:
+            state.lineage = RunLineage(parent_run_id=parent, agent_name=self.agent_name)
         if start is not None and start.tip is not None and not repaired:
             self._check_not_stale(state, history, start.length, start.tip)
         state.event(ctx, 'run_started', at=started)
@@ -425,9 +439,22 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         """A run left any way at all (cancelled, interrupted, abandoned by its caller) still
         finishes the write that went behind its model request before control returns."""
         try:
-            return await handler()
+            with self.running(ctx.run_id):
+                return await handler()
         finally:
             await self.record_run_left(ctx)
+
+    @contextlib.contextmanager
+    def running(self, run_id: str) -> Iterator[None]:
+        """While the run runs: a run started inside it (a delegate an orchestrator's tool calls)
+        records it as its `parent_run_id`, unless its capability was given one."""
+        self._parents[run_id] = _enclosing_run.get()
+        token = _enclosing_run.set(run_id)
+        try:
+            yield
+        finally:
+            _enclosing_run.reset(token)
+            self._parents.pop(run_id, None)
 
     async def record_run_left(self, ctx: RunContext[CapabilityDepsT]) -> None:
         """However the run was left: settle its start and the write that went behind it."""
