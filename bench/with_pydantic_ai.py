@@ -266,7 +266,7 @@ def main() -> None:
         ours, theirs, on_ours = database_sizes(wl, directory, args.turns)
         print(
             f'\ndatabase after {args.turns:,} turns from an empty conversation: threadline {ours / 1e6:.2f} MB, '
-            f'harness {theirs / 1e6:.2f} MB ({theirs / ours:.1f}x); the harness\'s StepPersistence on '
+            f"harness {theirs / 1e6:.2f} MB ({theirs / ours:.1f}x); the harness's StepPersistence on "
             f'HarnessStepStore {on_ours / 1e6:.2f} MB ({theirs / on_ours:.1f}x smaller than on its own store)'
         )
     if args.only in (None, 'bridge'):
