@@ -10,14 +10,22 @@ from pathlib import Path
 README = Path(__file__).resolve().parents[1] / 'README.md'
 
 
-def test_readme_example_runs(tmp_path: Path) -> None:
-    block = re.search(r'## In ten lines\n\n```python\n(.*?)```', README.read_text(), re.S)
-    assert block is not None
-    code = block.group(1).replace("'app.db'", repr(str(tmp_path / 'app.db')))
+def printed_by(pattern: str, replacements: dict[str, str] | None = None) -> str:
+    """What the README's code block after `pattern` prints, with `replacements` made in it."""
+    block = re.search(pattern + r'.*?```python\n(.*?)```', README.read_text(), re.S)
+    assert block is not None, pattern
+    code = block.group(1)
+    for old, new in (replacements or {}).items():
+        code = code.replace(old, new)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, 'README.md', 'exec'), {})
-    assert out.getvalue().strip() == 'MISSING_OUTCOME_RECEIPT'
+    return out.getvalue().strip()
+
+
+def test_readme_example_runs(tmp_path: Path) -> None:
+    printed = printed_by(r'## In ten lines\n\n', {"'app.db'": repr(str(tmp_path / 'app.db'))})
+    assert printed == 'MISSING_OUTCOME_RECEIPT'
 
 
 def test_readme_quick_start_is_what_ci_runs() -> None:
@@ -29,10 +37,7 @@ def test_readme_quick_start_is_what_ci_runs() -> None:
 def test_readme_stateless_pattern_runs() -> None:
     block = re.search(r'The stateless pattern:\n\n```python\n(.*?)```', README.read_text(), re.S)
     assert block is not None and len(block.group(1).strip().splitlines()) <= 12
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block.group(1), 'README.md', 'exec'), {})
-    assert out.getvalue().strip() == 'True None'
+    assert printed_by(r'The stateless pattern:\n\n') == 'True None'
 
 
 def test_readme_compaction_example_runs() -> None:
@@ -45,20 +50,9 @@ def test_readme_compaction_example_runs() -> None:
 
 
 def test_readme_pydantic_ai_example_runs(tmp_path: Path) -> None:
-    block = re.search(r'### With pydantic-ai .*?\n\n```python\n(.*?)```', README.read_text(), re.S)
-    assert block is not None
-    code = block.group(1).replace("'app.db'", repr(str(tmp_path / 'pa.db')))
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, 'README.md', 'exec'), {})
-    assert out.getvalue().strip() == 'True'
+    assert printed_by(r'### With pydantic-ai ', {"'app.db'": repr(str(tmp_path / 'pa.db'))}) == 'True'
 
 
 def test_readme_harness_example_runs(tmp_path: Path) -> None:
-    block = re.search(r'Already on pydantic-ai-harness\?.*?```python\n(.*?)```', README.read_text(), re.S)
-    assert block is not None
-    code = block.group(1).replace("'harness.db'", repr(str(tmp_path / 'harness.db')))
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, 'README.md', 'exec'), {})
-    assert out.getvalue().strip() == 'support 2'
+    printed = printed_by(r'Already on pydantic-ai-harness\?', {"'harness.db'": repr(str(tmp_path / 'harness.db'))})
+    assert printed == 'support 2'
