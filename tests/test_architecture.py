@@ -44,6 +44,7 @@ ORDER: tuple[str, ...] = (
     'steps',
     'search',
     'memory',
+    'durable',
     'ui',
     'server',
     'cli',
@@ -103,6 +104,7 @@ OPTIONAL: frozenset[str] = frozenset(
         'threadline.storage.postgres',
         'threadline.ui.ag_ui',
         'threadline.ui.vercel_ai',
+        'threadline.durable._dbos',
     }
     | PYDANTIC_AI_SUBCLASSES
 )
@@ -125,6 +127,7 @@ EXTRAS: frozenset[str] = frozenset(
         'ag_ui',
         'pydantic_ai',
         'pydantic_ai_harness',
+        'dbos',
     }
     | {'readline'}  # not on every platform
 )

@@ -147,6 +147,7 @@ SURFACE: dict[str, set[str]] = {
     'threadline.agent': {
         'capture_run_messages',
         'Agent',
+        'CrashRetry',
         'AgentNode',
         'AgentRun',
         'AgentRunResult',
@@ -224,6 +225,7 @@ SURFACE: dict[str, set[str]] = {
     },
     'threadline.search': {'ConversationSearch'},
     'threadline.memory': {'Memory'},
+    'threadline.durable': {'DBOSDurability', 'STEP_NAMES'},
     'threadline.pydantic_ai': {
         'ConversationSearch',
         'HarnessStepStore',

@@ -56,3 +56,11 @@ def test_readme_pydantic_ai_example_runs(tmp_path: Path) -> None:
 def test_readme_harness_example_runs(tmp_path: Path) -> None:
     printed = printed_by(r'Already on pydantic-ai-harness\?', {"'harness.db'": repr(str(tmp_path / 'harness.db'))})
     assert printed == 'support 2'
+
+
+def test_readme_durable_example_defines_a_workflow() -> None:
+    block = re.search(r'Runs that outlive their process.*?```python\n(.*?)```', README.read_text(), re.S)
+    assert block is not None
+    namespace: dict[str, object] = {}
+    exec(compile(block.group(1), 'README.md', 'exec'), namespace)
+    assert callable(namespace['support_turn'])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from threadline._public import publish
 from threadline.agent._agent import Agent, RunOptions
 from threadline.agent._capture import capture_run_messages
-from threadline.agent._context import RunContext
+from threadline.agent._context import CrashRetry, RunContext
 from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._graph import (
     AgentNode,
@@ -44,6 +44,7 @@ __all__ = [
     'FinalResult',
     'ModelRequestNode',
     'NodeResult',
+    'CrashRetry',
     'RunContext',
     'RunOptions',
     'RunCancelled',

@@ -15,9 +15,17 @@ from threadline.models.budget import context_tokens, context_window_fraction
 if TYPE_CHECKING:
     from threadline.agent._agent import Agent
 
-__all__ = ['AgentDepsT', 'RunContext']
+__all__ = ['AgentDepsT', 'CrashRetry', 'RunContext']
 
 AgentDepsT = TypeVar('AgentDepsT')
+
+
+@dataclass(frozen=True)
+class CrashRetry:
+    """A tool call running again after a crash: `idempotency_key` is the same on every attempt of
+    the call, so the tool can look up whether its effect happened before repeating it."""
+
+    idempotency_key: str
 
 
 @dataclass
@@ -50,6 +58,9 @@ class RunContext(Generic[AgentDepsT]):
     repair_events: list[RepairEvent] = field(default_factory=list)
     """What repairing the given history at run start changed (`RepairEvent`s), for audit records."""
     queue: Any = field(default=None, repr=False)
+    crash_retry: CrashRetry | None = None
+    """Set for a tool call that runs again because the process running it died (a durability
+    capability, `threadline.durable`, knows): look the effect up by its key before repeating it."""
 
     @property
     def context_tokens(self) -> int | None:

@@ -1,0 +1,145 @@
+"""`DBOSDurability` on Threadline's own `Agent`, on a real DBOS Transact (SQLite system database):
+a run inside a workflow records its model requests and tool calls as steps under pinned names, a
+replayed workflow makes none of them again, a process killed inside a tool resumes on restart with
+the tool told it is a retry, and outside a workflow nothing changes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos import DBOS, SetWorkflowID
+
+from threadline import Agent, ModelMessage, ModelResponse, RunContext, TextPart, ToolCallPart, UserError
+from threadline.durable import STEP_NAMES, DBOSDurability
+from threadline.models.function import AgentInfo, FunctionModel
+
+ROOT = Path(__file__).resolve().parents[2]
+requests: list[int] = []
+tool_runs: list[str | None] = []
+
+
+def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    requests.append(len(messages))
+    if len(messages) == 1:
+        return ModelResponse(parts=[ToolCallPart('look_up', {'order': 'A-17'}, tool_call_id='call-1')])
+    return ModelResponse(parts=[TextPart('A-17 ships on Monday')])
+
+
+agent = Agent(FunctionModel(model), name='orders', capabilities=[DBOSDurability()])
+
+
+@agent.tool
+def look_up(ctx: RunContext[None], order: str) -> str:
+    tool_runs.append(ctx.crash_retry.idempotency_key if ctx.crash_retry else None)
+    return f'{order}: ships on Monday'
+
+
+@DBOS.workflow(name='orders_turn')
+async def orders_turn(prompt: str) -> str:
+    return (await agent.run(prompt, conversation_id='orders', run_id=DBOS.workflow_id)).output
+
+
+@DBOS.workflow(name='orders_streamed')
+async def orders_streamed(prompt: str) -> str:
+    async with agent.run_stream(prompt) as streamed:
+        return await streamed.get_output()
+
+
+@pytest.fixture(scope='module')
+def dbos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    database = tmp_path_factory.mktemp('dbos') / 'system.sqlite'
+    DBOS(config={'name': 'threadline_tests', 'system_database_url': f'sqlite:///{database}', 'log_level': 'WARNING'})
+    DBOS.launch()
+    yield
+    DBOS.destroy()
+
+
+@pytest.fixture(autouse=True)
+def fresh_counts() -> None:
+    requests.clear()
+    tool_runs.clear()
+
+
+async def test_outside_a_workflow_nothing_changes() -> None:
+    result = await agent.run('when does A-17 ship?')
+    assert result.output == 'A-17 ships on Monday' and requests == [1, 3] and tool_runs == [None]
+
+
+async def test_a_run_in_a_workflow_is_steps_under_pinned_names(dbos: None) -> None:
+    with SetWorkflowID('orders-1'):
+        handle = await DBOS.start_workflow_async(orders_turn, 'when does A-17 ship?')
+    assert await handle.get_result() == 'A-17 ships on Monday'
+    steps = await DBOS.list_workflow_steps_async('orders-1')
+    names = [s['function_name'] for s in steps]
+    assert names == [
+        'threadline.model_request',
+        'threadline.tool_started',
+        'threadline.tool_call',
+        'threadline.model_request',
+    ]
+    # the names are compatibility data for workflows in flight: changing one is a migration
+    assert STEP_NAMES == ('threadline.model_request', 'threadline.tool_started', 'threadline.tool_call')
+    # each checkpoint holds one response or one tool result, not the history
+    assert all(len(json.dumps(str(s['output']))) < 2_000 for s in steps)
+
+
+async def test_a_replayed_workflow_makes_no_request_and_runs_no_tool_again(dbos: None) -> None:
+    with SetWorkflowID('orders-2'):
+        first = await (await DBOS.start_workflow_async(orders_turn, 'when does A-17 ship?')).get_result()
+    made, ran = list(requests), list(tool_runs)
+    with SetWorkflowID('orders-2'):  # the same workflow again: its recorded result, nothing re-run
+        again = await (await DBOS.start_workflow_async(orders_turn, 'when does A-17 ship?')).get_result()
+    assert again == first and requests == made and tool_runs == ran
+
+
+async def test_a_streamed_request_inside_a_workflow_is_refused(dbos: None) -> None:
+    with SetWorkflowID('orders-3'):
+        handle = await DBOS.start_workflow_async(orders_streamed, 'when does A-17 ship?')
+    with pytest.raises(UserError, match='streamed model request inside a DBOS workflow'):
+        await handle.get_result()
+    assert requests == []
+
+
+def test_it_refuses_a_bad_retry_count() -> None:
+    with pytest.raises(UserError, match='non-negative integer'):
+        DBOSDurability(retries=-1)
+
+
+def _child(directory: Path, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, '-m', 'tests.durable._child', str(directory), command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_process_killed_inside_a_tool_finishes_the_run_on_restart(tmp_path: Path) -> None:
+    started = _child(tmp_path, 'start')
+    assert started.returncode == -9, started.stderr  # SIGKILL, inside the tool
+    recovered = _child(tmp_path, 'recover')
+    assert recovered.returncode == 0, recovered.stderr
+    assert json.loads(recovered.stdout.strip().splitlines()[-1]) == {'output': 'refunded A-17'}
+    log: list[dict[str, Any]] = [json.loads(line) for line in (tmp_path / 'log.jsonl').read_text().splitlines()]
+    kinds = [(e['kind'], e.get('messages'), e.get('retry')) for e in log]
+    assert kinds == [
+        ('model_request', 1, None),  # made once: after the restart its checkpointed answer is used
+        ('tool', None, None),  # the attempt the process died in
+        ('tool', None, 'turn-1/call-1'),  # run again, told so, with the call's idempotency key
+        ('model_request', 3, None),
+    ]
+    assert len({e['pid'] for e in log}) == 2
+
+
+def test_importing_threadline_durable_does_not_load_dbos() -> None:
+    code = 'import sys, threadline.durable; assert "dbos" not in sys.modules, "dbos loaded"'
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
