@@ -1,6 +1,6 @@
 """A process that runs one durable Threadline run and may die in it (for test_dbos.py).
 
-    python -m tests.durable._child DIRECTORY start|recover
+    python -m tests.durable._child DIRECTORY start|recover sqlite|postgres
 
 `start` starts workflow `turn-1`, whose tool kills the process (SIGKILL) on its first attempt;
 `recover` launches DBOS on the same system database, which resumes the workflow, and prints its
@@ -19,8 +19,9 @@ from pathlib import Path
 from dbos import DBOS, SetWorkflowID
 
 from threadline import Agent, ModelMessage, ModelResponse, RunContext, TextPart, ToolCallPart
-from threadline.durable import DBOSDurability
+from threadline.durable import DBOSDurability, dbos_config
 from threadline.models.function import AgentInfo, FunctionModel
+from threadline.storage import AsyncStore, PostgresStore, SQLiteStore, SyncStore
 
 DIRECTORY = Path(sys.argv[1])
 LOG = DIRECTORY / 'log.jsonl'
@@ -57,13 +58,11 @@ async def refund_turn(prompt: str) -> str:
 
 
 async def main(command: str) -> None:
-    DBOS(
-        config={
-            'name': 'threadline_test',
-            'system_database_url': f'sqlite:///{DIRECTORY / "dbos.sqlite"}',
-            'log_level': 'WARNING',
-        }
-    )
+    if sys.argv[3] == 'postgres':  # DBOS's tables in the store's own database, a schema of their own
+        store: AsyncStore[SyncStore] = PostgresStore(os.environ['THREADLINE_TEST_POSTGRES_URL'])
+    else:  # a SQLite file beside the store's
+        store = SQLiteStore(DIRECTORY / 'store.db')
+    DBOS(config=dbos_config(store, name='threadline_test', log_level='WARNING'))
     DBOS.launch()
     if command == 'start':
         with SetWorkflowID('turn-1'):
@@ -73,6 +72,7 @@ async def main(command: str) -> None:
         handle = await DBOS.retrieve_workflow_async('turn-1')
         print(json.dumps({'output': await handle.get_result()}))
     DBOS.destroy()
+    store.close()
 
 
 if __name__ == '__main__':

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from dbos import DBOS, SetWorkflowID
 
+from tests.storage.conftest import fresh_postgres_url, needs_postgres
 from threadline import Agent, ModelMessage, ModelResponse, RunContext, TextPart, ToolCallPart, UserError
-from threadline.durable import STEP_NAMES, DBOSDurability
+from threadline.durable import STEP_NAMES, DBOSDurability, dbos_config
 from threadline.models.function import AgentInfo, FunctionModel
+from threadline.storage import FileStore, MemoryStore, PostgresStore, SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 requests: list[int] = []
@@ -111,9 +113,9 @@ def test_it_refuses_a_bad_retry_count() -> None:
         DBOSDurability(retries=-1)
 
 
-def _child(directory: Path, command: str) -> subprocess.CompletedProcess[str]:
+def _child(directory: Path, command: str, backend: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, '-m', 'tests.durable._child', str(directory), command],
+        [sys.executable, '-m', 'tests.durable._child', str(directory), command, backend],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -122,10 +124,16 @@ def _child(directory: Path, command: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_process_killed_inside_a_tool_finishes_the_run_on_restart(tmp_path: Path) -> None:
-    started = _child(tmp_path, 'start')
+@pytest.mark.parametrize('backend', ['sqlite', pytest.param('postgres', marks=needs_postgres)])
+def test_a_process_killed_inside_a_tool_finishes_the_run_on_restart(backend: str, tmp_path: Path) -> None:
+    if backend == 'postgres':
+        import psycopg
+
+        with psycopg.connect(fresh_postgres_url(), autocommit=True) as conn:
+            conn.execute('DROP SCHEMA IF EXISTS threadline_dbos CASCADE')
+    started = _child(tmp_path, 'start', backend)
     assert started.returncode == -9, started.stderr  # SIGKILL, inside the tool
-    recovered = _child(tmp_path, 'recover')
+    recovered = _child(tmp_path, 'recover', backend)
     assert recovered.returncode == 0, recovered.stderr
     assert json.loads(recovered.stdout.strip().splitlines()[-1]) == {'output': 'refunded A-17'}
     log: list[dict[str, Any]] = [json.loads(line) for line in (tmp_path / 'log.jsonl').read_text().splitlines()]
@@ -137,6 +145,25 @@ def test_a_process_killed_inside_a_tool_finishes_the_run_on_restart(tmp_path: Pa
         ('model_request', 3, None),
     ]
     assert len({e['pid'] for e in log}) == 2
+    if backend == 'sqlite':  # DBOS's checkpoints sit beside the store's file
+        assert (tmp_path / 'store.db-dbos.sqlite').is_file()
+
+
+def test_dbos_config_puts_the_system_database_with_the_store(tmp_path: Path) -> None:
+    beside = dbos_config(SQLiteStore(tmp_path / 'app.db'), name='app')
+    assert beside == {'name': 'app', 'system_database_url': f'sqlite:///{tmp_path.resolve() / "app.db-dbos.sqlite"}'}
+    files = dbos_config(FileStore(tmp_path / 'files'), name='app', log_level='WARNING')
+    assert files['system_database_url'].endswith('/files/dbos.sqlite') and files['log_level'] == 'WARNING'
+    with pytest.raises(UserError, match='in-memory store'):
+        dbos_config(MemoryStore(), name='app')
+
+
+@needs_postgres
+def test_dbos_config_uses_the_postgres_store_database_in_its_own_schema() -> None:
+    store = PostgresStore(fresh_postgres_url())
+    config = dbos_config(store, name='app')
+    assert (config['system_database_url'], config['dbos_system_schema']) == (store.url, 'threadline_dbos')
+    store.close()
 
 
 def test_importing_threadline_durable_does_not_load_dbos() -> None:

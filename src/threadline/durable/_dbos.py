@@ -41,6 +41,10 @@ Rules:
 - Checkpoints hold one response or one tool result each, never the history: a step's cost does
   not grow with the conversation. The workflow's own inputs are the caller's choice (prefer a
   conversation id over a history).
+
+`dbos_config(store, name=...)` puts DBOS's system database with the store's data: a SQLite file
+beside a `SQLiteStore`'s, or the `PostgresStore`'s own database in a schema of its own, so a
+durable deployment needs no other server.
 """
 
 from __future__ import annotations
@@ -48,9 +52,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
-from dbos import DBOS, StepOptions
+from dbos import DBOS, DBOSConfig, StepOptions
 
 from threadline._public import publish
 from threadline.agent import CrashRetry, RunContext
@@ -59,8 +64,9 @@ from threadline.exceptions import UserError
 from threadline.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 from threadline.messages.wire import encode_each
 from threadline.models import ToolDefinition
+from threadline.storage import FileStore, MemoryStore, PostgresStore, SQLiteStore
 
-__all__ = ['STEP_NAMES', 'DBOSDurability']
+__all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config']
 
 MODEL_REQUEST = 'threadline.model_request'
 TOOL_STARTED = 'threadline.tool_started'
@@ -161,6 +167,35 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
                 ctx.crash_retry = None
 
         return await DBOS.run_step_async({'name': TOOL_CALL}, execute)
+
+
+SYSTEM_SCHEMA = 'threadline_dbos'
+"""The PostgreSQL schema DBOS's tables go in when they share the store's database."""
+
+
+def dbos_config(store: object, *, name: str, **options: Any) -> DBOSConfig:
+    """A DBOS configuration whose system database sits with the store's data: a SQLite file beside
+    a `SQLiteStore`'s (`<file>-dbos.sqlite`) or in a `FileStore`'s directory, and the store's own
+    PostgreSQL database, in the schema `threadline_dbos`, for a `PostgresStore` opened by URL.
+    `options` are further DBOS settings (they win). A store with no place on disk (`MemoryStore`)
+    or a `PostgresStore` given a pool is refused: name the system database yourself."""
+    config: DBOSConfig = {'name': name}
+    if isinstance(store, MemoryStore) or (isinstance(store, SQLiteStore) and store.path == ':memory:'):
+        raise UserError('dbos_config: an in-memory store keeps nothing a restarted process could resume from')
+    if isinstance(store, SQLiteStore):
+        path = Path(store.path).resolve()
+        config['system_database_url'] = f'sqlite:///{path.with_name(path.name + "-dbos.sqlite")}'
+    elif isinstance(store, FileStore):
+        config['system_database_url'] = f'sqlite:///{Path(store.root).resolve() / "dbos.sqlite"}'
+    elif isinstance(store, PostgresStore):
+        if store.url is None:
+            raise UserError('dbos_config: this PostgresStore was given a pool; pass system_database_url= yourself')
+        config['system_database_url'] = store.url
+        config['dbos_system_schema'] = SYSTEM_SCHEMA
+    else:
+        raise UserError(f'dbos_config: no default system database for {type(store).__name__}; pass one yourself')
+    config.update(options)  # type: ignore[typeddict-item]
+    return config
 
 
 class _Attempts:

@@ -73,6 +73,11 @@ class PostgresStore(AsyncStore[SQLStore]):
     def __repr__(self) -> str:
         return 'PostgresStore()'
 
+    @property
+    def url(self) -> str | None:
+        """The URL the store was opened with (None when it was given a pool)."""
+        return self.dialect.url
+
     def migrations(self) -> list[str]:
         """The names of the migrations applied to this database, in order."""
         return self.dialect.migrations()
@@ -98,6 +103,7 @@ class PostgresDialect:
         if (url is None) == (pool is None):
             raise UserError('PostgresStore needs exactly one of url= or pool=')
         self._owns_pool = pool is None
+        self.url = url  # what the store was opened with (None for a pool), for a neighbour such as DBOS
         try:
             if pool is None:
                 _probe(psycopg, url or '', connect_timeout)  # a wrong URL is reported at once, with its cause
