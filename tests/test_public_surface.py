@@ -225,7 +225,7 @@ SURFACE: dict[str, set[str]] = {
     },
     'threadline.search': {'ConversationSearch'},
     'threadline.memory': {'Memory'},
-    'threadline.durable': {'DBOSDurability', 'STEP_NAMES', 'dbos_config'},
+    'threadline.durable': {'DBOSDurability', 'STEP_NAMES', 'dbos_config', 'durable_history'},
     'threadline.pydantic_ai': {
         'ConversationSearch',
         'HarnessStepStore',

@@ -58,9 +58,12 @@ def test_readme_harness_example_runs(tmp_path: Path) -> None:
     assert printed == 'support 2'
 
 
-def test_readme_durable_example_defines_a_workflow() -> None:
+def test_readme_durable_example_defines_a_workflow(tmp_path: Path) -> None:
+    from dbos import DBOS
+
     block = re.search(r'Runs that outlive their process.*?```python\n(.*?)```', README.read_text(), re.S)
     assert block is not None
     namespace: dict[str, object] = {}
-    exec(compile(block.group(1), 'README.md', 'exec'), namespace)
-    assert callable(namespace['support_turn'])
+    exec(compile(block.group(1).replace("'app.db'", repr(str(tmp_path / 'app.db'))), 'README.md', 'exec'), namespace)
+    assert callable(namespace['support_turn']) and (tmp_path / 'app.db').exists()
+    DBOS.destroy()  # the block configured DBOS; it was never launched

@@ -86,7 +86,14 @@ async def test_a_run_in_a_workflow_is_steps_under_pinned_names(dbos: None) -> No
         'threadline.model_request',
     ]
     # the names are compatibility data for workflows in flight: changing one is a migration
-    assert STEP_NAMES == ('threadline.model_request', 'threadline.tool_started', 'threadline.tool_call')
+    assert STEP_NAMES == (
+        'threadline.model_request',
+        'threadline.tool_started',
+        'threadline.tool_call',
+        'threadline.store.conversation_state',
+        'threadline.store.run_start',
+        'threadline.store.step_write',
+    )
     # each checkpoint holds one response or one tool result, not the history
     assert all(len(json.dumps(str(s['output']))) < 2_000 for s in steps)
 
@@ -170,3 +177,43 @@ def test_importing_threadline_durable_does_not_load_dbos() -> None:
     code = 'import sys, threadline.durable; assert "dbos" not in sys.modules, "dbos loaded"'
     done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def _persisted(directory: Path, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, '-m', 'tests.durable._persist_child', str(directory), command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _without_ids_and_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ids_and_times(v) for k, v in value.items() if k not in ('timestamp', 'run_id')}
+    if isinstance(value, list):
+        return [_without_ids_and_times(v) for v in value]
+    return value
+
+
+def test_with_step_persistence_the_store_and_dbos_agree_after_a_crash(tmp_path: Path) -> None:
+    """Killed inside a tool, resumed on restart: the stored conversation is the one an uncrashed
+    run stores, the ledger says the call completed, the tool was told its recorded key, and no
+    model request that completed was made again."""
+    crashed, clean = tmp_path / 'crashed', tmp_path / 'clean'
+    crashed.mkdir(), clean.mkdir()
+    assert _persisted(crashed, 'start').returncode == -9
+    recovered, uncrashed = _persisted(crashed, 'recover'), _persisted(clean, 'clean')
+    assert recovered.returncode == 0, recovered.stderr
+    assert uncrashed.returncode == 0, uncrashed.stderr
+    after, before = (json.loads(p.stdout.strip().splitlines()[-1]) for p in (recovered, uncrashed))
+    assert after['output'] == before['output'] == 'done after 7 messages'
+    assert _without_ids_and_times(after['messages']) == _without_ids_and_times(before['messages'])
+    assert after['ledger'] == before['ledger'] == [['call-5', 'completed', 'refund-A-17']]
+    assert after['verified'] and before['verified']
+    log = [json.loads(line) for line in (crashed / 'log.jsonl').read_text().splitlines()]
+    requests_made = [e['messages'] for e in log if e['kind'] == 'model_request']
+    assert requests_made == [1, 3, 5, 7]  # the durable turn's first request (5) was made once
+    assert [e['retry'] for e in log if e['kind'] == 'tool' and e['order'] == 'A-17'] == [None, 'refund-A-17']

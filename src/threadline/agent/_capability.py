@@ -151,6 +151,21 @@ class AbstractCapability(Generic[AgentDepsT]):
         tool (with `on_tool_execute_error` recovery) and the `after_tool_execute` hooks."""
         return await handler(args)
 
+    async def wrap_tool_body(
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        """Encloses the tool's own body only: `handler(args)` calls the tool, after the
+        `before_tool_execute` hooks and before the `after_tool_execute` ones. Threadline's own
+        hook (pydantic-ai draws the same line by wrapping the toolset): where a durability engine
+        draws its step, so what other capabilities record about the call stays outside it."""
+        return await handler(args)
+
     async def before_tool_validate(
         self,
         ctx: RunContext[AgentDepsT],
@@ -313,7 +328,7 @@ HOOKS = (
     'before_node_run', 'after_node_run', 'on_node_run_error', 'wrap_node_run',
     'before_model_request', 'after_model_request', 'on_model_request_error', 'wrap_model_request',
     'before_tool_validate', 'after_tool_validate', 'on_tool_validate_error', 'wrap_tool_validate',
-    'before_tool_execute', 'after_tool_execute', 'on_tool_execute_error', 'wrap_tool_execute',
+    'before_tool_execute', 'after_tool_execute', 'on_tool_execute_error', 'wrap_tool_execute', 'wrap_tool_body',
     'before_output_validate', 'after_output_validate', 'on_output_validate_error', 'wrap_output_validate',
     'before_output_process', 'after_output_process', 'on_output_process_error', 'wrap_output_process',
     'handle_deferred_tool_calls',

@@ -327,6 +327,18 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
             handler = _bind_tool(capability, 'wrap_tool_execute', ctx, call, tool_def, handler)
         return await handler(args)
 
+    async def wrap_tool_body(
+        self,
+        ctx: RunContext[AgentDepsT],
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        for capability in self._reversed['wrap_tool_body']:
+            handler = _bind_tool(capability, 'wrap_tool_body', ctx, call, tool_def, handler)
+        return await handler(args)
+
     # --- output ------------------------------------------------------------------------------------
 
     def has_output_hooks(self) -> bool:

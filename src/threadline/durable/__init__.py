@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from threadline.durable._dbos import STEP_NAMES, DBOSDurability, dbos_config
+    from threadline.durable._dbos import STEP_NAMES, DBOSDurability, dbos_config, durable_history
 
-__all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config']
+__all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config', 'durable_history']
 
 
 def __getattr__(name: str) -> Any:

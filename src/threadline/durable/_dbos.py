@@ -6,12 +6,17 @@ program or another executor on the same system database): every step that comple
 checkpointed output instead of running again, and the step that was in flight runs again.
 Outside a workflow the capability changes nothing.
 
-    durability = DBOSDurability()
-    agent = Agent(model, name='support', capabilities=[durability])
+    store = SQLiteStore('app.db')
+    DBOS(config=dbos_config(store, name='support'))
+    agent = Agent(model, capabilities=[StepPersistence(store, scope='tenant-1'), DBOSDurability()])
 
     @DBOS.workflow(name='support_turn')
     async def support_turn(prompt: str, conversation_id: str) -> str:
-        return (await agent.run(prompt, conversation_id=conversation_id, run_id=DBOS.workflow_id)).output
+        history = await durable_history(store, conversation_id, scope='tenant-1')
+        result = await agent.run(
+            prompt, message_history=history, conversation_id=conversation_id, run_id=DBOS.workflow_id
+        )
+        return result.output
 
 Steps and their names. The names are compatibility data: a workflow started under one version
 resumes under the next only if the names it recorded are still made in the same order
@@ -19,15 +24,30 @@ resumes under the next only if the names it recorded are still made in the same 
 - `threadline.model_request`: one model request; its output is the response as wire JSON.
 - `threadline.tool_started`: marks that a tool call's attempt began; its output is the call's
   idempotency key (`<workflow id>/<tool call id>`).
-- `threadline.tool_call`: the tool's execution (its argument validation stays in the workflow);
-  its output is what the tool returned.
+- `threadline.tool_call`: the tool's body only (`wrap_tool_body`: argument validation and the
+  other capabilities' tool hooks stay in the workflow); its output is what the tool returned.
+- With `StepPersistence` on the agent, its store operations are steps too (`DURABLE_IO`):
+  `threadline.store.run_start` (the run start's read; its output is the stored tip and the
+  unresolved ledger rows) and `threadline.store.step_write` (one boundary's write; its output is
+  the revision after it). `durable_history` records `threadline.store.conversation_state` (the
+  history's length when the workflow first read it).
+
+With StepPersistence, who owns what. DBOS owns resuming: the workflow, the order of steps and
+each step's output. The store owns the conversation, the events, the snapshots and the ledger,
+written once: on a replay each completed write is skipped, so the history is not stored twice,
+and a write the crash caught between its commit and its checkpoint is recognised (the store one
+revision on, holding it) rather than refused. What is recorded twice: each model response (a
+step's output, and a message in the log) and each tool result (a step's output, and the tool
+return in the log); DBOS's copies serve only replay. A tool run again after a crash is told the
+key its first attempt recorded with `annotate_tool_effect` (the ledger's), else the DBOS key.
 
 Rules:
 - Determinism: between steps the workflow must do the same thing when it replays. The run loop
-  does, given the same inputs: so pass the run the same history (or conversation) and ids on
-  every attempt (the workflow's inputs are; `run_id=DBOS.workflow_id` keys the run by the
-  workflow), and keep non-determinism (clocks, random ids, reads of changing data) inside tools
-  or model requests.
+  does, given the same inputs: so pass the run the same history and ids on every attempt
+  (`durable_history(store, conversation_id, scope=...)` reads the stored history as it was on the
+  first attempt; `run_id=DBOS.workflow_id` keys the run by the workflow), and keep
+  non-determinism (clocks, random ids, reads of changing data) inside tools or model requests.
+  A history processor that rewrites the stored history is not supported in a durable run yet.
 - A tool runs at least once per call; it runs again only if the process died while it ran.
   Then `ctx.crash_retry` holds the call's idempotency key (the same on every attempt): a tool
   with an effect outside the process looks the effect up by that key instead of repeating it. A
@@ -52,27 +72,39 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dbos import DBOS, DBOSConfig, StepOptions
 
 from threadline._public import publish
 from threadline.agent import CrashRetry, RunContext
 from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
-from threadline.exceptions import UserError
-from threadline.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from threadline.exceptions import ConflictError, UserError
+from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 from threadline.messages.wire import encode_each
 from threadline.models import ToolDefinition
-from threadline.storage import FileStore, MemoryStore, PostgresStore, SQLiteStore
+from threadline.steps import DURABLE_IO, recorded_idempotency_key
+from threadline.storage import AsyncStore, FileStore, MemoryStore, PostgresStore, SQLiteStore, StepWrite, SyncStore
 
-__all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config']
+__all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config', 'durable_history']
 
 MODEL_REQUEST = 'threadline.model_request'
 TOOL_STARTED = 'threadline.tool_started'
 TOOL_CALL = 'threadline.tool_call'
-STEP_NAMES = (MODEL_REQUEST, TOOL_STARTED, TOOL_CALL)
+HISTORY = 'threadline.store.conversation_state'
+STEP_NAMES = (
+    MODEL_REQUEST,
+    TOOL_STARTED,
+    TOOL_CALL,
+    HISTORY,
+    'threadline.store.run_start',
+    'threadline.store.step_write',
+)
 """Every step name this capability records (compatibility data: see the module docstring)."""
+
+T = TypeVar('T')
 
 _in_step_request: contextvars.ContextVar[bool] = contextvars.ContextVar('threadline_durable_request', default=False)
 
@@ -127,7 +159,17 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
             )
         return request_context
 
-    async def wrap_tool_execute(
+    async def wrap_run(self, ctx: RunContext[CapabilityDepsT], *, handler: Any) -> Any:
+        """Inside a workflow, StepPersistence's store reads and writes become steps too."""
+        if DBOS.workflow_id is None:
+            return await handler()
+        token = DURABLE_IO.set(_store_step)
+        try:
+            return await handler()
+        finally:
+            DURABLE_IO.reset(token)
+
+    async def wrap_tool_body(
         self,
         ctx: RunContext[CapabilityDepsT],
         *,
@@ -160,13 +202,30 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
 
         async def execute() -> Any:
             if attempts.replayed:  # the call began before, and did not finish: the process died in it
-                ctx.crash_retry = CrashRetry(key)
+                ctx.crash_retry = CrashRetry(recorded_idempotency_key() or key)
             try:
                 return await handler(args)
             finally:
                 ctx.crash_retry = None
 
         return await DBOS.run_step_async({'name': TOOL_CALL}, execute)
+
+
+async def durable_history(store: AsyncStore[SyncStore], conversation_id: str, *, scope: str) -> list[ModelMessage]:
+    """The stored history to hand a durable run: inside a workflow, the history as it stood when
+    the workflow first asked (a step records its length; nothing else is checkpointed), so a
+    replay after a crash starts where the first attempt did, not after what that attempt stored.
+    Outside a workflow, the history as it is (empty for a conversation not stored yet)."""
+    if DBOS.workflow_id is None:
+        state = await store.conversation_state(conversation_id, scope=scope)
+    else:
+        state = await DBOS.run_step_async(
+            {'name': HISTORY}, store.sync.conversation_state, conversation_id, scope=scope
+        )
+    if state is None:
+        return []
+    stored = await store.load(conversation_id, scope=scope)
+    return stored.messages[: state[1]]  # the log only grows at its tip in a durable run
 
 
 SYSTEM_SCHEMA = 'threadline_dbos'
@@ -196,6 +255,36 @@ def dbos_config(store: object, *, name: str, **options: Any) -> DBOSConfig:
         raise UserError(f'dbos_config: no default system database for {type(store).__name__}; pass one yourself')
     config.update(options)  # type: ignore[typeddict-item]
     return config
+
+
+async def _store_step(name: str, operation: Callable[..., T], *args: Any) -> T:
+    """A StepPersistence read or write as the step `threadline.store.<name>` (see `DurableIO`)."""
+    step: Callable[..., Any] = partial(_write_once, operation) if name == 'step_write' else operation  # type: ignore[arg-type]
+    result: T = await DBOS.run_step_async({'name': f'threadline.store.{name}'}, step, *args)
+    return result
+
+
+def _write_once(step_write: Callable[[StepWrite], int], write: StepWrite) -> int:
+    """`step_write`, made again after a crash that came between its commit and its checkpoint:
+    the store then refuses the revision the write expected, and holds the write already (the
+    conversation one revision on, its tip the write's last message, or the run closed as the
+    write closes it), which answers for it. Anything else is the conflict it is."""
+    try:
+        return step_write(write)
+    except ConflictError:
+        store = getattr(step_write, '__self__', None)  # the store the bound `step_write` writes to
+        if store is None or write.expected_revision is None:
+            raise
+        start = store.run_start(write.conversation_id, scope=write.scope)
+        last = [*(write.history or ()), *write.messages][-1:]
+        finish = write.finish
+        run = store.get_run(write.run_id, scope=write.scope) if finish is not None else None
+        closed = finish is not None and run is not None and run.status == finish.status
+        tip_is_last = bool(last) and start is not None and start.tip == last[0]
+        landed = start is not None and start.revision == write.expected_revision + 1 and (tip_is_last or closed)
+        if not landed:
+            raise
+        return int(start.revision)
 
 
 class _Attempts:

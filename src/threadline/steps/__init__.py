@@ -4,15 +4,29 @@
 
 `StepPersistence` records events, snapshots (positions in the conversation log) and the
 tool-effect ledger; `inspect_recovery`, `continue_run` and `fork_run` read a run back. The same
-names are exported from `threadline.storage`, where the documents put them.
+names are exported from `threadline.storage`, where the documents put them. `DURABLE_IO` and
+`recorded_idempotency_key` are how a durability capability (`threadline.durable`) has
+StepPersistence's store reads and writes recorded as its steps (see `_durable_io.py`).
 """
 
 from __future__ import annotations
 
 from threadline._public import publish
-from threadline.steps._persistence import StepPersistence, annotate_tool_effect
+from threadline.steps._durable_io import DURABLE_IO, DurableIO
+from threadline.steps._persistence import StepPersistence, annotate_tool_effect, recorded_idempotency_key
 from threadline.steps._recovery import continue_run, fork_run, inspect_recovery
 
-__all__ = ['StepPersistence', 'annotate_tool_effect', 'continue_run', 'fork_run', 'inspect_recovery']
+__all__ = [
+    'DURABLE_IO',
+    'DurableIO',
+    'StepPersistence',
+    'annotate_tool_effect',
+    'continue_run',
+    'fork_run',
+    'inspect_recovery',
+    'recorded_idempotency_key',
+]
 
-publish('threadline.storage', globals(), __all__)  # users import them from threadline.storage
+_ENGINE_HOOKS = ('DURABLE_IO', 'DurableIO', 'recorded_idempotency_key')
+# users import the others from threadline.storage; the hooks for durability engines stay here
+publish('threadline.storage', globals(), [n for n in __all__ if n not in _ENGINE_HOOKS])

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from threadline.messages import ModelMessage
+from threadline.steps._durable_io import DURABLE_IO
 from threadline.storage import (
     AsyncStore,
     RunFinish,
@@ -107,9 +108,10 @@ class RunLog:
                 await self._commit(*prepared, waited=True)
 
     def write_behind(self, ctx: Any, *, durable: bool = False) -> None:
-        """Prepare a write now and commit it while the run goes on."""
-        if self.lock.locked() or self.behind is not None:
-            return  # a write is under way: what is pending rides with the next one
+        """Prepare a write now and commit it while the run goes on (not in a durable run: see
+        `_durable_io`)."""
+        if self.lock.locked() or self.behind is not None or DURABLE_IO.get() is not None:
+            return  # a write is under way, or the run is durable: what is pending rides with the next one
         prepared = self._prepare(ctx, durable=durable, finish=None)
         if prepared is not None:
             self.behind = asyncio.ensure_future(self._commit(*prepared, waited=False))
@@ -174,7 +176,10 @@ class RunLog:
         """Commit `write`: in a worker thread, or, when the run waits for it and it is bounded by
         one step (no rewritten history), in the event loop if the store can start it at once."""
         try:
-            if waited and write.history is None:
+            io = DURABLE_IO.get()
+            if io is not None:  # a durable run: the write is one of the engine's steps
+                revision = await io('step_write', self.store.sync.step_write, write)
+            elif waited and write.history is None:
                 revision = await self.store._in_loop_or_thread(self.store.sync.step_write, write)
             else:
                 revision = await self.store.step_write(write)

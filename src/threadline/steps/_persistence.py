@@ -76,6 +76,7 @@ from threadline.audit import record_repair_events
 from threadline.exceptions import ConflictError, ModelRetry, UserError
 from threadline.messages import ModelMessage, ModelResponse, RunUsage, ToolCallPart
 from threadline.messages.wire import encoder
+from threadline.steps._durable_io import DURABLE_IO
 from threadline.steps._log import RunLog
 from threadline.steps._recovery import refuse_unknown_effects
 from threadline.storage import AsyncStore, RunFinish, RunLineage, RunStart, SyncStore, ToolEffect
@@ -164,6 +165,11 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
     async def before_run(self, ctx: RunContext[CapabilityDepsT]) -> None:
         scope = self._scope_for(ctx)
         started, repaired = (ctx.run_step, _now()), bool(ctx.repair_events)
+        io = DURABLE_IO.get()
+        if io is not None:  # a durable run: the read is a step, answering the same on a replay
+            durable_start: RunStart | None = await io('run_start', self._read_start, ctx.conversation_id, scope)
+            self._open(ctx, scope, durable_start, ctx.messages, repaired, started)
+            return
         # The run start's read is a few index descents: done here when the store can do it at
         # once (`AsyncStore._in_loop_or_thread`), and checked against the history as it is now.
         start = self.store._try_in_loop(self._read_start, ctx.conversation_id, scope)
@@ -486,6 +492,17 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
 def _settled(history: list[ModelMessage]) -> bool:
     last = history[-1] if history else None
     return not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts))
+
+
+def recorded_idempotency_key() -> str | None:
+    """The idempotency key the ledger holds for the tool call running now (what
+    `annotate_tool_effect` recorded, on this attempt or one the process died in), or None: how
+    a durability engine tells a tool run again after a crash which key to look its effect up by."""
+    scope = _current_tool.get()
+    if scope is None:
+        return None
+    effects = scope.persistence.store.sync.tool_effects(scope.run_id, scope=scope.state.scope)
+    return next((e.idempotency_key for e in effects if e.tool_call_id == scope.tool_call_id), None)
 
 
 def annotate_tool_effect(

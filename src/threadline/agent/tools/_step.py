@@ -356,7 +356,10 @@ class ToolStep:
         chain, tool_def = self.state.capabilities, tool.tool_def
         try:
             args = await chain.before_tool_execute(ctx, call, tool_def, args)
-            result = await tool.call(ctx, args)
+            if chain.has('wrap_tool_body'):
+                result = await chain.wrap_tool_body(ctx, call, tool_def, args, partial(tool.call, ctx))
+            else:
+                result = await tool.call(ctx, args)
             return await chain.after_tool_execute(ctx, call, tool_def, args, result)
         except (ApprovalRequired, CallDeferred) as waiting:
             # Not a failure: the call waits outside the run (see `_function_call`). The error hooks
