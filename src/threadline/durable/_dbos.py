@@ -72,7 +72,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,12 +80,12 @@ from dbos import DBOS, DBOSConfig, StepOptions
 from threadline._public import publish
 from threadline.agent import CrashRetry, RunContext
 from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
-from threadline.exceptions import ConflictError, UserError
+from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 from threadline.messages.wire import encode_each
 from threadline.models import ToolDefinition
 from threadline.steps import DURABLE_IO, recorded_idempotency_key
-from threadline.storage import AsyncStore, FileStore, MemoryStore, PostgresStore, SQLiteStore, StepWrite, SyncStore
+from threadline.storage import AsyncStore, FileStore, MemoryStore, PostgresStore, SQLiteStore, SyncStore
 
 __all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config', 'durable_history']
 
@@ -259,32 +258,8 @@ def dbos_config(store: object, *, name: str, **options: Any) -> DBOSConfig:
 
 async def _store_step(name: str, operation: Callable[..., T], *args: Any) -> T:
     """A StepPersistence read or write as the step `threadline.store.<name>` (see `DurableIO`)."""
-    step: Callable[..., Any] = partial(_write_once, operation) if name == 'step_write' else operation  # type: ignore[arg-type]
-    result: T = await DBOS.run_step_async({'name': f'threadline.store.{name}'}, step, *args)
+    result: T = await DBOS.run_step_async({'name': f'threadline.store.{name}'}, operation, *args)
     return result
-
-
-def _write_once(step_write: Callable[[StepWrite], int], write: StepWrite) -> int:
-    """`step_write`, made again after a crash that came between its commit and its checkpoint:
-    the store then refuses the revision the write expected, and holds the write already (the
-    conversation one revision on, its tip the write's last message, or the run closed as the
-    write closes it), which answers for it. Anything else is the conflict it is."""
-    try:
-        return step_write(write)
-    except ConflictError:
-        store = getattr(step_write, '__self__', None)  # the store the bound `step_write` writes to
-        if store is None or write.expected_revision is None:
-            raise
-        start = store.run_start(write.conversation_id, scope=write.scope)
-        last = [*(write.history or ()), *write.messages][-1:]
-        finish = write.finish
-        run = store.get_run(write.run_id, scope=write.scope) if finish is not None else None
-        closed = finish is not None and run is not None and run.status == finish.status
-        tip_is_last = bool(last) and start is not None and start.tip == last[0]
-        landed = start is not None and start.revision == write.expected_revision + 1 and (tip_is_last or closed)
-        if not landed:
-            raise
-        return int(start.revision)
 
 
 class _Attempts:

@@ -14,7 +14,10 @@ import contextvars
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-__all__ = ['DURABLE_IO', 'DurableIO']
+from threadline.exceptions import ConflictError
+from threadline.storage import StepWrite, SyncStore
+
+__all__ = ['DURABLE_IO', 'DurableIO', 'write_once']
 
 T = TypeVar('T')
 
@@ -26,3 +29,35 @@ class DurableIO(Protocol):
 
 
 DURABLE_IO: contextvars.ContextVar[DurableIO | None] = contextvars.ContextVar('threadline_durable_io', default=None)
+
+
+def write_once(store: SyncStore, write: StepWrite) -> int:
+    """`store.step_write(write)`, safe to make again after a crash that came between its commit
+    and the engine's checkpoint of it. Made again, the write finds the store holding it already:
+
+    - it expected a revision, and the store is one revision on, its tip the write's last message
+      (or, for a write with no messages, the run closed as the write closes it): that is its
+      revision;
+    - it expected none (the conversation's first write), and the conversation exists with the
+      write's last message as its tip: the same.
+
+    Anything else is a real conflict, raised as it is."""
+    last = [*(write.history or ()), *write.messages][-1:]
+    if write.expected_revision is None and last:
+        start = store.run_start(write.conversation_id, scope=write.scope)
+        if start is not None and start.tip == last[0]:
+            return start.revision  # the first write landed before the crash
+    try:
+        return store.step_write(write)
+    except ConflictError:
+        if write.expected_revision is None:
+            raise
+        start = store.run_start(write.conversation_id, scope=write.scope)
+        if start is None or start.revision != write.expected_revision + 1:
+            raise
+        finish = write.finish
+        run = store.get_run(write.run_id, scope=write.scope) if finish is not None else None
+        closed = finish is not None and run is not None and run.status == finish.status
+        if not ((last and start.tip == last[0]) or (not last and closed)):
+            raise
+        return start.revision

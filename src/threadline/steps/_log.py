@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
 
 from threadline.messages import ModelMessage
-from threadline.steps._durable_io import DURABLE_IO
+from threadline.steps._durable_io import DURABLE_IO, write_once
 from threadline.storage import (
     AsyncStore,
     RunFinish,
@@ -178,7 +179,7 @@ class RunLog:
         try:
             io = DURABLE_IO.get()
             if io is not None:  # a durable run: the write is one of the engine's steps
-                revision = await io('step_write', self.store.sync.step_write, write)
+                revision = await io('step_write', partial(write_once, self.store.sync), write)
             elif waited and write.history is None:
                 revision = await self.store._in_loop_or_thread(self.store.sync.step_write, write)
             else:
