@@ -323,9 +323,7 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
         args: dict[str, Any],
         handler: Callable[[dict[str, Any]], Awaitable[Any]],
     ) -> Any:
-        for capability in self._reversed['wrap_tool_execute']:
-            handler = _bind_tool(capability, 'wrap_tool_execute', ctx, call, tool_def, handler)
-        return await handler(args)
+        return await self._wrapped_tool('wrap_tool_execute', ctx, call, tool_def, args, handler)
 
     async def wrap_tool_body(
         self,
@@ -335,8 +333,20 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
         args: dict[str, Any],
         handler: Callable[[dict[str, Any]], Awaitable[Any]],
     ) -> Any:
-        for capability in self._reversed['wrap_tool_body']:
-            handler = _bind_tool(capability, 'wrap_tool_body', ctx, call, tool_def, handler)
+        return await self._wrapped_tool('wrap_tool_body', ctx, call, tool_def, args, handler)
+
+    async def _wrapped_tool(
+        self,
+        hook: str,
+        ctx: RunContext[AgentDepsT],
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        """`handler` inside every capability's `hook` (the first capability outermost)."""
+        for capability in self._reversed[hook]:
+            handler = _bind_tool(capability, hook, ctx, call, tool_def, handler)
         return await handler(args)
 
     # --- output ------------------------------------------------------------------------------------
