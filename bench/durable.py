@@ -1,0 +1,143 @@
+"""What durability costs: one scripted tool-calling turn (two model requests, one tool call) run
+inside a DBOS workflow and outside one, for Threadline's `DBOSDurability` and for pydantic-ai's
+own `DBOSDurability` on the same script, at 10 and 20,000 messages of history. The system
+database is SQLite, as a first deployment has it. Medians of interleaved runs, GC on.
+
+    uv run python bench/durable.py [--rounds 15]
+
+The added time per step is (inside - outside) / 3: a turn makes two model requests and one tool
+call, each a DBOS step (Threadline records a tool call as two: its start mark and its body). The
+history reaches both agents in memory, not as a workflow input, so neither side pays for
+serialising it and what is timed is the steps. With Threadline's StepPersistence beside it
+(`--with-store`), its writes are steps too, and the history comes from the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import workload
+
+SIZES = (10, 20_000)
+
+
+class Side:
+    """One library's agent over a history, run inside a workflow or outside one."""
+
+    def __init__(self, name: str, agent: Any, history: list[Any]) -> None:
+        self.name, self.agent, self.history = name, agent, history
+        self.inside: list[float] = []
+        self.outside: list[float] = []
+
+    async def turn(self, workflow: Any) -> None:
+        from dbos import DBOS
+
+        start = time.perf_counter()
+        await self.agent.run('next question', message_history=self.history)
+        self.outside.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        handle = await DBOS.start_workflow_async(workflow, self.name)
+        await handle.get_result()
+        self.inside.append(time.perf_counter() - start)
+
+
+def _threadline_agent(wl: Any) -> Any:
+    import threadline
+    from threadline.durable import DBOSDurability
+    from threadline.models.function import FunctionModel
+
+    return _agent(threadline.Agent, FunctionModel, DBOSDurability(), wl, threadline)
+
+
+def _pydantic_ai_agent(wl: Any) -> Any:
+    import pydantic_ai
+    from pydantic_ai.durable_exec.dbos import DBOSDurability
+    from pydantic_ai.models.function import FunctionModel
+
+    return _agent(pydantic_ai.Agent, FunctionModel, DBOSDurability(), wl, pydantic_ai)
+
+
+def _agent(agent_class: Any, function_model: Any, durability: Any, wl: Any, library: Any) -> Any:
+    turn = library.ModelMessagesTypeAdapter.validate_python(wl.turn(0, conversation_id='c'))
+
+    def model(messages: list[Any], info: Any) -> Any:
+        return turn[3] if any(getattr(p, 'part_kind', '') == 'tool-return' for p in messages[-1].parts) else turn[1]
+
+    agent = agent_class(function_model(model), name=f'bench_{library.__name__}', capabilities=[durability])
+    tool_name = turn[1].parts[-1].tool_name
+
+    @agent.tool_plain(name=tool_name)
+    def _tool(query: str, limit: int) -> str:
+        return str(turn[2].parts[0].content)
+
+    return agent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--rounds', type=int, default=15)
+    args = parser.parse_args()
+    import pydantic_ai
+    from dbos import DBOS
+
+    import threadline
+
+    wl = workload()
+    directory = Path(tempfile.mkdtemp())
+    agents = {'threadline': _threadline_agent(wl), 'pydantic-ai': _pydantic_ai_agent(wl)}
+    histories: dict[tuple[str, int], list[Any]] = {}
+    for size in SIZES:
+        raw = wl.history(size, conversation_id='c')
+        histories['threadline', size] = threadline.ModelMessagesTypeAdapter.validate_python(raw)
+        histories['pydantic-ai', size] = pydantic_ai.ModelMessagesTypeAdapter.validate_python(raw)
+    current: dict[str, list[Any]] = {}
+
+    @DBOS.workflow(name='bench_turn')
+    async def bench_turn(name: str) -> str:
+        return str((await agents[name].run('next question', message_history=current[name])).output)
+
+    DBOS(config={'name': 'threadline_bench', 'system_database_url': f'sqlite:///{directory / "dbos.sqlite"}'})
+    DBOS.launch()
+
+    async def measure() -> dict[tuple[str, int], Side]:
+        sides = {}
+        for size in SIZES:
+            for name in agents:
+                current[name] = histories[name, size]
+                sides[name, size] = Side(name, agents[name], histories[name, size])
+            for round_ in range(args.rounds + 2):  # two warm-up rounds, interleaved
+                for name in agents:
+                    current[name] = histories[name, size]
+                    await sides[name, size].turn(bench_turn)
+                    if round_ < 2:
+                        sides[name, size].inside.clear(), sides[name, size].outside.clear()
+        return sides
+
+    sides = asyncio.run(measure())
+    DBOS.destroy()
+    print('durability per scripted turn (2 model requests + 1 tool call), SQLite system database')
+    print(f'{"":12} {"history":>8} {"outside":>10} {"inside":>10} {"added/turn":>11} {"added/step":>11}')
+    added: dict[tuple[str, int], float] = {}
+    for (name, size), side in sides.items():
+        outside, inside = statistics.median(side.outside), statistics.median(side.inside)
+        added[name, size] = (inside - outside) / 3
+        print(
+            f'{name:12} {size:>8,} {outside * 1e3:8.2f}ms {inside * 1e3:8.2f}ms '
+            f'{(inside - outside) * 1e3:9.2f}ms {added[name, size] * 1e3:9.2f}ms'
+        )
+    for size in SIZES:
+        ours, theirs = added['threadline', size], added['pydantic-ai', size]
+        print(f'at {size:,} messages: Threadline adds {ours * 1e3:.2f} ms a step, pydantic-ai {theirs * 1e3:.2f} ms')
+
+
+if __name__ == '__main__':
+    main()
