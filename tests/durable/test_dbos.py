@@ -5,6 +5,7 @@ the tool told it is a retry, and outside a workflow nothing changes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -45,6 +46,31 @@ def look_up(ctx: RunContext[None], order: str) -> str:
 @DBOS.workflow(name='orders_turn')
 async def orders_turn(prompt: str) -> str:
     return (await agent.run(prompt, conversation_id='orders', run_id=DBOS.workflow_id)).output
+
+
+def three_at_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if len(messages) == 1:
+        return ModelResponse(parts=[ToolCallPart('slow', {'n': n}, tool_call_id=f'call-{n}') for n in range(3)])
+    return ModelResponse(parts=[TextPart('all three done')])
+
+
+parallel = Agent(FunctionModel(three_at_once), capabilities=[DBOSDurability()])
+running: list[int] = []
+overlaps: list[int] = []
+
+
+@parallel.tool_plain
+async def slow(n: int) -> int:
+    running.append(n)
+    overlaps.append(len(running))
+    await asyncio.sleep(0.01)
+    running.remove(n)
+    return n
+
+
+@DBOS.workflow(name='parallel_turn')
+async def parallel_turn() -> str:
+    return (await parallel.run('do all three', run_id=DBOS.workflow_id)).output
 
 
 @DBOS.workflow(name='orders_streamed')
@@ -105,6 +131,15 @@ async def test_a_replayed_workflow_makes_no_request_and_runs_no_tool_again(dbos:
     with SetWorkflowID('orders-2'):  # the same workflow again: its recorded result, nothing re-run
         again = await (await DBOS.start_workflow_async(orders_turn, 'when does A-17 ship?')).get_result()
     assert again == first and requests == made and tool_runs == ran
+
+
+async def test_parallel_calls_take_their_steps_one_at_a_time(dbos: None) -> None:
+    with SetWorkflowID('parallel-1'):
+        assert await (await DBOS.start_workflow_async(parallel_turn)).get_result() == 'all three done'
+    names = [s['function_name'] for s in await DBOS.list_workflow_steps_async('parallel-1')]
+    body = ['threadline.tool_started', 'threadline.tool_call']
+    assert names == ['threadline.model_request', *body * 3, 'threadline.model_request']
+    assert overlaps == [1, 1, 1]  # never two bodies at once inside the workflow
 
 
 async def test_a_streamed_request_inside_a_workflow_is_refused(dbos: None) -> None:

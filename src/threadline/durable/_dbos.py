@@ -120,7 +120,7 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         if not isinstance(retries, int) or retries < 0:
             raise UserError(f'DBOSDurability(retries=...) must be a non-negative integer, not {retries!r}')
         self.retries = retries
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # per workflow: the lock, and its users
 
     async def wrap_model_request(
         self,
@@ -180,13 +180,17 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         workflow_id = DBOS.workflow_id
         if workflow_id is None:
             return await handler(args)
-        lock = self._locks.setdefault(workflow_id, asyncio.Lock())
+        lock, users = self._locks.get(workflow_id, (asyncio.Lock(), 0))
+        self._locks[workflow_id] = (lock, users + 1)
         try:
             async with lock:  # steps take their places in the order they start: one call at a time
                 return await self._tool_steps(ctx, workflow_id, call, args, handler)
         finally:
-            if not lock.locked():
-                self._locks.pop(workflow_id, None)
+            lock, users = self._locks[workflow_id]
+            if users == 1:  # the last call of the workflow waiting or running: the lock goes
+                del self._locks[workflow_id]
+            else:
+                self._locks[workflow_id] = (lock, users - 1)
 
     async def _tool_steps(
         self,
