@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from threadline._public import publish
 from threadline.steps._durable_io import DURABLE_IO, DurableIO
-from threadline.steps._persistence import StepPersistence, annotate_tool_effect, recorded_idempotency_key
+from threadline.steps._persistence import StepPersistence
 from threadline.steps._recovery import continue_run, fork_run, inspect_recovery
+from threadline.steps._tool_scope import annotate_tool_effect, recorded_idempotency_key
 
 __all__ = [
     'DURABLE_IO',

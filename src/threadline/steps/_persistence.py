@@ -65,7 +65,6 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,6 +78,7 @@ from threadline.messages.wire import encoder
 from threadline.steps._durable_io import DURABLE_IO
 from threadline.steps._log import RunLog
 from threadline.steps._recovery import refuse_unknown_effects
+from threadline.steps._tool_scope import CURRENT_TOOL, ToolScope
 from threadline.storage import AsyncStore, RunFinish, RunLineage, RunStart, SyncStore, ToolEffect
 from threadline.storage.extend import NotNow, quarantined, to_python_output
 
@@ -86,25 +86,14 @@ if TYPE_CHECKING:
     from threadline.agent import AgentNode, AgentRunResult, NodeResult, RunContext
     from threadline.models import ToolDefinition
 
-__all__ = ['StepPersistence', 'annotate_tool_effect']
+__all__ = ['StepPersistence']
 
 
 def _now() -> datetime:
     return datetime.now(tz=UTC)
 
 
-@dataclass(frozen=True)
-class _ToolScope:
-    persistence: StepPersistence
-    state: RunLog
-    run_id: str
-    tool_call_id: str
-    tool_name: str
-    started_at: datetime
-
-
 _enclosing_run: contextvars.ContextVar[str | None] = contextvars.ContextVar('threadline_enclosing_run', default=None)
-_current_tool: contextvars.ContextVar[_ToolScope | None] = contextvars.ContextVar('threadline_tool_scope', default=None)
 
 
 class StepPersistence(AbstractCapability[CapabilityDepsT]):
@@ -365,7 +354,7 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
         state.effects.append(effect)
         await asyncio.sleep(0)  # sibling calls of the same response queue their rows: one commit
         await state.flush(ctx, durable=True, needed=effect)
-        _current_tool.set(_ToolScope(self, state, ctx.run_id, tool_call_id, tool_name, started))
+        CURRENT_TOOL.set(ToolScope(self.store, state, ctx.run_id, tool_call_id, tool_name, started))
 
     async def after_tool_execute(
         self,
@@ -492,39 +481,3 @@ class StepPersistence(AbstractCapability[CapabilityDepsT]):
 def _settled(history: list[ModelMessage]) -> bool:
     last = history[-1] if history else None
     return not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts))
-
-
-def recorded_idempotency_key() -> str | None:
-    """The idempotency key the ledger holds for the tool call running now (what
-    `annotate_tool_effect` recorded, on this attempt or one the process died in), or None: how
-    a durability engine tells a tool run again after a crash which key to look its effect up by."""
-    scope = _current_tool.get()
-    if scope is None:
-        return None
-    effects = scope.persistence.store.sync.tool_effects(scope.run_id, scope=scope.state.scope)
-    return next((e.idempotency_key for e in effects if e.tool_call_id == scope.tool_call_id), None)
-
-
-def annotate_tool_effect(
-    ctx: RunContext[Any] | None = None, *, idempotency_key: str | None = None, summary: str | None = None
-) -> None:
-    """Record, before a tool's external effect, how to find that effect later (an idempotency key,
-    a short summary). Durable when it returns; a no-op outside a tool run under StepPersistence.
-
-    Call it from inside the tool body, before the side effect: after a crash the ledger row (still
-    `started`) then tells the operator which key to look up at the destination.
-    """
-    scope = _current_tool.get()
-    if scope is None:
-        return
-    effect = ToolEffect(
-        scope.run_id,
-        scope.tool_call_id,
-        scope.tool_name,
-        'started',
-        scope.started_at,
-        idempotency_key=idempotency_key,
-        summary=summary,
-    )
-    store = scope.persistence.store.sync
-    store.record_tool_effect(effect, conversation_id=scope.state.conversation_id, scope=scope.state.scope)
