@@ -60,6 +60,8 @@ __all__ = ['HarnessStepStore']
 
 KEPT_HISTORIES = 16
 """Conversations whose last written snapshot a store keeps to compare the next one against."""
+KEPT_RUNS = 4096
+"""Runs whose conversation a store remembers (a forgotten one is read back from the store)."""
 _ATTEMPTS = 5
 
 
@@ -91,7 +93,7 @@ class HarnessStepStore:
         lineage = RunLineage(record.parent_run_id, record.agent_name, dict(record.metadata), record.registration_id)
         write = StepWrite(conversation_id, self.scope, record.run_id, None, register=True, lineage=lineage)
         await self.store.step_write(write)
-        self._conversations[record.run_id] = conversation_id
+        self._remember(record.run_id, conversation_id)
 
     async def get_run(self, *, run_id: str) -> RunRecord | None:
         stored = await self.store.get_run(run_id, scope=self.scope)
@@ -111,8 +113,14 @@ class HarnessStepStore:
         if known is None:
             stored = await self.store.get_run(run_id, scope=self.scope)
             known = stored.conversation_id if stored is not None else given or run_id
-            self._conversations[run_id] = known
+            self._remember(run_id, known)
         return known
+
+    def _remember(self, run_id: str, conversation_id: str) -> None:
+        """Keep which conversation a run writes to (the newest `KEPT_RUNS` runs: bounded memory)."""
+        self._conversations[run_id] = conversation_id
+        if len(self._conversations) > KEPT_RUNS:
+            del self._conversations[next(iter(self._conversations))]
 
     # -- events -------------------------------------------------------------------------------
     async def append_event(self, event: StepEvent) -> None:
