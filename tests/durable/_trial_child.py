@@ -8,7 +8,8 @@ point where the process may die is a tick: inside a model request, inside a tool
 after its effect, between steps, and just before and just after a store write commits. `run`
 dies at tick KILL_AT; `clean` counts the ticks of a run that is never killed. `recover` and
 `clean` print the stored conversation, the ledger and how often each effect was applied; the model
-requests answered go to DIRECTORY/requests-TRIAL.log, where the process died to DIRECTORY/killed-TRIAL.
+requests answered go to DIRECTORY/requests-TRIAL.log with the pid and trial of the process that answered, where and
+which process died to DIRECTORY/killed-TRIAL.
 """
 
 from __future__ import annotations
@@ -42,27 +43,27 @@ effects = sqlite3.connect(DIRECTORY / 'effects.db', isolation_level=None, check_
 effects.execute('CREATE TABLE IF NOT EXISTS applied (key TEXT PRIMARY KEY, times INTEGER NOT NULL)')
 
 
-def trial() -> str:
-    """The trial of the workflow running now. Everything a workflow does depends on its own
-    inputs only: a worker may resume another worker's workflow (DBOS recovery across executors)."""
-    workflow = DBOS.workflow_id
-    return workflow.removeprefix('turn-') if workflow else TRIAL
+def trial(run_id: str | None) -> str:
+    """The trial a run belongs to, from its run id (`turn-<trial>`, the workflow's id). Everything
+    a workflow does depends on its own inputs only: a worker may run another worker's workflow
+    (DBOS recovery across executors), so nothing here may assume the process's own trial."""
+    return run_id.removeprefix('turn-') if run_id else TRIAL
 
 
-def tick(where: str) -> None:
-    """A point where the process may die: it dies at the KILL_AT-th of its own trial's run."""
-    name = trial()
+def tick(where: str, name: str) -> None:
+    """A point where the process may die: it dies at the KILL_AT-th point of its own trial's run."""
     ticks[name] = ticks.get(name, 0) + 1
     if name == TRIAL and ticks[name] == KILL_AT:
-        (DIRECTORY / f'killed-{TRIAL}').write_text(where)
+        (DIRECTORY / f'killed-{TRIAL}').write_text(f'{where}\n{os.getpid()}')
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    tick('inside a model request')
+    name = trial(next((m.run_id for m in reversed(messages) if m.run_id), None))
+    tick('inside a model request', name)
     calls = sum(1 for m in messages if isinstance(m, ModelResponse))
-    with (DIRECTORY / f'requests-{trial()}.log').open('a') as log:
-        log.write(f'{len(messages)}\n')  # answered (a request killed above never is)
+    with (DIRECTORY / f'requests-{name}.log').open('a') as log:
+        log.write(f'{len(messages)} {os.getpid()} {TRIAL}\n')  # answered, by whom (a request killed above never is)
     if calls < 2:
         order = f'order-{calls + 1}'
         return ModelResponse(parts=[ToolCallPart('apply', {'order': order}, tool_call_id=f'call-{calls + 1}')])
@@ -71,7 +72,7 @@ def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 class Between(AbstractCapability[Any]):
     async def after_node_run(self, ctx: RunContext[Any], *, node: Any, result: Any) -> Any:
-        tick('between steps')
+        tick('between steps', trial(ctx.run_id))
         return result
 
 
@@ -80,13 +81,14 @@ agent = Agent(FunctionModel(model), capabilities=[StepPersistence(store, scope='
 
 @agent.tool
 def apply(ctx: RunContext[None], order: str) -> str:
-    key = ctx.crash_retry.idempotency_key if ctx.crash_retry else f'{trial()}-{order}'
+    name = trial(ctx.run_id)
+    key = ctx.crash_retry.idempotency_key if ctx.crash_retry else f'{name}-{order}'
     if ctx.crash_retry is None:
         annotate_tool_effect(ctx, idempotency_key=key)
-    tick('inside a tool, before its effect')
+    tick('inside a tool, before its effect', name)
     if effects.execute('SELECT 1 FROM applied WHERE key = ?', (key,)).fetchone() is None:  # looked up first
         effects.execute('INSERT INTO applied VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET times = times + 1', (key,))
-    tick('inside a tool, after its effect')
+    tick('inside a tool, after its effect', name)
     return f'{order} applied'
 
 
@@ -94,9 +96,9 @@ _write = store.sync.step_write
 
 
 def step_write(write: Any) -> int:
-    tick('just before a store write')
+    tick('just before a store write', trial(write.run_id))
     revision = _write(write)
-    tick('just after a store write commits')
+    tick('just after a store write commits', trial(write.run_id))
     return revision
 
 
@@ -133,7 +135,9 @@ async def main() -> None:
         'verified': (await store.verify(conversation, scope='trials')).ok,
     }
     print(json.dumps(report))
-    DBOS.destroy()
+    # a worker may be running another's workflow (recovery across executors): let it finish first
+    running = await DBOS.list_workflows_async(status='PENDING', executor_id=DBOS.executor_id, load_input=False)
+    DBOS.destroy(workflow_completion_timeout_sec=120 if running else 0)
     store.close()
 
 
