@@ -105,6 +105,7 @@ OPTIONAL: frozenset[str] = frozenset(
         'threadline.ui.ag_ui',
         'threadline.ui.vercel_ai',
         'threadline.durable._dbos',
+        'threadline.durable._approval',
     }
     | PYDANTIC_AI_SUBCLASSES
 )

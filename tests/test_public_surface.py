@@ -225,7 +225,15 @@ SURFACE: dict[str, set[str]] = {
     },
     'threadline.search': {'ConversationSearch'},
     'threadline.memory': {'Memory'},
-    'threadline.durable': {'DBOSDurability', 'STEP_NAMES', 'dbos_config', 'durable_history'},
+    'threadline.durable': {
+        'APPROVAL_TOPIC',
+        'DBOSDurability',
+        'STEP_NAMES',
+        'dbos_config',
+        'durable_history',
+        'send_approval',
+        'wait_for_approval',
+    },
     'threadline.pydantic_ai': {
         'ConversationSearch',
         'HarnessStepStore',

@@ -9,7 +9,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,15 +76,6 @@ async def parallel_turn() -> str:
 async def orders_streamed(prompt: str) -> str:
     async with agent.run_stream(prompt) as streamed:
         return await streamed.get_output()
-
-
-@pytest.fixture(scope='module')
-def dbos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    database = tmp_path_factory.mktemp('dbos') / 'system.sqlite'
-    DBOS(config={'name': 'threadline_tests', 'system_database_url': f'sqlite:///{database}', 'log_level': 'WARNING'})
-    DBOS.launch()
-    yield
-    DBOS.destroy()
 
 
 @pytest.fixture(autouse=True)

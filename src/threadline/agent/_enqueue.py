@@ -103,6 +103,7 @@ class EnqueueQueue:
         self.asap: list[_Entry] = []
         self.when_idle: list[_Entry] = []
         self.closed = False
+        self.refused: str | None = None  # why this run takes no enqueued content (a capability says)
         self._spliced: dict[str, int] = {}
 
     def put(self, items: Sequence[Any], *, priority: str, tool_call_id: str | None) -> str | None:
@@ -110,6 +111,8 @@ class EnqueueQueue:
             raise UserError(f"enqueue priority must be 'asap' or 'when_idle', not {priority!r}")
         if self.closed:
             raise UserError('`enqueue` is not available because the agent run has ended.')
+        if self.refused is not None:
+            raise UserError(self.refused)
         if not items:
             return None
         messages = _coalesce(items)

@@ -47,7 +47,15 @@ Rules:
   (`durable_history(store, conversation_id, scope=...)` reads the stored history as it was on the
   first attempt; `run_id=DBOS.workflow_id` keys the run by the workflow), and keep
   non-determinism (clocks, random ids, reads of changing data) inside tools or model requests.
-  A history processor that rewrites the stored history is not supported in a durable run yet.
+- History processors run in the workflow, so they must be deterministic (`KeepLastTurns` and
+  `ClearOldToolResults` are); one that calls a model (`SummarizeOlderTurns`) is called again on a
+  replay. With StepPersistence, a processor that rewrites earlier messages is refused (a
+  `UserError` before anything is written): the store would hold a branch, and a replay could not
+  start from the history its first attempt did.
+- `enqueue` is refused in a durable run: enqueued content is part of no step, so a replay would
+  not see it. Start a new workflow with it instead.
+- A run that pauses for approval ends with `DeferredToolRequests`; `wait_for_approval` keeps the
+  workflow waiting durably until `send_approval` answers (see `threadline.durable._approval`).
 - A tool runs at least once per call; it runs again only if the process died while it ran.
   Then `ctx.crash_retry` holds the call's idempotency key (the same on every attempt): a tool
   with an effect outside the process looks the effect up by that key instead of repeating it. A
@@ -104,6 +112,11 @@ STEP_NAMES = (
 """Every step name this capability records (compatibility data: see the module docstring)."""
 
 T = TypeVar('T')
+
+ENQUEUE_REFUSED = (
+    'enqueue is not available in a durable run: content enqueued by a tool or another task is not part of '
+    'any step, so a replay after a crash would not see it; start a new run (a new workflow) with it instead'
+)
 
 _in_step_request: contextvars.ContextVar[bool] = contextvars.ContextVar('threadline_durable_request', default=False)
 
@@ -163,6 +176,8 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         if DBOS.workflow_id is None:
             return await handler()
         token = DURABLE_IO.set(_store_step)
+        if ctx.queue is not None:
+            ctx.queue.refused = ENQUEUE_REFUSED
         try:
             return await handler()
         finally:

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal
 
+from threadline.exceptions import UserError
 from threadline.messages import ModelMessage
 from threadline.steps._durable_io import DURABLE_IO, write_once
 from threadline.storage import (
@@ -136,6 +137,12 @@ class RunLog:
         )
         new = history[self.stored :] if unchanged else []
         rewritten = None if unchanged else list(history)
+        if rewritten is not None and DURABLE_IO.get() is not None:
+            raise UserError(
+                'a durable run cannot store a rewritten history yet (ProcessHistory or compaction changed '
+                'earlier messages): a replay after a crash could not start from the history its first attempt '
+                'did; rewrite the history before the workflow, or leave StepPersistence off this agent'
+            )
         if self.registered and not (new or rewritten or self.effects or self.snapshot or finish):
             return None
         undo = _Undo(
