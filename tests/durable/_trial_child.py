@@ -27,6 +27,7 @@ from dbos import DBOS, SetWorkflowID
 
 from threadline import Agent, ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunContext, TextPart, ToolCallPart
 from threadline.agent.capability import AbstractCapability
+from threadline.audit import AuditContext, PromptContract, audit_history
 from threadline.durable import DBOSDurability, dbos_config, durable_history
 from threadline.models.function import AgentInfo, FunctionModel
 from threadline.storage import AsyncStore, PostgresStore, SQLiteStore, StepPersistence, SyncStore, annotate_tool_effect
@@ -124,11 +125,34 @@ async def main() -> None:
     else:
         output = await (await DBOS.retrieve_workflow_async(f'turn-{TRIAL}')).get_result()
     stored = await store.load(conversation, scope='trials')
+    ledger = await store.tool_effects(f'turn-{TRIAL}', scope='trials')
+    for effect in ledger:  # what the effects table confirms, as a receipt: then the audit can say READY
+        store.sync.record_outcome(
+            conversation,
+            scope='trials',
+            run_id=f'turn-{TRIAL}',
+            expected_effect=f'apply {effect.tool_call_id}',
+            destination='effects',
+            idempotency_key=effect.idempotency_key,
+            evidence_ref=f'effects:{effect.idempotency_key}',
+            strength='outcome',
+        )
+    audit = audit_history(
+        store.sync.load(conversation, scope='trials'),
+        AuditContext(
+            source='store',
+            store=store,
+            scope='trials',
+            conversation_id=conversation,
+            prompt_contract=PromptContract.dynamic('trials'),  # the agent has no system prompt
+        ),
+    )
     report = {
         'output': output,
         'ticks': ticks.get(TRIAL, 0),
         'messages': json.loads(ModelMessagesTypeAdapter.dump_json(stored.messages)),
-        'ledger': [(e.tool_call_id, e.status) for e in await store.tool_effects(f'turn-{TRIAL}', scope='trials')],
+        'ledger': [(e.tool_call_id, e.status) for e in ledger],
+        'verdict': audit.verdict,
         'applied': effects.execute(
             'SELECT key, times FROM applied WHERE key LIKE ? ORDER BY key', (f'{TRIAL}-%',)
         ).fetchall(),

@@ -86,6 +86,7 @@ def run_trials(directory: Path, backend: str, count: int) -> Trials:
         assert report['ledger'] == reference['ledger'] == [['call-1', 'completed'], ['call-2', 'completed']]
         assert [times for _, times in report['applied']] == [1, 1], (report['applied'], name)  # none applied twice
         assert report['verified']
+        assert report['verdict'] == reference['verdict'] == 'READY'  # the audit, after the outcome receipts
         where, pid = (directory / f'killed-{name}').read_text().split('\n')
         return where, pid
 
