@@ -67,3 +67,14 @@ def test_readme_durable_example_defines_a_workflow(tmp_path: Path) -> None:
     exec(compile(block.group(1).replace("'app.db'", repr(str(tmp_path / 'app.db'))), 'README.md', 'exec'), namespace)
     assert callable(namespace['support_turn']) and (tmp_path / 'app.db').exists()
     DBOS.destroy()  # the block configured DBOS; it was never launched
+
+
+def test_readme_durable_approval_fragment_is_the_tested_loop() -> None:
+    """The fragment is the loop `tests/durable/_approval_child.py` runs (killed while it waits)."""
+    block = re.search(r'A run that pauses for approval waits.*?```python\n(.*?)```', README.read_text(), re.S)
+    assert block is not None
+    body = ''.join(f'    {line}\n' for line in block.group(1).splitlines())
+    compile(f'async def workflow(agent, result, conversation_id, workflow_id, DBOS):\n{body}', 'README.md', 'exec')
+    child = (README.parent / 'tests' / 'durable' / '_approval_child.py').read_text()
+    for call in ('wait_for_approval(result.output)', "send_approval('approve-1'", 'deferred_tool_results=answers'):
+        assert call.split('(')[0] in block.group(1) and call in child
