@@ -230,6 +230,7 @@ SURFACE: dict[str, set[str]] = {
         'DBOSDurability',
         'STEP_NAMES',
         'dbos_config',
+        'dbos_store_step',
         'durable_history',
         'send_approval',
         'wait_for_approval',

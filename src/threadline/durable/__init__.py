@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from threadline.durable._approval import APPROVAL_TOPIC, send_approval, wait_for_approval
-    from threadline.durable._dbos import STEP_NAMES, DBOSDurability, dbos_config, durable_history
+    from threadline.durable._dbos import STEP_NAMES, DBOSDurability, dbos_config, dbos_store_step, durable_history
 
 __all__ = [
     'APPROVAL_TOPIC',
     'STEP_NAMES',
     'DBOSDurability',
     'dbos_config',
+    'dbos_store_step',
     'durable_history',
     'send_approval',
     'wait_for_approval',

@@ -95,7 +95,7 @@ from threadline.models import ToolDefinition
 from threadline.steps import DURABLE_IO, recorded_idempotency_key
 from threadline.storage import AsyncStore, FileStore, MemoryStore, PostgresStore, SQLiteStore, SyncStore
 
-__all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config', 'durable_history']
+__all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config', 'dbos_store_step', 'durable_history']
 
 MODEL_REQUEST = 'threadline.model_request'
 TOOL_STARTED = 'threadline.tool_started'
@@ -175,7 +175,7 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         """Inside a workflow, StepPersistence's store reads and writes become steps too."""
         if DBOS.workflow_id is None:
             return await handler()
-        token = DURABLE_IO.set(_store_step)
+        token = DURABLE_IO.set(dbos_store_step)
         if ctx.queue is not None:
             ctx.queue.refused = ENQUEUE_REFUSED
         try:
@@ -275,8 +275,10 @@ def dbos_config(store: object, *, name: str, **options: Any) -> DBOSConfig:
     return config
 
 
-async def _store_step(name: str, operation: Callable[..., T], *args: Any) -> T:
-    """A StepPersistence read or write as the step `threadline.store.<name>` (see `DurableIO`)."""
+async def dbos_store_step(name: str, operation: Callable[..., T], *args: Any) -> T:
+    """A StepPersistence read or write as the DBOS step `threadline.store.<name>` (a `DurableIO`:
+    set for a run inside a workflow by `DBOSDurability`, and by the pydantic-ai `StepPersistence`
+    beside pydantic-ai's own `DBOSDurability`)."""
     result: T = await DBOS.run_step_async({'name': f'threadline.store.{name}'}, operation, *args)
     return result
 

@@ -24,10 +24,15 @@ Rules (each tested in `tests/pydantic_ai/test_step_persistence.py`):
 - A run over a conversation whose ledger holds a call that started and never finished is refused
   with `UnresolvedToolEffect` until `reconcile_tool_call` records what happened, as for
   Threadline's own `Agent`.
+- Inside a DBOS workflow (pydantic-ai's `DBOSDurability`), the run start's read and each write
+  are DBOS steps (`threadline.store.run_start`, `threadline.store.step_write`), as under
+  Threadline's `DBOSDurability`: a workflow replayed after a crash skips what its first attempt
+  stored, so the conversation is stored once (`tests/durable/test_beside_pydantic_ai.py`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -45,11 +50,13 @@ from pydantic_ai.messages import ModelResponse as TheirResponse
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 
+import threadline.durable as durable
 from threadline._public import publish
 from threadline.agent import RunContext
 from threadline.exceptions import UserError
 from threadline.pydantic_ai._bridge import usage_from_pydantic_ai
 from threadline.pydantic_ai._view import THEIR_CONTEXT, RunViews
+from threadline.steps import DURABLE_IO, DurableIO
 from threadline.steps import StepPersistence as ThreadlineStepPersistence
 from threadline.storage import AsyncStore, SyncStore
 
@@ -115,6 +122,8 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
         return view
 
     async def wrap_run(self, ctx: TheirContext[AgentDepsT], *, handler: WrapRunHandler) -> AgentRunResult[Any]:
+        io = _workflow_io()
+        token = DURABLE_IO.set(io) if io is not None else None
         try:
             with self._core.running(str(ctx.run_id)):  # a delegate run inside it records it as parent
                 return await handler()
@@ -122,6 +131,8 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
             view = self._views.drop(ctx)
             if view is not None:
                 await self._core.record_run_left(view.context)
+            if token is not None:
+                DURABLE_IO.reset(token)
 
     async def before_model_request(
         self, ctx: TheirContext[AgentDepsT], request_context: ModelRequestContext
@@ -210,6 +221,17 @@ class StepPersistence(AbstractCapability[AgentDepsT]):
     async def on_run_error(self, ctx: TheirContext[AgentDepsT], *, error: BaseException) -> AgentRunResult[Any]:
         await self._core.record_run_error(self._view(ctx), error)
         raise error
+
+
+def _workflow_io() -> DurableIO | None:
+    """Inside a DBOS workflow (pydantic-ai's `DBOSDurability` runs the agent in one), the store
+    reads and writes as DBOS steps, so a replay skips what the first attempt wrote. dbos is an
+    extra: if nothing imported it, no workflow is running."""
+    dbos = sys.modules.get('dbos')
+    if DURABLE_IO.get() is not None or dbos is None or dbos.DBOS.workflow_id is None:
+        return None
+    store_step: DurableIO = durable.dbos_store_step  # loads threadline.durable._dbos (dbos is loaded)
+    return store_step
 
 
 publish('threadline.pydantic_ai', globals(), ['StepPersistence'])  # loaded on first use, through the package
