@@ -159,9 +159,10 @@ async def main() -> None:
         'verified': (await store.verify(conversation, scope='trials')).ok,
     }
     print(json.dumps(report))
-    # a worker may be running another's workflow (recovery across executors): let it finish first
-    running = await DBOS.list_workflows_async(status='PENDING', executor_id=DBOS.executor_id, load_input=False)
-    DBOS.destroy(workflow_completion_timeout_sec=120 if running else 0)
+    # A worker may have taken another's workflow (recovery across executors): shut down as a
+    # deployment should, no longer dequeuing and letting what runs finish (DBOS waits, up to the
+    # timeout); a worker that left one half-run would leave it to its executor id's next start.
+    DBOS.destroy(workflow_completion_timeout_sec=60)
     store.close()
 
 
