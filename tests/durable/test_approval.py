@@ -18,9 +18,8 @@ from threadline.exceptions import UserError
 
 pytest.importorskip('dbos', reason='the dbos extra is not installed')
 
+from tests.durable._spawn import ROOT, child, report
 from threadline.durable import send_approval, wait_for_approval
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _entries(directory: Path) -> list[dict[str, Any]]:
@@ -46,17 +45,7 @@ def _start_and_kill_while_waiting(directory: Path) -> int:
 
 
 def _answer(directory: Path, command: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, '-m', 'tests.durable._approval_child', str(directory), command],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    return report(child('_approval_child', directory, command))
 
 
 def test_an_approval_sent_after_a_crash_resumes_the_waiting_run(tmp_path: Path) -> None:

@@ -14,39 +14,24 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip('pydantic_ai.durable_exec.dbos', reason='pydantic-ai with DBOS is a dev dependency')
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.durable._spawn import child, report
 
 
 def _child(directory: Path, command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, '-m', 'tests.durable._pa_child', str(directory), command],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    return child('_pa_child', directory, command)
 
 
 def test_both_survive_a_kill_inside_the_tool(tmp_path: Path) -> None:
-    clean = _report(_child(tmp_path, 'clean'))
+    clean = report(_child(tmp_path, 'clean'))
     killed = _child(tmp_path, 'start')
     assert killed.returncode == -9, killed.stderr[-3000:]
-    recovered = _report(_child(tmp_path, 'recover'))
+    recovered = report(_child(tmp_path, 'recover'))
     assert (
         recovered
         == clean

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from dbos import DBOS, SetWorkflowID
 
+from tests.durable._spawn import child
 from tests.storage.conftest import fresh_postgres_url, needs_postgres
 from threadline import Agent, ModelMessage, ModelResponse, RunContext, TextPart, ToolCallPart, UserError
 from threadline.durable import STEP_NAMES, DBOSDurability, dbos_config
@@ -205,14 +206,7 @@ def test_importing_threadline_durable_does_not_load_dbos() -> None:
 
 
 def _persisted(directory: Path, command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, '-m', 'tests.durable._persist_child', str(directory), command],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return child('_persist_child', directory, command)
 
 
 def _without_ids_and_times(value: Any) -> Any:

@@ -14,11 +14,9 @@ checkpoint: the request log names the process behind every answer, and the test 
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -28,26 +26,12 @@ from typing import Any
 
 import pytest
 
+from tests.durable._spawn import child, report
 from tests.storage.conftest import fresh_postgres_url, needs_postgres
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _child(directory: Path, backend: str, trial: str, *mode: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, '-m', 'tests.durable._trial_child', str(directory), backend, trial, *mode],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-
-def _report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    return child('_trial_child', directory, backend, trial, *mode, timeout=180)
 
 
 def _comparable(value: Any, trial: str) -> Any:
@@ -71,7 +55,7 @@ class Trials:
 def run_trials(directory: Path, backend: str, count: int) -> Trials:
     """`count` kill-and-restart trials, THREADLINE_KILL_WORKERS (default 2) at once."""
     prefix = uuid.uuid4().hex[:8]  # trial ids are workflow and conversation ids: never reused
-    reference = _report(_child(directory, backend, f'{prefix}-clean', 'clean'))
+    reference = report(_child(directory, backend, f'{prefix}-clean', 'clean'))
     points = list(range(1, reference['ticks'] + 1))
     plan = [points[i % len(points)] for i in range(count)]
     random.Random(count).shuffle(plan)
@@ -80,13 +64,16 @@ def run_trials(directory: Path, backend: str, count: int) -> Trials:
         name = f'{prefix}-{index}'
         killed = _child(directory, backend, name, 'run', str(plan[index]))
         assert killed.returncode == -9, killed.stderr[-3000:]
-        report = _report(_child(directory, backend, name, 'recover'))
-        assert report['output'] == reference['output']
-        assert _comparable(report['messages'], name) == _comparable(reference['messages'], f'{prefix}-clean')
-        assert report['ledger'] == reference['ledger'] == [['call-1', 'completed'], ['call-2', 'completed']]
-        assert [times for _, times in report['applied']] == [1, 1], (report['applied'], name)  # none applied twice
-        assert report['verified']
-        assert report['verdict'] == reference['verdict'] == 'READY'  # the audit, after the outcome receipts
+        recovered = report(_child(directory, backend, name, 'recover'))
+        assert recovered['output'] == reference['output']
+        assert _comparable(recovered['messages'], name) == _comparable(reference['messages'], f'{prefix}-clean')
+        assert recovered['ledger'] == reference['ledger'] == [['call-1', 'completed'], ['call-2', 'completed']]
+        assert [times for _, times in recovered['applied']] == [1, 1], (
+            recovered['applied'],
+            name,
+        )  # none applied twice
+        assert recovered['verified']
+        assert recovered['verdict'] == reference['verdict'] == 'READY'  # the audit, after the outcome receipts
         where, pid = (directory / f'killed-{name}').read_text().split('\n')
         return where, pid
 
