@@ -8,8 +8,9 @@ database is SQLite, as a first deployment has it. Medians of interleaved runs, G
 The added time per step is (inside - outside) / 3: a turn makes two model requests and one tool
 call, each a DBOS step (Threadline records a tool call as two: its start mark and its body). The
 history reaches both agents in memory, not as a workflow input, so neither side pays for
-serialising it and what is timed is the steps. With Threadline's StepPersistence beside it
-(`--with-store`), its writes are steps too, and the history comes from the store.
+serialising it and what is timed is the steps. The database growth per turn is what the turn's
+steps checkpoint (the bytes of their outputs in DBOS's `operation_outputs`): it must not grow with
+the history.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ class Side:
         start = time.perf_counter()
         await self.agent.run('next question', message_history=self.history)
         self.outside.append(time.perf_counter() - start)
+        from dbos import SetWorkflowID
+
         start = time.perf_counter()
-        handle = await DBOS.start_workflow_async(workflow, self.name)
+        with SetWorkflowID(f'{self.name}/{len(self.history)}/{len(self.inside)}-{time.monotonic_ns()}'):
+            handle = await DBOS.start_workflow_async(workflow, self.name)
         await handle.get_result()
         self.inside.append(time.perf_counter() - start)
 
@@ -124,19 +128,35 @@ def main() -> None:
 
     sides = asyncio.run(measure())
     DBOS.destroy()
+    growth = _checkpointed_bytes_per_turn(directory / 'dbos.sqlite')
     print('durability per scripted turn (2 model requests + 1 tool call), SQLite system database')
-    print(f'{"":12} {"history":>8} {"outside":>10} {"inside":>10} {"added/turn":>11} {"added/step":>11}')
+    print(f'{"":12} {"history":>8} {"outside":>10} {"inside":>10} {"added/turn":>11} {"added/step":>11} {"DB/turn":>9}')
     added: dict[tuple[str, int], float] = {}
     for (name, size), side in sides.items():
         outside, inside = statistics.median(side.outside), statistics.median(side.inside)
         added[name, size] = (inside - outside) / 3
         print(
             f'{name:12} {size:>8,} {outside * 1e3:8.2f}ms {inside * 1e3:8.2f}ms '
-            f'{(inside - outside) * 1e3:9.2f}ms {added[name, size] * 1e3:9.2f}ms'
+            f'{(inside - outside) * 1e3:9.2f}ms {added[name, size] * 1e3:9.2f}ms {growth[name, len(side.history)]:>7,.0f} B'
         )
     for size in SIZES:
         ours, theirs = added['threadline', size], added['pydantic-ai', size]
         print(f'at {size:,} messages: Threadline adds {ours * 1e3:.2f} ms a step, pydantic-ai {theirs * 1e3:.2f} ms')
+
+
+def _checkpointed_bytes_per_turn(database: Path) -> dict[tuple[str, int], float]:
+    """Per side and history size: the mean bytes a turn's steps checkpointed."""
+    import sqlite3
+
+    with sqlite3.connect(database) as conn:
+        rows = conn.execute(
+            'SELECT workflow_uuid, SUM(LENGTH(output)) FROM operation_outputs GROUP BY workflow_uuid'
+        ).fetchall()
+    totals: dict[tuple[str, int], list[int]] = {}
+    for workflow, size in rows:
+        name, history, _ = workflow.split('/')
+        totals.setdefault((name, int(history)), []).append(size or 0)
+    return {key: statistics.mean(sizes) for key, sizes in totals.items()}
 
 
 if __name__ == '__main__':
