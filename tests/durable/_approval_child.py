@@ -56,14 +56,16 @@ def refund(order: str) -> str:
 async def approval_turn(prompt: str) -> str:
     history = await durable_history(store, 'refunds', scope='shop')
     result = await agent.run(prompt, message_history=history, conversation_id='refunds', run_id=DBOS.workflow_id)
+    answered = 0
     while isinstance(result.output, DeferredToolRequests):
         log(kind='waiting')
         answers = await wait_for_approval(result.output)
+        answered += 1
         result = await agent.run(
             message_history=result.all_messages(),
             deferred_tool_results=answers,
             conversation_id='refunds',
-            run_id=f'{DBOS.workflow_id}/answered',
+            run_id=f'{DBOS.workflow_id}/answered-{answered}',
         )
     return str(result.output)
 

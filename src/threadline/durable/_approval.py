@@ -8,17 +8,27 @@ nothing: on restart DBOS replays the workflow to the same wait (the run before i
 checkpoints), and the answer, once sent, is delivered exactly once. Then the workflow continues the
 run with the results:
 
-    result = await agent.run(prompt, message_history=history, run_id=DBOS.workflow_id)
+    result = await agent.run(prompt, message_history=history, conversation_id=cid, run_id=DBOS.workflow_id)
+    answered = 0
     while isinstance(result.output, DeferredToolRequests):
         answers = await wait_for_approval(result.output, timeout=timedelta(days=7))
-        result = await agent.run(message_history=result.all_messages(), deferred_tool_results=answers)
+        answered += 1
+        result = await agent.run(
+            message_history=result.all_messages(),
+            deferred_tool_results=answers,
+            conversation_id=cid,
+            run_id=f'{DBOS.workflow_id}/answered-{answered}',  # deterministic: the same on a replay
+        )
 
 Rules:
 - An answer maps every tool call id waiting for approval to `True` (approved) or `False` (denied);
   `send_approval` refuses anything else before it is sent, and `wait_for_approval` refuses an
   answer that leaves a call unanswered or names a call that is not waiting (a `UserError` naming
   the ids: the workflow fails rather than guessing).
-- No answer within `timeout` is a `TimeoutError`; the run's history is stored up to the pause.
+- No answer within `timeout` is a `TimeoutError` (with StepPersistence, the history up to the
+  pause is stored).
+- Every run in the workflow needs a run id that is the same on a replay (as above), never a
+  fresh one: StepPersistence's writes are keyed by it.
 - The messages carry tool call ids and booleans only, never message content.
 """
 
