@@ -63,6 +63,10 @@ class AbstractCapability(Generic[AgentDepsT]):
     """Names the capability in a run; required with `defer_loading`, as the history names it."""
     description: str | None = None
     """What it does, listed in the catalog of deferred capabilities."""
+    streams_in_model_request: bool = False
+    """In a run with an `event_stream_handler`, stream each response inside the model request,
+    so this capability's `wrap_model_request` encloses the stream (a durable step does), rather
+    than streaming around the request hooks."""
     defer_loading: bool = False
     """Keep its tools, instructions and hooks out of the run until the model loads it with the
     `load_capability` tool (see `threadline.agent.tools._load`)."""

@@ -83,6 +83,10 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
         """Whether any active capability implements `hook`."""
         return bool(self._hooked[hook])
 
+    def streams_in_request(self) -> bool:
+        """Whether an active capability asks a handler's stream to run inside the model request."""
+        return any(c.streams_in_model_request for c in self._forward)
+
     def set_loaded(self, loaded: set[str] | frozenset[str]) -> None:
         """Which deferred capabilities are loaded: only those (and every capability not deferred)
         have their hooks called."""

@@ -7,19 +7,25 @@ Rules (as in the reference):
 - events delivered between steps (enqueued messages) go to the next call;
 - what the handler leaves unread is still read, so the run's history is the same as without one;
 - an exception from the handler ends the run with that exception, and the response being streamed
-  is recorded as interrupted.
+  is recorded as interrupted;
+- under a capability with `streams_in_model_request` (`DBOSDurability`), the response streams
+  inside the model request, so the `wrap_model_request` hooks enclose the handler's call: a
+  durable step then holds the whole stream, and a response a replay takes from its checkpoint
+  reaches no handler. An exception from the handler there fails the request instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from threadline.agent._context import RunContext
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
 from threadline.agent._run import AgentRun
 from threadline.agent._streamed import model_events
-from threadline.messages import AgentStreamEvent
+from threadline.messages import AgentStreamEvent, ModelMessage, ModelResponse
+from threadline.models import Model, ModelRequestParameters, ModelSettings
 
 if TYPE_CHECKING:
     from threadline.agent._state import RunState
@@ -36,6 +42,13 @@ async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandl
     state.events = pending
     node = agent_run.next_node
     while not isinstance(node, End):
+        if isinstance(node, ModelRequestNode) and state.capabilities.streams_in_request():
+            state.stream_in_request = partial(_streamed_request, state, handler, pending)
+            try:
+                node = await agent_run.next(node)
+            finally:
+                state.stream_in_request = None
+            continue
         if isinstance(node, ModelRequestNode):
             await _model_step(state, node, handler, pending)
             node = await agent_run.advance(node, node.result)
@@ -62,6 +75,34 @@ async def _model_step(
             raise
         finally:
             await events.aclose()
+
+
+async def _streamed_request(
+    state: RunState,
+    handler: EventStreamHandler,
+    pending: list[AgentStreamEvent],
+    model: Model,
+    messages: list[ModelMessage],
+    settings: ModelSettings | None,
+    parameters: ModelRequestParameters,
+) -> ModelResponse:
+    """One model request sent streamed, its events handed to `handler` as they arrive; returns the
+    whole response, as a request that did not stream would."""
+    async with model.request_stream(messages, settings, parameters) as streamed:
+        if state.limits.has_token_limits():
+            streamed.watch = lambda so_far: state.limits.check_tokens(state.ctx.usage + so_far)
+        earlier, pending[:] = list(pending), []
+        events = _chain(earlier, model_events(state, streamed))
+        try:
+            await handler(state.ctx, events)
+            async for _ in events:  # what the handler left unread still arrives
+                pass
+        finally:
+            await events.aclose()
+    response = streamed.get()
+    if response.state == 'incomplete':
+        response.state = 'complete'
+    return response
 
 
 async def _chain(first: Iterable[Any], then: AsyncIterator[Any]) -> AsyncGenerator[Any]:

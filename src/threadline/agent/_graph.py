@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from threadline.agent._capability import ModelRequestContext
@@ -217,10 +218,11 @@ class ModelRequestNode:
     async def _call(
         self, state: RunState, request_context: ModelRequestContext, prepared: list[ModelMessage]
     ) -> ModelResponse:
+        # A run with an event_stream_handler under a capability that streams inside the request.
+        model, streamed = request_context.model, state.stream_in_request
+        send = model.request if streamed is None else partial(streamed, model)
         try:
-            return await request_context.model.request(
-                prepared, request_context.model_settings, request_context.model_request_parameters
-            )
+            return await send(prepared, request_context.model_settings, request_context.model_request_parameters)
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             return await state.capabilities.on_model_request_error(state.ctx, request_context, error)
 

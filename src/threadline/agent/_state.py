@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -73,6 +73,10 @@ class RunState:
     """Where nodes put stream events (tool calls and results, enqueued deliveries) when a caller
     streams events; None otherwise, so plain runs build no event objects."""
 
+    stream_in_request: Callable[..., Awaitable[ModelResponse]] | None = None
+    """Set while an `event_stream_handler` run makes a request under a capability with
+    `streams_in_model_request`: sends the request streamed, handing its events to the handler,
+    inside whatever `wrap_model_request` encloses (see `_event_handler`)."""
     resumed_request: ModelRequest | None = None
     toolset: Any = None
     """The run's toolsets joined (a `CombinedToolset`), asked for tools before each request; None

@@ -64,8 +64,12 @@ Rules:
   workflow is the order steps start in, which parallel calls would leave to chance.
 - A model request that completed is never made again; the one in flight when the process died is
   made again (a provider may then have answered twice; only the last answer is kept).
-- Streaming the response of a model request inside a workflow is refused with a `UserError`: the
-  caller consumes a streamed response outside any step, so it could not be replayed.
+- Streaming: `agent.run(..., event_stream_handler=handler)` in a workflow streams each response
+  inside its model request step, handing the events to `handler` as they arrive; the step's
+  output is still the whole response, so a replay takes it from the checkpoint and its events
+  reach no handler (a tool step's events do reach it again: the tool calls are workflow code).
+  `run_stream()`, `run_stream_events()` and `iter()` with `node.stream()` are refused with a
+  `UserError`: their caller consumes the response outside any step, so it could not be replayed.
 - Checkpoints hold one response or one tool result each, never the history: a step's cost does
   not grow with the conversation. The workflow's own inputs are the caller's choice (prefer a
   conversation id over a history).
@@ -128,6 +132,7 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
     usual, where the model's own retries and `FallbackModel` apply)."""
 
     id: str | None = 'dbos_durability'
+    streams_in_model_request = True  # an event_stream_handler's stream runs inside the request step
 
     def __init__(self, *, retries: int = 0) -> None:
         if not isinstance(retries, int) or retries < 0:
@@ -167,7 +172,8 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         if DBOS.workflow_id is not None and not _in_step_request.get():
             raise UserError(
                 'a streamed model request inside a DBOS workflow cannot be made durable (its response is consumed '
-                'outside any step); use agent.run() in the workflow, or stream outside it'
+                'outside any step); use agent.run() in the workflow (with event_stream_handler= to see its events), '
+                'or stream outside it'
             )
         return request_context
 
