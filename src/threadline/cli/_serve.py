@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,23 @@ def is_loopback(host: str) -> bool:
     multiple=True,
     help='A Host this server answers for (repeat; default: loopback names in dev mode, any with keys).',
 )
+@click.option(
+    '--lease-ttl',
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help='Seconds a server that died mid-turn blocks its conversation (with --durable: before another takes the turn).',
+)
+@click.option(
+    '--durable',
+    is_flag=True,
+    help="Run each turn as a DBOS workflow: one cut off by a crash is finished after it (extra 'dbos').",
+)
+@click.option(
+    '--executor-id',
+    default=None,
+    help="With --durable: this server's DBOS executor id, kept across restarts (default: serve-HOST-PORT).",
+)
 @shared_options
 def serve(
     model: str,
@@ -89,6 +107,9 @@ def serve(
     stateless: bool,
     envelope_ttl: float,
     allowed_hosts: tuple[str, ...],
+    lease_ttl: float,
+    durable: bool,
+    executor_id: str | None,
     db: str | None,
     scope: str | None,
     debug: bool,
@@ -112,6 +133,10 @@ def serve(
         )
     state = state_for(db, scope, debug)
     agent = load_agent(agent_spec) if agent_spec else Agent(infer_model(model))
+    if durable:
+        if stateless or not isinstance(agent, Agent):
+            raise click.UsageError('--durable keeps history on the server and runs a Threadline Agent')
+        _configure_dbos(state.store, executor_id or f'serve-{socket.gethostname()}-{port}')
     app = create_app(
         state.store,
         agent,
@@ -119,6 +144,8 @@ def serve(
         stateless=_trust_keys() if stateless else None,
         envelope_ttl=envelope_ttl,
         allowed_hosts=list(allowed_hosts) or None,
+        durable=durable,
+        lease_ttl=lease_ttl,
     )
     if keys is None:
         console.print(
@@ -127,6 +154,23 @@ def serve(
         )
     console.print(f'serving {state.db} with {agent_spec or "model " + model} on http://{host}:{port}')
     uvicorn.run(app, host=host, port=port, log_level='warning')
+
+
+def _configure_dbos(store: object, executor_id: str) -> None:
+    """DBOS for `--durable`, its system database with the store's (see `dbos_config`)."""
+    try:
+        from dbos import DBOS
+
+        from threadline.durable import dbos_config
+    except ImportError:
+        raise click.ClickException("--durable needs the 'dbos' extra: pip install 'threadline[dbos]'") from None
+    from threadline.exceptions import UserError
+
+    try:
+        config = dbos_config(store, name='threadline-serve', executor_id=executor_id, log_level='WARNING')
+    except UserError as error:
+        raise click.UsageError(f'--durable: {error}') from None
+    DBOS(config=config)
 
 
 def _trust_keys() -> Keyring:

@@ -33,7 +33,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -67,6 +67,9 @@ from threadline.server._turns import TurnBusy, TurnGate, turn_response
 from threadline.storage import AsyncStore, ConversationSummary, SearchHit, StoredConversation, SyncStore
 from threadline.trust import Keyring
 from threadline.ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
+
+if TYPE_CHECKING:
+    from threadline.server._durable import DurableTurns
 
 __all__ = ['DEV_SCOPE', 'create_app']
 
@@ -103,6 +106,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
     envelope_ttl: float = DEFAULT_TTL.total_seconds(),
+    durable: bool = False,
 ) -> Starlette:
     """The app: `keys` maps API keys to scopes (None: dev mode, one local scope). With
     `stateless=<Keyring>` the chat endpoint keeps nothing: the client holds the history (see
@@ -110,7 +114,8 @@ def create_app(
     before a 409; `lease_ttl`: how long a server that died mid-turn blocks its conversation.
     `allowed_hosts` / `allowed_origins`: which `Host` the server answers for and which other
     sites' pages may call it (see `_origin.SameOriginGuard`). `envelope_ttl`: how many seconds a
-    stateless answer's envelope is accepted for (see `_stateless`)."""
+    stateless answer's envelope is accepted for (see `_stateless`). `durable=True` runs each turn
+    as a DBOS workflow (see `_durable`; extra `dbos`, DBOS configured before the app starts)."""
     static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, max_body)
@@ -118,6 +123,12 @@ def create_app(
     server.turns = TurnGate(store, ttl=lease_ttl, wait=turn_wait)
     server.trust = stateless
     server.envelope_ttl = timedelta(seconds=envelope_ttl)
+    if durable:
+        if stateless is not None or not isinstance(agent, Agent):
+            raise UserError('durable turns need history held by the server and a Threadline Agent')
+        from threadline.server._durable import DurableTurns  # extra `dbos`: only a durable server loads it
+
+        server.durable = DurableTurns(store, agent, server.turns)
     routes = [
         Route('/healthz', server.health, methods=['GET']),
         Route('/api/chat', server.chat_stateless if stateless else server.chat, methods=['POST']),
@@ -134,7 +145,12 @@ def create_app(
         SameOriginGuard, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, dev_mode=keys is None
     )
     auth = Middleware(AuthenticationMiddleware, backend=ApiKeyBackend(keys), on_error=refuse)
-    return Starlette(routes=routes, middleware=[guard, auth], exception_handlers={HTTPProblem: _Server.problem_handler})
+    return Starlette(
+        routes=routes,
+        middleware=[guard, auth],
+        exception_handlers={HTTPProblem: _Server.problem_handler},
+        lifespan=server.durable.lifespan if server.durable else None,
+    )
 
 
 class _Server:
@@ -144,6 +160,7 @@ class _Server:
         self.envelope_ttl = DEFAULT_TTL
         self.turns = TurnGate(store)
         self.ids = ChatIds(store, tenants=False)
+        self.durable: DurableTurns | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------
     @staticmethod
@@ -215,13 +232,19 @@ class _Server:
                 await self.store.load(stored_id, scope=scope, last=1)  # another scope's is not found: 404
                 await self.store.delete(stored_id, scope=scope)
                 return Response(status_code=204)
-            stored = await self.store.load(stored_id, scope=scope)
+            finishing = self.durable is not None and await self.durable.finishing(scope, stored_id)
+            stored = await self._stored(stored_id, scope)
+            if stored is None and finishing:  # a first turn a durable server is finishing
+                return JSONResponse({'id': cid, 'revision': 0, 'title': None, 'finishing': True, 'messages': []})
+            if stored is None:
+                raise ConversationNotFound(stored_id)
             ui = VercelAIAdapter.dump_messages(stored.messages)
             return JSONResponse(
                 {
                     'id': cid,
                     'revision': stored.revision,
                     'title': stored.title,
+                    'finishing': finishing,
                     'messages': [m.model_dump(mode='json', by_alias=True, exclude_none=True) for m in ui],
                 }
             )
@@ -374,8 +397,12 @@ class _Server:
         expected: int | None = None,
     ) -> Response:
         """The streamed response of one turn, once it is this conversation's turn (see `TurnGate`);
-        the turn ends when the response does. `expected`: the revision the request was checked
-        against (an approval); a conversation changed since is a 409."""
+        the turn ends when the response does (a durable one when its workflow does).
+        `expected`: the revision the request was checked against (an approval); a conversation
+        changed since is a 409."""
+        if self.durable is not None:
+            events = await self.durable.turn(scope, cid, prompt, stripped, deferred, expected)
+            return StreamingResponse(body(events), headers=dict(headers))
         leave = await self.turns.enter(scope, cid)
         try:
             stored = await self._stored(cid, scope)

@@ -56,30 +56,54 @@ class TurnGate:
 
     async def enter(self, scope: str, cid: str) -> Callable[[], Awaitable[None]]:
         """Wait for the conversation's turn; returns the coroutine function that ends it."""
-        holder = f'{self.server}:{next(self._numbers)}'  # each turn its own place in the line
-        try:
-            await self._claim(scope, cid, holder)
-        except BaseException:
-            await self.store.release_turn(cid, scope=scope, holder=holder)  # leave the line
-            raise
+        holder = self.holder()
+        await self.admit(scope, cid, holder)
         renewal = asyncio.create_task(self._renew(scope, cid, holder))
 
         async def leave() -> None:
-            renewal.cancel()
-            try:
-                await self.store.release_turn(cid, scope=scope, holder=holder)
-            finally:
-                ended = self._ended.pop((scope, cid), None)
-                if ended is not None:
-                    ended.set()
+            await self._leave(scope, cid, holder, renewal)
 
         return leave
 
-    async def _claim(self, scope: str, cid: str, holder: str) -> None:
-        deadline = time.monotonic() + self.wait
+    async def admit(self, scope: str, cid: str, holder: str) -> None:
+        """Wait in line until `holder` holds the turn (a `TurnBusy` after `wait` seconds, having
+        left the line); the caller then renews and releases it (`enter`, `hold`)."""
+        try:
+            await self._claim(scope, cid, holder, self.wait)
+        except BaseException:
+            await self.store.release_turn(cid, scope=scope, holder=holder)  # leave the line
+            raise
+
+    @contextlib.asynccontextmanager
+    async def hold(self, scope: str, cid: str, holder: str) -> AsyncIterator[None]:
+        """Hold the turn as `holder` for the block: a durable turn's workflow, admitted when its
+        request was (so claiming again renews), or claiming it again after a crash (in line, with
+        no deadline: the turn was admitted once)."""
+        await self._claim(scope, cid, holder, None)
+        renewal = asyncio.create_task(self._renew(scope, cid, holder))
+        try:
+            yield
+        finally:
+            await self._leave(scope, cid, holder, renewal)
+
+    def holder(self) -> str:
+        """A new place in a line: each turn has its own."""
+        return f'{self.server}:{next(self._numbers)}'
+
+    async def _leave(self, scope: str, cid: str, holder: str, renewal: asyncio.Task[None]) -> None:
+        renewal.cancel()
+        try:
+            await self.store.release_turn(cid, scope=scope, holder=holder)
+        finally:
+            ended = self._ended.pop((scope, cid), None)
+            if ended is not None:
+                ended.set()
+
+    async def _claim(self, scope: str, cid: str, holder: str, wait: float | None) -> None:
+        deadline = None if wait is None else time.monotonic() + wait
         pause = 0.02
         while not await self.store.claim_turn(cid, scope=scope, holder=holder, ttl=self.ttl):
-            remaining = deadline - time.monotonic()
+            remaining = _LONGEST_PAUSE if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
                 raise TurnBusy(
                     f'conversation {cid!r} is answering another turn that did not finish within {self.wait:g} s: '

@@ -89,11 +89,19 @@ async function refresh(query = '') {
   } catch (error) { status(error.message); }
 }
 
+const FINISHING = 'Finishing a turn after a restart…';
+let finishing = null;  // the timer that looks again while a durable server finishes a turn
+
 async function open(id, title) {
+  clearTimeout(finishing);
   try {
     const conversation = await api(`/api/conversations/${encodeURIComponent(id)}`);
     select(id, conversation.title || title);
     render(conversation.messages);
+    if (conversation.finishing) {
+      status(FINISHING);
+      finishing = setTimeout(() => { if (current === id) open(id, title); }, 1500);
+    } else if ($('status').textContent === FINISHING) status('');
   } catch (error) { status(error.message); }
 }
 
