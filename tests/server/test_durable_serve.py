@@ -151,6 +151,23 @@ def test_another_server_finishes_the_turn_of_one_that_never_comes_back(servers: 
     _finish_and_check(servers, other, greeted=False)  # a first turn: not stored until it is finished
 
 
+@needs_postgres
+@pytest.mark.parametrize('servers', ['postgres'], indirect=True)
+def test_a_live_server_keeps_its_turn(servers: Servers) -> None:
+    url = servers.start(free_port(), 'serve-a')
+    servers.start(free_port(), 'serve-b')
+    threading.Thread(target=_send_and_drop, args=(url,), daemon=True).start()
+    _wait_for(lambda: list(servers.directory.glob('started-*')), 'the tool starting')
+    time.sleep(4)  # the other server's watch looks at the pending turn several times (every 1 s)
+    (servers.directory / 'go').write_text('')
+    conversation = lambda: httpx.get(url + '/api/conversations/orders', timeout=10).json()  # noqa: E731
+    _wait_for(lambda: conversation().get('messages'), 'the turn')
+    assert [p.name for p in servers.directory.glob('started-*')] == [f'started-{servers.processes[0].pid}']
+    other = servers.processes[1]
+    other.terminate()
+    assert 'recovering' not in other.communicate(timeout=60)[1]  # it never took the live server's turns
+
+
 def test_durable_turns_refuse_a_stateless_server(tmp_path: Path) -> None:
     from threadline import Agent, UserError
     from threadline.models.demo import DemoModel

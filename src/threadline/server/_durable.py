@@ -21,7 +21,7 @@ Rules (each tested):
   conversation while one of its turns is pending, and the stored turn once it is done.
 - Recovery: a server recovers its own pending turns when DBOS launches again under the same
   executor id. Each server also keeps a heartbeat (a lease in the store, scope
-  `threadline.serve/executors`) and checks those of the executors with pending turns; the first
+  `threadline.serve/executors/<executor id>`) and checks those of the executors with pending turns; the first
   live server to take a dead executor's heartbeat has DBOS recover that executor's workflows
   (what the DBOS admin endpoint `/dbos-workflow-recovery` does), so a turn whose server never
   comes back is finished by another. With DBOS Conductor, Conductor does this instead.
@@ -260,7 +260,7 @@ class DurableTurns:
         ttl = self.gate.ttl
         while True:
             try:
-                await self.store.claim_turn('heartbeat', scope=EXECUTORS, holder=me, ttl=ttl)
+                await self.store.claim_turn('heartbeat', scope=f'{EXECUTORS}/{me}', holder=me, ttl=ttl)
                 await self._recover_dead(me, ttl)
             except Exception as error:  # noqa: BLE001 - the watch outlives a failed round
                 logger.warning('durable turns: the peer watch failed a round with %s', type(error).__name__)
