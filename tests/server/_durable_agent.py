@@ -1,6 +1,7 @@
 """The agent `threadline serve --durable --agent tests.server._durable_agent:agent` runs in
 test_durable_serve.py: a model that calls `ship` when asked to ship, then answers; `ship` marks that it began,
-waits for DIRECTORY/go, and applies its effect once per idempotency key (looked up on a retry).
+waits for DIRECTORY/go, and applies its effect once per idempotency key (looked up on a retry);
+`refund` needs an approval.
 Every model request answered is logged with the pid of the server that answered it."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from threadline import (
     Agent,
+    DeferredToolRequests,
     ModelMessage,
     ModelResponse,
     RunContext,
@@ -29,14 +31,17 @@ def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     with (DIRECTORY / 'requests.log').open('a') as log:
         log.write(f'{len(messages)} {os.getpid()}\n')
     asked = ' '.join(str(p.content) for p in messages[-1].parts if isinstance(p, UserPromptPart))
+    if 'refund' in asked:
+        return ModelResponse(parts=[ToolCallPart('refund', {'order': 'A-17'}, tool_call_id='refund-1')])
     if 'ship' in asked:
         return ModelResponse(parts=[ToolCallPart('ship', {'order': 'A-17'}, tool_call_id=f'call-{len(messages)}')])
-    if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
-        return ModelResponse(parts=[TextPart('A-17 is on its way')])
+    returned = [p.content for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+    if returned:
+        return ModelResponse(parts=[TextPart('A-17 is on its way' if 'shipped' in str(returned) else str(returned[0]))])
     return ModelResponse(parts=[TextPart('hello')])
 
 
-agent = Agent(FunctionModel(model))
+agent = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests])
 
 
 @agent.tool
@@ -53,3 +58,8 @@ def ship(ctx: RunContext[None], order: str) -> str:
     )
     effects.close()
     return f'{order} shipped'
+
+
+@agent.tool_plain(requires_approval=True)
+def refund(order: str) -> str:
+    return f'{order} refunded'

@@ -6,6 +6,7 @@ is stored once, its first model request is not made again, and the tool's effect
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -166,6 +167,20 @@ def test_a_live_server_keeps_its_turn(servers: Servers) -> None:
     other = servers.processes[1]
     other.terminate()
     assert 'recovering' not in other.communicate(timeout=60)[1]  # it never took the live server's turns
+
+
+@pytest.mark.parametrize('servers', ['sqlite'], indirect=True)
+def test_an_approval_resumes_a_durable_turn(servers: Servers) -> None:
+    url = servers.start(free_port(), 'serve-a')
+    asked = httpx.post(url + '/api/chat', json=_turn('refund A-17'), timeout=60).text
+    chunks = [json.loads(line[6:]) for line in asked.split('\n\n') if line.startswith('data: {')]
+    [approval] = [c['data'] for c in chunks if c['type'] == 'data-approval-requested']
+    assert approval == {'toolCallId': 'refund-1', 'toolName': 'refund'}
+    body = {'approvals': {'refund-1': True}}
+    answered = httpx.post(url + '/api/conversations/orders/approvals', json=body, timeout=60).text
+    assert '"delta":"A-17 refunded"' in answered
+    stored = httpx.get(url + '/api/conversations/orders', timeout=10).json()
+    assert [p['type'] for m in stored['messages'] for p in m['parts']][-2:] == ['step-start', 'text']
 
 
 def test_durable_turns_refuse_a_stateless_server(tmp_path: Path) -> None:
