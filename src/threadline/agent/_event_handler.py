@@ -25,7 +25,7 @@ from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
 from threadline.agent._run import AgentRun
 from threadline.agent._streamed import model_events
 from threadline.messages import AgentStreamEvent, ModelMessage, ModelResponse
-from threadline.models import Model, ModelRequestParameters, ModelSettings
+from threadline.models import Model, ModelRequestParameters, ModelSettings, StreamedResponse
 
 if TYPE_CHECKING:
     from threadline.agent._state import RunState
@@ -64,17 +64,26 @@ async def _model_step(
     state: RunState, node: ModelRequestNode, handler: EventStreamHandler, pending: list[AgentStreamEvent]
 ) -> None:
     async with node.stream(state) as streamed:
-        earlier, pending[:] = list(pending), []
-        events = _chain(earlier, model_events(state, streamed))
         try:
-            await handler(state.ctx, events)
-            async for _ in events:  # what the handler left unread still arrives
-                pass
+            await _hand_over(state, handler, pending, streamed)
         except BaseException:
             node.interrupt()
             raise
-        finally:
-            await events.aclose()
+
+
+async def _hand_over(
+    state: RunState, handler: EventStreamHandler, pending: list[AgentStreamEvent], streamed: StreamedResponse
+) -> None:
+    """The events waiting, then the response's as they arrive, to `handler`; what it leaves
+    unread is still read, so the response is whole."""
+    earlier, pending[:] = list(pending), []
+    events = _chain(earlier, model_events(state, streamed))
+    try:
+        await handler(state.ctx, events)
+        async for _ in events:
+            pass
+    finally:
+        await events.aclose()
 
 
 async def _streamed_request(
@@ -91,14 +100,7 @@ async def _streamed_request(
     async with model.request_stream(messages, settings, parameters) as streamed:
         if state.limits.has_token_limits():
             streamed.watch = lambda so_far: state.limits.check_tokens(state.ctx.usage + so_far)
-        earlier, pending[:] = list(pending), []
-        events = _chain(earlier, model_events(state, streamed))
-        try:
-            await handler(state.ctx, events)
-            async for _ in events:  # what the handler left unread still arrives
-                pass
-        finally:
-            await events.aclose()
+        await _hand_over(state, handler, pending, streamed)
     response = streamed.get()
     if response.state == 'incomplete':
         response.state = 'complete'
