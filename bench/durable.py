@@ -1,12 +1,14 @@
 """What durability costs: one scripted tool-calling turn (two model requests, one tool call) run
 inside a DBOS workflow and outside one, for Threadline's `DBOSDurability` and for pydantic-ai's
 own `DBOSDurability` on the same script, at 10 and 20,000 messages of history. The system
-database is SQLite, as a first deployment has it. Medians of interleaved runs, GC on.
+database is SQLite, as a first deployment has it: `dbos_config` puts it beside the store's file,
+committing as the store does (`--synchronous`: FULL, the store's default, survives power loss;
+NORMAL survives a crash of the process). Both sides share it. Medians of interleaved runs, GC on.
 
-    uv run python bench/durable.py [--rounds 15]
+    uv run python bench/durable.py [--rounds 15] [--synchronous FULL|NORMAL]
 
 The added time per step is (inside - outside) / 3: a turn makes two model requests and one tool
-call, each a DBOS step (Threadline records a tool call as two: its start mark and its body). The
+call, each a DBOS step on both sides. The
 history reaches both agents in memory, not as a workflow input, so neither side pays for
 serialising it and what is timed is the steps. The database growth per turn is what the turn's
 steps checkpoint (the bytes of their outputs in DBOS's `operation_outputs`): it must not grow with
@@ -38,8 +40,9 @@ class Side:
         self.name, self.agent, self.history = name, agent, history
         self.inside: list[float] = []
         self.outside: list[float] = []
+        self.empty: list[float] = []  # a workflow that makes no step: DBOS's cost of a workflow
 
-    async def turn(self, workflow: Any) -> None:
+    async def turn(self, workflow: Any, empty: Any) -> None:
         from dbos import DBOS
 
         start = time.perf_counter()
@@ -52,6 +55,11 @@ class Side:
             handle = await DBOS.start_workflow_async(workflow, self.name)
         await handle.get_result()
         self.inside.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        with SetWorkflowID(f'empty-{time.monotonic_ns()}'):
+            handle = await DBOS.start_workflow_async(empty, self.name)
+        await handle.get_result()
+        self.empty.append(time.perf_counter() - start)
 
 
 def _threadline_agent(wl: Any) -> Any:
@@ -89,11 +97,16 @@ def _agent(agent_class: Any, function_model: Any, durability: Any, wl: Any, libr
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('--rounds', type=int, default=15)
+    parser.add_argument(
+        '--synchronous', choices=['FULL', 'NORMAL'], default='FULL', help="the store's, and so DBOS's file's"
+    )
     args = parser.parse_args()
     import pydantic_ai
     from dbos import DBOS
 
     import threadline
+    from threadline.durable import dbos_config
+    from threadline.storage import SQLiteStore
 
     wl = workload()
     directory = Path(tempfile.mkdtemp())
@@ -109,7 +122,13 @@ def main() -> None:
     async def bench_turn(name: str) -> str:
         return str((await agents[name].run('next question', message_history=current[name])).output)
 
-    DBOS(config={'name': 'threadline_bench', 'system_database_url': f'sqlite:///{directory / "dbos.sqlite"}'})
+    @DBOS.workflow(name='bench_empty')
+    async def bench_empty(name: str) -> str:
+        return name
+
+    # As a deployment configures it: DBOS's file beside the store's, committing as the store does.
+    store = SQLiteStore(directory / 'store.db', synchronous=args.synchronous)
+    DBOS(config=dbos_config(store, name='threadline_bench', log_level='WARNING'))
     DBOS.launch()
 
     async def measure() -> dict[tuple[str, int], Side]:
@@ -121,15 +140,16 @@ def main() -> None:
             for round_ in range(args.rounds + 2):  # two warm-up rounds, interleaved
                 for name in agents:
                     current[name] = histories[name, size]
-                    await sides[name, size].turn(bench_turn)
+                    await sides[name, size].turn(bench_turn, bench_empty)
                     if round_ < 2:
-                        sides[name, size].inside.clear(), sides[name, size].outside.clear()
+                        side = sides[name, size]
+                        side.inside.clear(), side.outside.clear(), side.empty.clear()
         return sides
 
     sides = asyncio.run(measure())
     DBOS.destroy()
-    growth = _checkpointed_bytes_per_turn(directory / 'dbos.sqlite')
-    print('durability per scripted turn (2 model requests + 1 tool call), SQLite system database')
+    growth = _checkpointed_bytes_per_turn(directory / 'store.db-dbos.sqlite')
+    print(f'durability per scripted turn (2 model requests + 1 tool call), SQLite system database, {args.synchronous}')
     print(f'{"":12} {"history":>8} {"outside":>10} {"inside":>10} {"added/turn":>11} {"added/step":>11} {"DB/turn":>9}')
     added: dict[tuple[str, int], float] = {}
     for (name, size), side in sides.items():
@@ -142,6 +162,12 @@ def main() -> None:
     for size in SIZES:
         ours, theirs = added['threadline', size], added['pydantic-ai', size]
         print(f'at {size:,} messages: Threadline adds {ours * 1e3:.2f} ms a step, pydantic-ai {theirs * 1e3:.2f} ms')
+    workflow = statistics.median(t for side in sides.values() for t in side.empty)
+    beyond = {key: value - workflow / 3 for key, value in added.items()}
+    print(
+        f'a workflow with no step costs {workflow * 1e3:.2f} ms; a step beyond it, at 10 messages: '
+        f'Threadline {beyond["threadline", 10] * 1e3:.2f} ms, pydantic-ai {beyond["pydantic-ai", 10] * 1e3:.2f} ms'
+    )
 
 
 def _checkpointed_bytes_per_turn(database: Path) -> dict[tuple[str, int], float]:

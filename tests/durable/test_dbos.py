@@ -98,14 +98,12 @@ async def test_a_run_in_a_workflow_is_steps_under_pinned_names(dbos: None) -> No
     names = [s['function_name'] for s in steps]
     assert names == [
         'threadline.model_request',
-        'threadline.tool_started',
         'threadline.tool_call',
         'threadline.model_request',
     ]
     # the names are compatibility data for workflows in flight: changing one is a migration
     assert STEP_NAMES == (
         'threadline.model_request',
-        'threadline.tool_started',
         'threadline.tool_call',
         'threadline.store.conversation_state',
         'threadline.store.run_start',
@@ -128,7 +126,7 @@ async def test_parallel_calls_take_their_steps_one_at_a_time(dbos: None) -> None
     with SetWorkflowID('parallel-1'):
         assert await (await DBOS.start_workflow_async(parallel_turn)).get_result() == 'all three done'
     names = [s['function_name'] for s in await DBOS.list_workflow_steps_async('parallel-1')]
-    body = ['threadline.tool_started', 'threadline.tool_call']
+    body = ['threadline.tool_call']
     assert names == ['threadline.model_request', *body * 3, 'threadline.model_request']
     assert overlaps == [1, 1, 1]  # never two bodies at once inside the workflow
 
@@ -184,7 +182,16 @@ def test_a_process_killed_inside_a_tool_finishes_the_run_on_restart(backend: str
 
 def test_dbos_config_puts_the_system_database_with_the_store(tmp_path: Path) -> None:
     beside = dbos_config(SQLiteStore(tmp_path / 'app.db'), name='app')
-    assert beside == {'name': 'app', 'system_database_url': f'sqlite:///{tmp_path.resolve() / "app.db-dbos.sqlite"}'}
+    assert beside['system_database_url'] == f'sqlite:///{tmp_path.resolve() / "app.db-dbos.sqlite"}'
+    # WAL, committing as the store does: FULL (2) by default, NORMAL (1) when the store says so
+    for store, level in (
+        (SQLiteStore(tmp_path / 'app.db'), 2),
+        (SQLiteStore(tmp_path / 'n.db', synchronous='NORMAL'), 1),
+    ):
+        with dbos_config(store, name='app')['system_database_engine'].connect() as connection:
+            pragma = connection.exec_driver_sql
+            assert (pragma('PRAGMA journal_mode').scalar(), pragma('PRAGMA synchronous').scalar()) == ('wal', level)
+            assert pragma('PRAGMA foreign_keys').scalar() == 1
     files = dbos_config(FileStore(tmp_path / 'files'), name='app', log_level='WARNING')
     assert files['system_database_url'].endswith('/files/dbos.sqlite') and files['log_level'] == 'WARNING'
     with pytest.raises(UserError, match='in-memory store'):

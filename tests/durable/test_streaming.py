@@ -70,7 +70,6 @@ async def test_the_handler_sees_the_stream_and_the_steps_are_the_usual_ones(dbos
     names = [s['function_name'] for s in await DBOS.list_workflow_steps_async('stock-1')]
     assert names == [
         'threadline.model_request',
-        'threadline.tool_started',
         'threadline.tool_call',
         'threadline.model_request',
     ]

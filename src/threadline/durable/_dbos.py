@@ -22,8 +22,6 @@ Steps and their names. The names are compatibility data: a workflow started unde
 resumes under the next only if the names it recorded are still made in the same order
 (`tests/durable` pins them).
 - `threadline.model_request`: one model request; its output is the response as wire JSON.
-- `threadline.tool_started`: marks that a tool call's attempt began; its output is the call's
-  idempotency key (`<workflow id>/<tool call id>`).
 - `threadline.tool_call`: the tool's body only (`wrap_tool_body`: argument validation and the
   other capabilities' tool hooks stay in the workflow); its output is what the tool returned.
 - With `StepPersistence` on the agent, its store operations are steps too (`DURABLE_IO`):
@@ -57,8 +55,13 @@ Rules:
 - A run that pauses for approval ends with `DeferredToolRequests`; `wait_for_approval` keeps the
   workflow waiting durably until `send_approval` answers (see `threadline.durable._approval`).
 - A tool runs at least once per call; it runs again only if the process died while it ran.
-  Then `ctx.crash_retry` holds the call's idempotency key (the same on every attempt): a tool
-  with an effect outside the process looks the effect up by that key instead of repeating it. A
+  Then `ctx.crash_retry` holds the call's idempotency key (`<workflow id>/<tool call id>`, or
+  the key the ledger recorded; the same on every attempt): a tool with an effect outside the
+  process looks the effect up by that key instead of repeating it. No step marks a call's start
+  (each would cost a checkpoint): `crash_retry` is set when the tool's body is the first step a
+  resumed execution runs, so it is also set when the process died after the step before and
+  before the call began (the look-up then finds nothing, and the effect is applied once; with
+  StepPersistence the ledger's start write is that first step, so this does not happen). A
   tool's return value must be something DBOS can serialize.
 - The tool calls of one response run one at a time inside a workflow: a step's place in the
   workflow is the order steps start in, which parallel calls would leave to chance.
@@ -75,14 +78,17 @@ Rules:
   conversation id over a history).
 
 `dbos_config(store, name=...)` puts DBOS's system database with the store's data: a SQLite file
-beside a `SQLiteStore`'s, or the `PostgresStore`'s own database in a schema of its own, so a
-durable deployment needs no other server.
+beside a `SQLiteStore`'s (in WAL mode, committing as the store does: see `_sqlite_engine`), or
+the `PostgresStore`'s own database in a schema of its own, so a durable deployment needs no other
+server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -102,12 +108,10 @@ from threadline.storage import AsyncStore, FileStore, MemoryStore, PostgresStore
 __all__ = ['STEP_NAMES', 'DBOSDurability', 'dbos_config', 'dbos_store_step', 'durable_history']
 
 MODEL_REQUEST = 'threadline.model_request'
-TOOL_STARTED = 'threadline.tool_started'
 TOOL_CALL = 'threadline.tool_call'
 HISTORY = 'threadline.store.conversation_state'
 STEP_NAMES = (
     MODEL_REQUEST,
-    TOOL_STARTED,
     TOOL_CALL,
     HISTORY,
     'threadline.store.run_start',
@@ -161,7 +165,7 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         options: StepOptions = {'name': MODEL_REQUEST}
         if self.retries:
             options |= {'retries_allowed': True, 'max_attempts': self.retries + 1}
-        body = await DBOS.run_step_async(options, request)
+        body = await _run_step(options, request)
         [response] = ModelMessagesTypeAdapter.validate_json(f'[{body}]'.encode())
         assert isinstance(response, ModelResponse)  # a step only ever records a response
         return response
@@ -182,11 +186,13 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         if DBOS.workflow_id is None:
             return await handler()
         token = DURABLE_IO.set(dbos_store_step)
+        execution = _execution.set(_Execution())
         if ctx.queue is not None:
             ctx.queue.refused = ENQUEUE_REFUSED
         try:
             return await handler()
         finally:
+            _execution.reset(execution)
             DURABLE_IO.reset(token)
 
     async def wrap_tool_body(
@@ -221,18 +227,20 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         args: dict[str, Any],
         handler: Callable[[dict[str, Any]], Awaitable[Any]],
     ) -> Any:
-        attempts = _Attempts()
-        key = await DBOS.run_step_async({'name': TOOL_STARTED}, attempts.first, f'{workflow_id}/{call.tool_call_id}')
+        key = f'{workflow_id}/{call.tool_call_id}'
+        execution = _execution.get()
 
         async def execute() -> Any:
-            if attempts.replayed:  # the call began before, and did not finish: the process died in it
+            if execution is not None and execution.replayed and not execution.ran:
+                # The first step this execution runs, after steps its checkpoint answered: the
+                # last execution stopped inside this call, or just before it.
                 ctx.crash_retry = CrashRetry(recorded_idempotency_key() or key)
             try:
                 return await handler(args)
             finally:
                 ctx.crash_retry = None
 
-        return await DBOS.run_step_async({'name': TOOL_CALL}, execute)
+        return await _run_step({'name': TOOL_CALL}, execute)
 
 
 async def durable_history(store: AsyncStore[SyncStore], conversation_id: str, *, scope: str) -> list[ModelMessage]:
@@ -267,7 +275,10 @@ def dbos_config(store: object, *, name: str, **options: Any) -> DBOSConfig:
         raise UserError('dbos_config: an in-memory store keeps nothing a restarted process could resume from')
     if isinstance(store, SQLiteStore):
         path = Path(store.path).resolve()
-        config['system_database_url'] = f'sqlite:///{path.with_name(path.name + "-dbos.sqlite")}'
+        system = path.with_name(path.name + '-dbos.sqlite')
+        config['system_database_url'] = f'sqlite:///{system}'
+        if not {'system_database_url', 'system_database_engine'} & options.keys():
+            config['system_database_engine'] = _sqlite_engine(system, store.synchronous)
     elif isinstance(store, FileStore):
         config['system_database_url'] = f'sqlite:///{Path(store.root).resolve() / "dbos.sqlite"}'
     elif isinstance(store, PostgresStore):
@@ -281,23 +292,78 @@ def dbos_config(store: object, *, name: str, **options: Any) -> DBOSConfig:
     return config
 
 
+def _sqlite_engine(path: Path, synchronous: str) -> Any:
+    """The engine of a SQLite system database beside a store's: WAL, so a checkpoint's commit
+    syncs the disk once (the rollback journal DBOS leaves it in syncs several times), with the
+    store's own `synchronous`. With `NORMAL`, power loss may take the last checkpoints with the
+    last store writes; a resumed run then repeats those steps, as after a crash before them.
+    The rest is what DBOS sets on the engines it makes: writers serialized by `BEGIN IMMEDIATE`,
+    a busy timeout that rides out a competing writer, and foreign keys enforced."""
+    import sqlalchemy
+
+    if synchronous not in {'FULL', 'NORMAL', 'EXTRA', 'OFF'}:
+        raise UserError(f"dbos_config: the store's synchronous={synchronous!r} is not a SQLite setting")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = sqlalchemy.create_engine(f'sqlite:///{path}')
+
+    @sqlalchemy.event.listens_for(engine, 'connect')
+    def configure(connection: Any, record: Any) -> None:
+        connection.isolation_level = 'IMMEDIATE'
+        connection.execute('PRAGMA busy_timeout=30000')
+        connection.execute('PRAGMA foreign_keys=ON')
+        connection.execute('PRAGMA journal_mode=WAL')
+        connection.execute(f'PRAGMA synchronous={synchronous}')
+
+    return engine
+
+
 async def dbos_store_step(name: str, operation: Callable[..., T], *args: Any) -> T:
     """A StepPersistence read or write as the DBOS step `threadline.store.<name>` (a `DurableIO`:
     set for a run inside a workflow by `DBOSDurability`, and by the pydantic-ai `StepPersistence`
     beside pydantic-ai's own `DBOSDurability`)."""
-    result: T = await DBOS.run_step_async({'name': f'threadline.store.{name}'}, operation, *args)
+    result: T = await _run_step({'name': f'threadline.store.{name}'}, functools.partial(operation, *args))
     return result
 
 
-class _Attempts:
-    """Tells a step that ran now from one whose output came from the checkpoint."""
+class _Execution:
+    """What one execution of a workflow has seen of a run's steps: whether the checkpoint answered
+    any (a resumed execution), and whether any ran."""
 
     def __init__(self) -> None:
-        self.replayed = True
-
-    def first(self, key: str) -> str:
         self.replayed = False
-        return key
+        self.ran = False
+
+
+_execution: contextvars.ContextVar[_Execution | None] = contextvars.ContextVar(
+    'threadline_durable_execution', default=None
+)
+
+
+async def _run_step(options: StepOptions, body: Callable[[], Any]) -> Any:
+    """`body` as a DBOS step, noting for the run (`_Execution`) whether it ran or its output came
+    from the checkpoint."""
+    ran = False
+    if inspect.iscoroutinefunction(body):
+
+        async def step() -> Any:
+            nonlocal ran
+            ran = True
+            return await body()
+
+        result = await DBOS.run_step_async(options, step)
+    else:
+
+        def plain() -> Any:
+            nonlocal ran
+            ran = True
+            return body()
+
+        result = await DBOS.run_step_async(options, plain)
+    execution = _execution.get()
+    if execution is not None:
+        execution.ran |= ran
+        execution.replayed |= not ran
+    return result
 
 
 publish('threadline.durable', globals(), __all__)  # loaded on first use, through the package

@@ -55,6 +55,8 @@ class SQLiteStore(AsyncStore[SQLStore]):
     ) -> None:
         self.dialect = SQLiteDialect(path, synchronous=synchronous, busy_timeout=busy_timeout, read_only=read_only)
         self.path = self.dialect.path
+        self.synchronous = synchronous.upper()
+        """How a commit reaches the disk (`FULL` or `NORMAL`); `dbos_config` gives DBOS's file the same."""
         super().__init__(SQLStore(self.dialect, seal))
 
     def __repr__(self) -> str:
