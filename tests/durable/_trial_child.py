@@ -1,13 +1,14 @@
 """One durable turn with StepPersistence, killed (SIGKILL) at a chosen point (for test_kills.py).
 
     python -m tests.durable._trial_child DIRECTORY sqlite|postgres TRIAL run KILL_AT
-    python -m tests.durable._trial_child DIRECTORY sqlite|postgres TRIAL recover|clean
+    python -m tests.durable._trial_child DIRECTORY sqlite|postgres TRIAL recover|clean|resume
 
 The turn: a model request, a tool call, a second request, a second tool call, an answer. Every
 point where the process may die is a tick: inside a model request, inside a tool body before and
 after its effect, between steps, and just before and just after a store write commits. `run`
 dies at tick KILL_AT; `clean` counts the ticks of a run that is never killed. `recover` and
-`clean` print the stored conversation, the ledger and how often each effect was applied; the model
+`clean` print the stored conversation, the ledger and how often each effect was applied (`resume`
+only finishes what the worker left pending, as a restarted worker would); the model
 requests answered go to DIRECTORY/requests-TRIAL.log with the pid and trial of the process that answered, where and
 which process died to DIRECTORY/killed-TRIAL.
 """
@@ -117,6 +118,9 @@ async def main() -> None:
     # each trial is its own worker: a worker restarting recovers its own workflows, not another's
     DBOS(config=dbos_config(store, name='threadline_trials', log_level='ERROR', executor_id=f'worker-{TRIAL}'))
     DBOS.launch()
+    if MODE == 'resume':  # a worker started again only to finish what it left pending
+        await _finish_own()
+        return
     conversation = f'conversation-{TRIAL}'
     if MODE in ('run', 'clean'):
         with SetWorkflowID(f'turn-{TRIAL}'):
@@ -162,6 +166,17 @@ async def main() -> None:
     # A worker may have taken another's workflow (recovery across executors): shut down as a
     # deployment should, no longer dequeuing and letting what runs finish (DBOS waits, up to the
     # timeout); a worker that left one half-run would leave it to its executor id's next start.
+    DBOS.destroy(workflow_completion_timeout_sec=60)
+    store.close()
+
+
+async def _finish_own() -> None:
+    """Wait until nothing is pending under this worker's executor id (DBOS re-queued it at launch,
+    and some worker runs it), then shut down as `main` does."""
+    while await DBOS.list_workflows_async(
+        status=['PENDING', 'ENQUEUED'], executor_id=DBOS.executor_id, load_input=False, load_output=False
+    ):
+        await asyncio.sleep(0.2)
     DBOS.destroy(workflow_completion_timeout_sec=60)
     store.close()
 
