@@ -74,6 +74,7 @@ def test_chat_reload_search_fork_audit_and_tenants(site: str, page: Any, tmp_pat
     page.get_by_role('button', name='Audit').click()
     expect(page.locator('#verdict')).not_to_be_empty()
     expect(page.locator('#audit-view tbody tr')).to_have_count(6)
+    page.get_by_role('button', name='Close the audit').click()
 
     page.get_by_role('button', name='Fork').click()
     expect(page.locator('#status')).to_have_text('Forked.')
@@ -83,5 +84,6 @@ def test_chat_reload_search_fork_audit_and_tenants(site: str, page: Any, tmp_pat
 
     page.get_by_label('API key').fill('bob-key')
     page.get_by_label('API key').dispatch_event('change')
-    expect(page.locator('#status')).to_have_text('No conversations yet.')
+    expect(page.locator('#list-note')).to_have_text('No conversations yet.')
     expect(page.locator('#conversations button')).to_have_count(0)
+    expect(page.locator('#messages li')).to_have_count(0)  # the other tenant's messages are gone

@@ -139,6 +139,9 @@ def create_app(
         Route('/api/conversations/{cid}/audit', server.audit, methods=['GET']),
         Route('/api/conversations/{cid}/approvals', server.approvals, methods=['POST']),
         Route('/', lambda request: FileResponse(static / 'index.html'), methods=['GET']),
+        Route(
+            '/favicon.ico', lambda r: FileResponse(static / 'favicon.svg', media_type='image/svg+xml'), methods=['GET']
+        ),
         Mount('/static', StaticFiles(directory=static), name='static'),
     ]
     guard = Middleware(

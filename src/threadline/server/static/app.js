@@ -1,17 +1,28 @@
 // The Threadline page: chat over /api/chat (the Vercel AI UI message stream), conversations,
-// search, fork, delete and the audit. No build step and no library.
+// search, fork, delete, approvals and the audit. No build step: marked and DOMPurify are vendored
+// (static/vendor), and assistant Markdown reaches the page only through DOMPurify.
+//
+// Rules: an error stays on screen until the person acts again (nothing overwrites it); a message
+// that was not answered goes back into the message box; the open conversation is in the URL.
 'use strict';
 const $ = (id) => document.getElementById(id);
-let current = null;
+let current = null;  // the open conversation's id
+let answering = null;  // the AbortController of the turn streaming now
+const titles = new Map();  // conversation id -> title, from the last list
 
 function headers(extra = {}) {
-  const key = $('api-key').value.trim() || localStorage.getItem('threadline-key') || '';
-  if ($('api-key').value.trim()) localStorage.setItem('threadline-key', key);
+  const key = $('api-key').value.trim();
   return key ? { ...extra, 'x-api-key': key } : extra;
 }
 
 async function api(path, options = {}) {
-  const response = await fetch(path, { ...options, headers: headers(options.headers) });
+  let response;
+  try {
+    response = await fetch(path, { ...options, headers: headers(options.headers) });
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
+    throw new Error('The server cannot be reached. Is threadline serve running?');
+  }
   if (!response.ok) {
     const detail = await response.json().catch(() => ({}));
     throw new Error(detail.error || `${response.status} ${response.statusText}`);
@@ -19,7 +30,14 @@ async function api(path, options = {}) {
   return response.status === 204 ? null : response.json();
 }
 
-function status(text) { $('status').textContent = text; }
+function status(text, error = false) {
+  $('status').textContent = text;
+  $('status').classList.toggle('error', error);
+}
+
+function markdown(element, text) {
+  element.innerHTML = DOMPurify.sanitize(marked.parse(text));
+}
 
 function bubble(role) {
   const li = document.createElement('li');
@@ -27,66 +45,132 @@ function bubble(role) {
   const label = document.createElement('span');
   label.className = 'role';
   label.textContent = role;
-  const body = document.createElement('span');
-  body.className = 'text';
-  li.append(label, body);
+  li.append(label);
   $('messages').append(li);
+  return li;
+}
+
+function textPart(li, text) {
+  const body = document.createElement('div');
+  body.className = 'text';
+  if (li.classList.contains('user')) body.textContent = text;
+  else markdown(body, text);
+  li.append(body);
   return body;
+}
+
+function toolPart(li, name, input) {
+  const tool = document.createElement('details');
+  tool.className = 'tool';
+  const summary = document.createElement('summary');
+  summary.textContent = `${name}(${JSON.stringify(input ?? {})})`;
+  tool.append(summary);
+  li.append(tool);
+  return tool;
+}
+
+function toolResult(tool, output, error) {
+  const result = document.createElement('pre');
+  result.textContent = error ? error : (typeof output === 'string' ? output : JSON.stringify(output, null, 2));
+  tool.classList.toggle('error', Boolean(error));
+  tool.querySelector('summary').textContent += error ? ' → failed' : ' → done';
+  tool.append(result);
+}
+
+// A paused run's calls that wait for a person: one question each; sent together once all are answered.
+function approvals(li, calls) {
+  const decisions = {};
+  for (const call of calls) {
+    const box = document.createElement('div');
+    box.className = 'approval';
+    const question = document.createElement('p');
+    question.textContent = `Allow ${call.toolName}(${JSON.stringify(call.input ?? {})})?`;
+    const yes = Object.assign(document.createElement('button'), { type: 'button', className: 'approve', textContent: 'Approve' });
+    const no = Object.assign(document.createElement('button'), { type: 'button', className: 'deny', textContent: 'Deny' });
+    const decide = (answer) => {
+      decisions[call.toolCallId] = answer;
+      yes.disabled = no.disabled = true;
+      question.textContent += answer ? ' Approved.' : ' Denied.';
+      if (Object.keys(decisions).length === calls.length) resume(decisions);
+    };
+    yes.addEventListener('click', () => decide(true));
+    no.addEventListener('click', () => decide(false));
+    box.append(question, yes, no);
+    li.append(box);
+  }
 }
 
 function render(messages) {
   $('messages').replaceChildren();
-  for (const message of messages) {
-    const body = bubble(message.role);
+  messages.forEach((message, index) => {
+    const li = bubble(message.role);
+    const waiting = [];
     for (const part of message.parts) {
-      if (part.type === 'text') body.append(part.text);
+      if (part.type === 'text') textPart(li, part.text);
       else if (part.type.startsWith('tool-')) {
-        const tool = document.createElement('div');
-        tool.className = 'tool';
-        tool.textContent = `${part.type.slice(5)}(${JSON.stringify(part.input)}) → ${part.state === 'output-error' ? part.errorText : JSON.stringify(part.output)}`;
-        body.append(tool);
+        const tool = toolPart(li, part.type.slice(5), part.input);
+        if (part.state === 'output-available' || part.state === 'output-error') toolResult(tool, part.output, part.errorText);
+        else waiting.push({ toolCallId: part.toolCallId, toolName: part.type.slice(5), input: part.input });
       }
     }
-  }
+    if (waiting.length && index === messages.length - 1 && message.role === 'assistant') approvals(li, waiting);
+  });
 }
 
 function select(id, title) {
   current = id;
-  $('title').textContent = title || id || 'New conversation';
+  $('title').textContent = title || (id ? 'Conversation' : 'New conversation');
   for (const button of ['fork', 'delete', 'audit']) $(button).disabled = !id;
-  $('audit-view').hidden = true;
   for (const item of document.querySelectorAll('#conversations button')) {
     item.setAttribute('aria-current', String(item.dataset.id === id));
   }
+  history.replaceState(null, '', id ? `#c=${encodeURIComponent(id)}` : location.pathname);
+  document.body.classList.remove('list-open');
+  $('show-list').setAttribute('aria-expanded', 'false');
 }
 
-let generation = 0;  // a refresh answered after a newer one started is dropped
+function snippetLine(snippet) {
+  // A search snippet marks its matches as [word]: show them highlighted, never as markup.
+  const small = document.createElement('small');
+  snippet.split(/\[([^\]]*)\]/).forEach((piece, i) => {
+    if (i % 2) small.append(Object.assign(document.createElement('mark'), { textContent: piece }));
+    else small.append(piece);
+  });
+  return small;
+}
 
-async function refresh(query = '') {
+let generation = 0;  // a list answered after a newer one was asked for is dropped
+
+async function refresh(query = $('search').value.trim()) {
   const mine = ++generation;
-  const items = [];
+  let rows;
   try {
-    const rows = query
-      ? [...new Map((await api(`/api/conversations?q=${encodeURIComponent(query)}`)).hits
-          .map((h) => [h.conversationId, { id: h.conversationId, title: h.snippet }])).values()]  // one row per conversation
-      : (await api('/api/conversations')).conversations;
-    for (const row of rows) {
-      const li = document.createElement('li');
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.dataset.id = row.id;
-      button.textContent = row.title || row.id;
-      const small = document.createElement('small');
-      small.textContent = row.id;
-      button.append(small);
-      button.addEventListener('click', () => open(row.id, row.title));
-      li.append(button);
-      items.push(li);
+    if (query) {
+      const hits = (await api(`/api/conversations?q=${encodeURIComponent(query)}`)).hits;
+      rows = [...new Map(hits.map((h) => [h.conversationId, { id: h.conversationId, snippet: h.snippet }])).values()];
+    } else {
+      rows = (await api('/api/conversations')).conversations;
+      titles.clear();
+      for (const row of rows) titles.set(row.id, row.title);
     }
-    if (mine !== generation) return;
-    $('conversations').replaceChildren(...items);
-    status(rows.length ? '' : query ? 'No matches.' : 'No conversations yet.');
-  } catch (error) { status(error.message); }
+  } catch (error) {
+    if (!$('status').classList.contains('error')) status(error.message, true);  // the first error stays
+    return;
+  }
+  if (mine !== generation) return;
+  const items = rows.map((row) => {
+    const li = document.createElement('li');
+    const button = Object.assign(document.createElement('button'), { type: 'button' });
+    button.dataset.id = row.id;
+    button.setAttribute('aria-current', String(row.id === current));
+    const title = row.title || titles.get(row.id) || 'Conversation';
+    button.append(title, row.snippet ? snippetLine(row.snippet) : Object.assign(document.createElement('small'), { textContent: row.id }));
+    button.addEventListener('click', () => open(row.id, title));
+    li.append(button);
+    return li;
+  });
+  $('conversations').replaceChildren(...items);
+  $('list-note').textContent = rows.length ? '' : query ? 'No matches.' : 'No conversations yet.';
 }
 
 const FINISHING = 'Finishing a turn after a restart…';
@@ -98,28 +182,21 @@ async function open(id, title) {
     const conversation = await api(`/api/conversations/${encodeURIComponent(id)}`);
     select(id, conversation.title || title);
     render(conversation.messages);
+    $('messages').scrollTop = $('messages').scrollHeight;
     if (conversation.finishing) {
       status(FINISHING);
       finishing = setTimeout(() => { if (current === id) open(id, title); }, 1500);
     } else if ($('status').textContent === FINISHING) status('');
-  } catch (error) { status(error.message); }
+  } catch (error) { status(error.message, true); }
 }
 
-async function send(text) {
-  const id = current || crypto.randomUUID();
-  select(id, $('title').textContent === 'New conversation' ? text.slice(0, 60) : $('title').textContent);
-  bubble('user').append(text);
-  const body = bubble('assistant');
-  status('Answering…');
-  const response = await fetch('/api/chat', {
-    method: 'POST',
-    headers: headers({ 'content-type': 'application/json' }),
-    body: JSON.stringify({ id, messages: [{ id: crypto.randomUUID(), role: 'user', parts: [{ type: 'text', text }] }] }),
-  });
-  if (!response.ok) { status((await response.json().catch(() => ({}))).error || response.statusText); return; }
+// One streamed answer into `li`; returns the error text the stream ended with, or null.
+async function stream(response, li) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
-  let buffer = '';
+  const tools = new Map();
+  const waiting = [];
+  let buffer = '', text = null, said = '', failure = null;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
@@ -130,45 +207,127 @@ async function send(text) {
       buffer = buffer.slice(cut + 2);
       if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
       const chunk = JSON.parse(line.slice(6));
-      if (chunk.type === 'text-delta') body.append(chunk.delta);
-      else if (chunk.type === 'error') status(chunk.errorText);
+      if (chunk.type === 'text-start') { text = textPart(li, ''); said = ''; }
+      else if (chunk.type === 'text-delta' && text) { said += chunk.delta; markdown(text, said); }
+      else if (chunk.type === 'tool-input-available') tools.set(chunk.toolCallId, { tool: toolPart(li, chunk.toolName, chunk.input), ...chunk });
+      else if (chunk.type === 'tool-output-available' && tools.has(chunk.toolCallId)) toolResult(tools.get(chunk.toolCallId).tool, chunk.output);
+      else if (chunk.type === 'tool-output-error' && tools.has(chunk.toolCallId)) toolResult(tools.get(chunk.toolCallId).tool, null, chunk.errorText);
+      else if (chunk.type === 'data-approval-requested') waiting.push({ ...chunk.data, input: tools.get(chunk.data.toolCallId)?.input });
+      else if (chunk.type === 'error') failure = chunk.errorText;
+      $('messages').scrollTop = $('messages').scrollHeight;
     }
   }
-  if (!$('status').textContent.startsWith('The') && !$('status').textContent.includes('changed')) status('');
-  refresh();
+  if (waiting.length) approvals(li, waiting);
+  return failure;
+}
+
+// A turn's request and its answer. `restore` puts the typed text back when nothing was answered.
+async function turn(path, body, li, restore) {
+  answering = new AbortController();
+  $('send').disabled = true;
+  $('stop').hidden = false;
+  status('Answering…');
+  try {
+    let response;
+    try {
+      response = await fetch(path, {
+        method: 'POST', signal: answering.signal, body: JSON.stringify(body),
+        headers: headers({ 'content-type': 'application/json' }),
+      });
+    } catch (error) {
+      throw new Error(error.name === 'AbortError' ? 'Stopped.' : 'The server cannot be reached: the message was not sent.');
+    }
+    if (!response.ok) throw new Error((await response.json().catch(() => ({}))).error || response.statusText);
+    const failure = await stream(response, li);
+    if (failure) throw new Error(`The answer failed: ${failure}`);
+    status('');
+  } catch (error) {
+    const stopped = error.name === 'AbortError' || error.message === 'Stopped.';
+    li.classList.add('failed');
+    li.append(Object.assign(document.createElement('p'), { className: 'error-text', textContent: stopped ? 'Stopped.' : error.message }));
+    if (restore) restore();
+    status(stopped ? 'Stopped.' : `${error.message}${restore ? ' Your message is back in the box.' : ''}`, !stopped);
+  } finally {
+    answering = null;
+    $('send').disabled = false;
+    $('stop').hidden = true;
+  }
+  await refresh();
+}
+
+async function send(text) {
+  const id = current || crypto.randomUUID();
+  const fresh = !current;
+  select(id, fresh ? text.slice(0, 60) : $('title').textContent);
+  textPart(bubble('user'), text);
+  const li = bubble('assistant');
+  const message = { id: crypto.randomUUID(), role: 'user', parts: [{ type: 'text', text }] };
+  await turn('/api/chat', { id, messages: [message] }, li, () => { $('prompt').value = text; if (fresh) select(null); });
+}
+
+async function resume(decisions) {
+  const li = bubble('assistant');
+  await turn(`/api/conversations/${encodeURIComponent(current)}/approvals`, { approvals: decisions }, li, null);
+}
+
+async function showAudit() {
+  const report = await api(`/api/conversations/${encodeURIComponent(current)}/audit`);
+  const view = $('audit-view');
+  const verdict = document.createElement('p');
+  verdict.append('Verdict: ', Object.assign(document.createElement('strong'), { id: 'verdict', textContent: report.verdict }));
+  const explain = Object.assign(document.createElement('p'), { className: 'explain' });
+  explain.textContent = report.verdict === 'READY' ? 'Every gate passed.' : `Needs attention: ${report.failures.join(', ') || report.verdict}.`;
+  const table = document.createElement('table');
+  table.innerHTML = '<thead><tr><th>Gate</th><th>Result</th></tr></thead><tbody></tbody>';
+  for (const gate of report.gates) {
+    const row = table.tBodies[0].insertRow();
+    row.insertCell().textContent = gate.gate;
+    const cell = row.insertCell();
+    cell.className = gate.passed ? 'pass' : 'fail';
+    cell.textContent = gate.passed ? 'pass' : (gate.verdicts.join(', ') || 'skipped');
+  }
+  view.replaceChildren(verdict, explain, table);
+  $('audit-dialog').showModal();
 }
 
 $('composer').addEventListener('submit', (event) => {
   event.preventDefault();
   const text = $('prompt').value.trim();
-  if (!text) return;
+  if (!text || answering) return;
   $('prompt').value = '';
-  send(text).catch((error) => status(error.message));
+  send(text).catch((error) => status(error.message, true));
 });
 $('prompt').addEventListener('keydown', (event) => {
   if (event.key === 'Enter' && !event.shiftKey) { event.preventDefault(); $('composer').requestSubmit(); }
 });
-$('new-chat').addEventListener('click', () => { select(null); $('messages').replaceChildren(); $('prompt').focus(); });
-$('search-form').addEventListener('submit', (event) => { event.preventDefault(); refresh($('search').value.trim()); });
-$('search').addEventListener('search', () => refresh($('search').value.trim()));
+$('stop').addEventListener('click', () => { if (answering) answering.abort(); });
+$('new-chat').addEventListener('click', () => { select(null); $('messages').replaceChildren(); status(''); $('prompt').focus(); });
+$('show-list').addEventListener('click', () => {
+  const open = document.body.classList.toggle('list-open');
+  $('show-list').setAttribute('aria-expanded', String(open));
+});
+$('search-form').addEventListener('submit', (event) => { event.preventDefault(); refresh(); });
+$('search').addEventListener('search', () => refresh());
 $('fork').addEventListener('click', async () => {
   try { const fork = await api(`/api/conversations/${encodeURIComponent(current)}/fork`, { method: 'POST' }); await refresh(); await open(fork.id); status('Forked.'); }
-  catch (error) { status(error.message); }
+  catch (error) { status(error.message, true); }
 });
 $('delete').addEventListener('click', async () => {
   if (!confirm('Delete this conversation?')) return;
-  try { await api(`/api/conversations/${encodeURIComponent(current)}`, { method: 'DELETE' }); select(null); $('messages').replaceChildren(); refresh(); status('Deleted.'); }
-  catch (error) { status(error.message); }
+  try { await api(`/api/conversations/${encodeURIComponent(current)}`, { method: 'DELETE' }); select(null); $('messages').replaceChildren(); await refresh(); status('Deleted.'); }
+  catch (error) { status(error.message, true); }
 });
-$('audit').addEventListener('click', async () => {
-  try {
-    const report = await api(`/api/conversations/${encodeURIComponent(current)}/audit`);
-    const view = $('audit-view');
-    const rows = report.gates.map((g) => `<tr><td>${g.gate}</td><td class="${g.passed ? 'pass' : 'fail'}">${g.passed ? 'pass' : (g.verdicts.join(', ') || 'skipped')}</td></tr>`).join('');
-    view.innerHTML = `<p>Verdict: <strong id="verdict">${report.verdict}</strong></p><table><thead><tr><th>Gate</th><th>Result</th></tr></thead><tbody>${rows}</tbody></table>`;
-    view.hidden = false;
-  } catch (error) { status(error.message); }
+$('audit').addEventListener('click', () => showAudit().catch((error) => status(error.message, true)));
+$('api-key').addEventListener('change', () => {
+  // Another key is another tenant: nothing of the last one stays on screen.
+  localStorage.setItem('threadline-key', $('api-key').value.trim());
+  select(null);
+  $('messages').replaceChildren();
+  status('');
+  refresh();
 });
+
 $('api-key').value = localStorage.getItem('threadline-key') || '';
-$('api-key').addEventListener('change', () => { localStorage.setItem('threadline-key', $('api-key').value.trim()); refresh(); });
 refresh();
+const opened = new URLSearchParams(location.hash.slice(1)).get('c');
+if (opened) open(opened);
