@@ -38,8 +38,19 @@ class Site:
             self.process.communicate(timeout=30)
 
 
+@pytest.fixture(scope='module')
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """One server for the module's tests (each opens its own conversations)."""
+    running = Site(tmp_path_factory.mktemp('site'))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
 @pytest.fixture
-def site(tmp_path: Path) -> Iterator[Site]:
+def own_site(tmp_path: Path) -> Iterator[Site]:
+    """A server of the test's own, for a test that stops it."""
     running = Site(tmp_path)
     try:
         yield running
@@ -47,22 +58,29 @@ def site(tmp_path: Path) -> Iterator[Site]:
         running.stop()
 
 
-@pytest.fixture(params=list(SIZES))
-def page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(scope='module')
+def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox'])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(params=list(SIZES))
+def page(request: pytest.FixtureRequest, browser: Any, tmp_path: Path) -> Iterator[Any]:
     width, height = SIZES[request.param]
     shots = Path(os.environ.get('THREADLINE_SCREENSHOTS') or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox'])
-        page = browser.new_page(viewport={'width': width, 'height': height})
-        page.shot = lambda name: page.screenshot(path=str(shots / f'{name}-{request.param}.png'))  # type: ignore[attr-defined]
-        page.size = request.param  # type: ignore[attr-defined]
-        try:
-            yield page
-        finally:
-            browser.close()
+    context = browser.new_context(viewport={'width': width, 'height': height})
+    page = context.new_page()
+    page.shot = lambda name: page.screenshot(path=str(shots / f'{name}-{request.param}.png'))  # type: ignore[attr-defined]
+    page.size = request.param  # type: ignore[attr-defined]
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 def say(page: Any, text: str) -> None:
@@ -112,9 +130,10 @@ def test_a_paused_run_asks_again_after_a_reload(site: Site, page: Any) -> None:
     expect(page.locator('#messages li.assistant').last).to_contain_text('Done:', timeout=15_000)
 
 
-def test_errors_stay_and_the_message_is_not_lost(site: Site, page: Any) -> None:
+def test_errors_stay_and_the_message_is_not_lost(own_site: Site, page: Any) -> None:
     from playwright.sync_api import expect
 
+    site = own_site
     page.goto(site.url)
     say(page, 'this will fail')
     status = page.locator('#status')
@@ -160,9 +179,9 @@ def test_the_layout_fits_the_screen(site: Site, page: Any) -> None:
     assert page.get_by_label('Message').bounding_box()['width'] >= width * 0.5  # not a sliver
     if page.size == 'phone':
         page.get_by_role('button', name='Conversations').click()
-        expect(page.locator('#conversations button')).to_have_count(1)
+        expect(page.locator('#conversations button').first).to_be_visible()
         page.shot('phone-list')
-        page.locator('#conversations button').first.click()
+        page.locator('#conversations button[aria-current="true"]').click()
         expect(page.locator('#conversations')).to_be_hidden()
     page.get_by_role('button', name='Audit').click()
     expect(page.locator('#verdict')).not_to_be_empty()
