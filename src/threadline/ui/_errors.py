@@ -2,15 +2,57 @@
 
 from __future__ import annotations
 
-from threadline.exceptions import ConflictError
+from threadline.exceptions import (
+    BackendError,
+    ConflictError,
+    ConversationQuarantined,
+    FallbackExceptionGroup,
+    HookTimeoutError,
+    ModelConnectionError,
+    ModelHTTPError,
+    UnexpectedModelBehavior,
+    UnresolvedToolEffect,
+    UsageLimitExceeded,
+)
 
 __all__ = ['public_error']
 
 
 def public_error(error: Exception, *, detail: bool) -> str:
-    """The error text a stream sends: with `detail`, the exception's type and message; otherwise a
-    store conflict's own message (it names no content) or only that the run failed, as an
-    exception's text can carry the data the run failed on."""
+    """The error text a stream sends. With `detail`, the exception's type and message. Otherwise a
+    short reason a person can act on, built only from the error's kind, an HTTP status and a limit's
+    name: an exception's own text can carry the data the run failed on (a provider echoes the
+    prompt; a tool error quotes its arguments), so it is never sent, except a store conflict's
+    (it names only the conversation the caller sent)."""
     if detail:
         return f'{type(error).__name__}: {error}'
-    return str(error) if isinstance(error, ConflictError) else 'The run failed.'
+    if isinstance(error, ConflictError):
+        return str(error)
+    if isinstance(error, ModelHTTPError):
+        return _http_reason(error.status_code)
+    for kind, reason in _REASONS:
+        if isinstance(error, kind):
+            return reason.format(limit=getattr(error, 'limit', '') or 'a limit')
+    return 'The run failed.'
+
+
+_REASONS: tuple[tuple[type[Exception], str], ...] = (
+    (ModelConnectionError, 'The model could not be reached: try again shortly.'),
+    (FallbackExceptionGroup, 'No model could answer: try again shortly.'),
+    (UsageLimitExceeded, 'The run reached its usage limit ({limit}).'),
+    (UnexpectedModelBehavior, 'The model answered in a way the run cannot use.'),
+    (HookTimeoutError, 'A step of the run took too long.'),
+    (UnresolvedToolEffect, 'A tool call of an earlier run has an unknown effect: it must be reconciled first.'),
+    (ConversationQuarantined, 'This conversation is quarantined after an audit.'),
+    (BackendError, 'The store failed: try again shortly.'),
+)
+
+
+def _http_reason(status: int) -> str:
+    if status == 429:
+        return 'The model is rate limited: try again shortly.'
+    if status in (401, 403):
+        return "The model refused the server's credentials (a key to fix on the server)."
+    if status >= 500:
+        return f'The model provider failed (HTTP {status}): try again shortly.'
+    return f'The model refused the request (HTTP {status}).'
