@@ -188,7 +188,7 @@ def chat(
         pending = None
         try:
             output = session.turn(agent, line)
-        except _MODEL_ERRORS as exc:
+        except _model_errors() as exc:
             pending = line  # kept: nothing was stored, and Enter sends it again
             click.echo(f'error: {one_line(exc)} (your message was not sent)', err=True)
             continue
@@ -308,14 +308,11 @@ class _Session:
 
 
 def _model_errors() -> tuple[type[BaseException], ...]:
-
+    """The errors a model request may raise: only SDKs already loaded can raise theirs, so none is
+    imported here (importing them cost every command a second at start-up)."""
     errors: list[type[BaseException]] = [AgentRunError, ConnectionError, TimeoutError]
     for module, name in (('openai', 'APIError'), ('anthropic', 'APIError'), ('httpx', 'HTTPError')):
-        try:
-            errors.append(getattr(__import__(module), name))
-        except (ImportError, AttributeError):
-            continue
+        found = getattr(sys.modules.get(module), name, None)
+        if isinstance(found, type) and issubclass(found, BaseException):
+            errors.append(found)
     return tuple(errors)
-
-
-_MODEL_ERRORS = _model_errors()
