@@ -216,11 +216,11 @@ def _expand(line: str) -> str:
 
 
 @cli.command()
-@click.argument('text')
+@click.argument('text', required=False)
 @_model_option
 @shared_options
 def prompt(
-    text: str,
+    text: str | None,
     model: str,
     cont: bool,
     cid: str | None,
@@ -232,13 +232,29 @@ def prompt(
     debug: bool,
 ) -> None:
     """Send one message, print the answer, and store the turn (-c continues the latest
-    conversation, --cid a given one)."""
+    conversation, --cid a given one). Text piped in is read too (`-` or no TEXT: only it; with
+    TEXT: TEXT, a blank line, then it)."""
+    text = _with_stdin(text)
     state = state_for(db, scope, debug)
     agent = _agent_for(state, model, system, key)
     cid = _conversation_for(state, cont, cid)
     session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
     click.echo(session.turn(agent, text))
     click.echo(f'(conversation {cid})', err=True)
+
+
+def _with_stdin(text: str | None) -> str:
+    """The message: TEXT and/or what was piped in, as `llm` joins them."""
+    try:
+        piped = '' if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read().strip()
+    except (OSError, ValueError):  # no readable stdin (closed, or held by a test runner)
+        piped = ''
+    if text == '-':
+        text = None
+    message = '\n\n'.join(part for part in (text, piped) if part)
+    if not message:
+        raise click.UsageError('give the message as TEXT, or pipe it in: echo hello | threadline prompt')
+    return message
 
 
 class _Session:
