@@ -111,6 +111,8 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
     code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'me')
     assert 'migrations: 17 applied (latest: snapshot_pending)' in out and '2 conversations, 8 messages' in out
     assert 'store key: install-' in out and 'store-keys.json' in out
+    code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'someone-else')
+    assert '1 conversation, 4 messages' in out  # one, not "1 conversations"
     code, out, _ = run(capsys, 'db', 'backup', str(tmp_path / 'copy.db'), '--db', db)
     assert code == 0 and SQLiteStore(tmp_path / 'copy.db').sync.load('conv-a', scope='me').length == 4
 

@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 console = Console(highlight=False, soft_wrap=True)
+notes = Console(highlight=False, soft_wrap=True, stderr=True)
+"""Status notes: stderr, so stdout holds only answers and data."""
 
 
 def progress() -> Progress:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from threadline._uuid import uuid7
-from threadline.cli._app import State, cli, console, one_line, shared_options, state_for, warn_if_tampered
+from threadline.cli._app import State, cli, console, notes, one_line, shared_options, state_for, warn_if_tampered
 from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
 
 if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
@@ -284,7 +284,7 @@ class _Session:
         for _ in range(5):
             revision, length = self._state()
             if length > self.seen:
-                console.print(f'[dim]({length - self.seen} message(s) from another session since your last turn)[/]')
+                notes.print(f'[dim]({length - self.seen} message(s) from another session since your last turn)[/]')
             kwargs: dict[str, Any] = {'conversation_id': self.conversation_id}
             if length:
                 kwargs = self.store.sync.load(self.conversation_id, scope=self.scope).run_kwargs()
@@ -293,7 +293,7 @@ class _Session:
                 if not self.persists_steps:
                     self.store.sync.save(result, scope=self.scope, expected_revision=revision)
             except ConflictError:
-                console.print('[dim](another session wrote at the same time; answering again over its turn)[/]')
+                notes.print('[dim](another session wrote at the same time; answering again over its turn)[/]')
                 self.seen = length
                 continue
             result = self._approvals(agent, result)

@@ -160,8 +160,8 @@ def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> 
     click.echo(
         f'database: {state.db}\nmigrations: {len(migrations)} applied'
         + (f' (latest: {migrations[-1]})' if migrations else '')
-        + f'\nscope {state.scope!r}: {len(rows)} conversations, '
-        f'{sum(r.message_count for r in rows)} messages' + (f'\nsize: {size / 1e6:.2f} MB' if size else '')
+        + f'\nscope {state.scope!r}: {_count(len(rows), "conversation")}, '
+        f'{_count(sum(r.message_count for r in rows), "message")}' + (f'\nsize: {size / 1e6:.2f} MB' if size else '')
     )
     click.echo(f'store key: {key}')
 
@@ -325,3 +325,7 @@ def _vacuum_into(conn: Any, partial: Path, name: str) -> None:
             bar.update(task, completed=min(size, total))
     if failure:
         raise failure[0]
+
+
+def _count(n: int, noun: str) -> str:
+    return f'{n:,} {noun}' + ('' if n == 1 else 's')
