@@ -64,7 +64,14 @@ def audit(
 
     state = state_for(db, scope, debug)
     path = Path(target)
-    store = state.store
+    try:
+        store = state.existing  # a database that does not exist is an error, not created empty
+    except click.ClickException:
+        if not path.exists():
+            raise
+        from threadline.storage import open_store
+
+        store = open_store(':memory:')  # a history file audited on its own: no database is made for it
     if dynamic:
         contract = PromptContract.dynamic('dynamic')
     elif prompt_file is not None:
