@@ -4,15 +4,14 @@ store write commits. Every trial must finish, make no completed model request ag
 effect twice (the tool looks its key up), store the conversation an uncrashed run stores (ids and
 timestamps aside), leave the ledger settled and the seals intact.
 
-A handful of trials run by default; `-m slow` runs 200 on SQLite and 50 on PostgreSQL. On
-PostgreSQL two trials run at once on the same databases (THREADLINE_KILL_WORKERS sets how many): a
-worker that restarts re-queues its unfinished workflow and any live worker may take it (DBOS
-recovery across executors), so a worker often finishes another's turn, and a worker may die while
-it runs another's. A completed model request may then be made again only if the worker that made
-it died before its checkpoint: the request log names the process behind every answer, and the
-test holds it to that. On SQLite, two workers at once pass every check but one: about one trial
-in 150, a workflow a worker took from another stays pending under the taker's executor id after
-the taker exits, and nothing recovers it (not understood yet), so SQLite runs one at a time.
+A handful of trials run by default; `-m slow` runs 200 on SQLite and 50 on PostgreSQL. Two trials
+run at once on the same databases (THREADLINE_KILL_WORKERS sets how many): a worker that restarts
+re-queues its unfinished workflow and any live worker may take it (DBOS recovery across
+executors), so a worker often finishes another's turn, and a worker may die while it runs
+another's. A completed model request may then be made again only if the worker that made it died
+before its checkpoint: the request log names the process behind every answer, and the test holds
+it to that. A worker that exits leaving a workflow pending under its executor id is started again,
+as a deployment restarts its workers (see `_restart_while_pending`).
 """
 
 from __future__ import annotations
@@ -91,9 +90,7 @@ def _pending_under(directory: Path, backend: str, executor: str) -> int:
 
 
 def run_trials(directory: Path, backend: str, count: int) -> Trials:
-    """`count` kill-and-restart trials, THREADLINE_KILL_WORKERS at once (default: two on
-    PostgreSQL, one on SQLite, where two still leave about one workflow in 150 pending for good
-    under a worker that took it and exited; see the module docstring)."""
+    """`count` kill-and-restart trials, THREADLINE_KILL_WORKERS at once (default: two)."""
     prefix = uuid.uuid4().hex[:8]  # trial ids are workflow and conversation ids: never reused
     reference = report(_child(directory, backend, f'{prefix}-clean', 'clean'))
     points = list(range(1, reference['ticks'] + 1))
@@ -118,8 +115,7 @@ def run_trials(directory: Path, backend: str, count: int) -> Trials:
         where, pid = (directory / f'killed-{name}').read_text().split('\n')
         return where, pid
 
-    default = '2' if backend == 'postgres' else '1'
-    with ThreadPoolExecutor(max_workers=int(os.environ.get('THREADLINE_KILL_WORKERS', default))) as workers:
+    with ThreadPoolExecutor(max_workers=int(os.environ.get('THREADLINE_KILL_WORKERS', '2'))) as workers:
         killed = list(workers.map(trial, range(count)))
     trials = Trials(killed_at=Counter(where for where, _ in killed))
     dead = {pid for _, pid in killed}
