@@ -653,10 +653,3 @@ def test_model_errors_speak_in_flags(
     assert code == 1 and "-m 'nosuch:model': not a model; use -m demo, -m test" in err
     code, _, err = run(capsys, 'prompt', 'hi', '-m', 'openai:gpt-5.2', '--db', db, '--scope', 'me')
     assert code == 1 and 'set OPENAI_API_KEY, or pass --key' in err and 'api_key=' not in err
-
-
-def test_audit_refuses_a_database_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    missing = tmp_path / 'typo.db'
-    code, _, err = run(capsys, 'audit', 'conv-a', '--db', str(missing), '--scope', 'me')
-    assert code == 1 and 'no database at' in err
-    assert not missing.exists()  # not created empty

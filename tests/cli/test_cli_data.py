@@ -277,3 +277,10 @@ def test_a_recorded_restore_verifies_and_an_unrecorded_one_is_reported(
     SQLiteStore(other).close()
     assert main(['db', 'restore', str(other), '--db', str(db), '--yes']) == 1
     assert 'another store' in capsys.readouterr().err
+
+
+def test_audit_refuses_a_database_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / 'typo.db'
+    code, _, err = run(capsys, 'audit', 'conv-a', '--db', str(missing), '--scope', 'me')
+    assert code == 1 and 'no database at' in err
+    assert not missing.exists()  # not created empty
