@@ -194,3 +194,10 @@ def test_durable_turns_refuse_a_stateless_server(tmp_path: Path) -> None:
         create_app(
             SQLiteStore(tmp_path / 's.db'), Agent(DemoModel()), stateless=Keyring.single(b'k' * 32), durable=True
         )
+
+
+def test_the_durable_turn_names_are_pinned() -> None:
+    """Workflows in flight resume only under the names they were recorded with: a change is a migration."""
+    from threadline.server._durable import SAVE_STEP, TURN_WORKFLOW
+
+    assert (TURN_WORKFLOW, SAVE_STEP) == ('threadline.serve.turn', 'threadline.serve.save')
