@@ -10,7 +10,9 @@ NORMAL survives a crash of the process). Both sides share it. Medians of interle
 The added time per step is (inside - outside) / 3: a turn makes two model requests and one tool
 call, each a DBOS step on both sides. The
 history reaches both agents in memory, not as a workflow input, so neither side pays for
-serialising it and what is timed is the steps. The database growth per turn is what the turn's
+serialising it and what is timed is the steps. Beside them, the same DBOS runs a workflow with no
+step and one with three steps that do nothing, so DBOS's own cost of a workflow and of a step show
+what durability costs on this disk before any library. The database growth per turn is what the turn's
 steps checkpoint (the bytes of their outputs in DBOS's `operation_outputs`): it must not grow with
 the history.
 """
@@ -41,8 +43,9 @@ class Side:
         self.inside: list[float] = []
         self.outside: list[float] = []
         self.empty: list[float] = []  # a workflow that makes no step: DBOS's cost of a workflow
+        self.bare: list[float] = []  # one that makes three steps doing nothing: DBOS's cost of a step
 
-    async def turn(self, workflow: Any, empty: Any) -> None:
+    async def turn(self, workflow: Any, empty: Any, bare: Any) -> None:
         from dbos import DBOS
 
         start = time.perf_counter()
@@ -60,6 +63,11 @@ class Side:
             handle = await DBOS.start_workflow_async(empty, self.name)
         await handle.get_result()
         self.empty.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        with SetWorkflowID(f'bare-{time.monotonic_ns()}'):
+            handle = await DBOS.start_workflow_async(bare, self.name)
+        await handle.get_result()
+        self.bare.append(time.perf_counter() - start)
 
 
 def _threadline_agent(wl: Any) -> Any:
@@ -126,6 +134,15 @@ def main() -> None:
     async def bench_empty(name: str) -> str:
         return name
 
+    def nothing() -> str:
+        return 'x'
+
+    @DBOS.workflow(name='bench_bare')
+    async def bench_bare(name: str) -> str:
+        for _ in range(3):
+            await DBOS.run_step_async({'name': 'bench.nothing'}, nothing)
+        return name
+
     # As a deployment configures it: DBOS's file beside the store's, committing as the store does.
     store = SQLiteStore(directory / 'store.db', synchronous=args.synchronous)
     DBOS(config=dbos_config(store, name='threadline_bench', log_level='WARNING'))
@@ -140,10 +157,10 @@ def main() -> None:
             for round_ in range(args.rounds + 2):  # two warm-up rounds, interleaved
                 for name in agents:
                     current[name] = histories[name, size]
-                    await sides[name, size].turn(bench_turn, bench_empty)
+                    await sides[name, size].turn(bench_turn, bench_empty, bench_bare)
                     if round_ < 2:
                         side = sides[name, size]
-                        side.inside.clear(), side.outside.clear(), side.empty.clear()
+                        side.inside.clear(), side.outside.clear(), side.empty.clear(), side.bare.clear()
         return sides
 
     sides = asyncio.run(measure())
@@ -164,9 +181,11 @@ def main() -> None:
         print(f'at {size:,} messages: Threadline adds {ours * 1e3:.2f} ms a step, pydantic-ai {theirs * 1e3:.2f} ms')
     workflow = statistics.median(t for side in sides.values() for t in side.empty)
     beyond = {key: value - workflow / 3 for key, value in added.items()}
+    bare = (statistics.median(t for side in sides.values() for t in side.bare) - workflow) / 3
     print(
         f'a workflow with no step costs {workflow * 1e3:.2f} ms; a step beyond it, at 10 messages: '
-        f'Threadline {beyond["threadline", 10] * 1e3:.2f} ms, pydantic-ai {beyond["pydantic-ai", 10] * 1e3:.2f} ms'
+        f'Threadline {beyond["threadline", 10] * 1e3:.2f} ms, pydantic-ai {beyond["pydantic-ai", 10] * 1e3:.2f} ms; '
+        f'a DBOS step that does nothing: {bare * 1e3:.2f} ms'
     )
 
 
@@ -180,6 +199,8 @@ def _checkpointed_bytes_per_turn(database: Path) -> dict[tuple[str, int], float]
         ).fetchall()
     totals: dict[tuple[str, int], list[int]] = {}
     for workflow, size in rows:
+        if workflow.count('/') != 2:  # the workflows that measure DBOS alone
+            continue
         name, history, _ = workflow.split('/')
         totals.setdefault((name, int(history)), []).append(size or 0)
     return {key: statistics.mean(sizes) for key, sizes in totals.items()}
