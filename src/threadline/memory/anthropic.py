@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -374,6 +373,8 @@ def _in_directory(directory: Path, command: str, args: dict[str, Any]) -> str:
     except OSError as exc:
         raise UserError(f'MemoryTool cannot use its directory {directory}: {exc.strerror}') from None
     try:
+        import fcntl  # POSIX only: imported here, so importing this module works everywhere
+
         fcntl.flock(fd, fcntl.LOCK_EX)  # across threads and processes, released with the descriptor
         return run_command(_DirectoryFiles(directory), command, args)
     except OSError as exc:

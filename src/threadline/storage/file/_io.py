@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import secrets
@@ -22,6 +21,7 @@ from threadline.messages import ModelMessage, ModelMessagesTypeAdapter
 from threadline.messages.wire import encode_each
 from threadline.storage._neutral import check_scope, check_writable, not_found, now_text, run_not_found
 from threadline.storage._records import Provenance
+from threadline.storage.file._flock import exclusive
 from threadline.storage.file._records import BatchLine, CreateLine, FileRecord, decode_line, file_key
 from threadline.storage.file._seal import seal_bytes
 from threadline.storage.file._state import Branch, ConvState, replay
@@ -67,8 +67,7 @@ class FileBase:
     @contextmanager
     def _locked(self, conversation_id: str) -> Iterator[Path]:
         path = self._path(conversation_id)
-        with self._lock, open(path.with_suffix('.lock'), 'a') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._lock, exclusive(path.with_suffix('.lock')):
             outer = self._writing.get(path)
             self._writing[path] = conversation_id
             try:
@@ -77,7 +76,6 @@ class FileBase:
             finally:
                 if outer is None:
                     self._writing.pop(path, None)
-                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _append_lines(self, path: Path, records: list[FileRecord], *, durable: bool = True) -> None:
         """Append `records` and their seal in one write, fsync (unless not `durable`: then the

@@ -4,7 +4,6 @@ one holder and on the order of the line waiting behind it (see `TurnLeases` for 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from threadline.storage._contract import TURN_PATIENCE
+from threadline.storage.file._flock import exclusive
 from threadline.storage.file._records import file_key
 from threadline.storage.sql._leases import check_ttl
 
@@ -67,12 +67,8 @@ class FileLeases:
         folder = self.root / 'leases'
         folder.mkdir(exist_ok=True)
         path = folder / f'{file_key(scope + chr(0) + conversation_id)}.json'
-        with self._lease_lock, open(path.with_suffix('.lock'), 'a') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield path
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with self._lease_lock, exclusive(path.with_suffix('.lock')):
+            yield path
 
 
 def _record(path: Path, scope: str, conversation_id: str) -> dict[str, Any]:

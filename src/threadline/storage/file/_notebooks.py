@@ -8,7 +8,6 @@ of one), then fsyncs the directory.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import threading
@@ -21,6 +20,7 @@ from typing import Any
 from threadline.exceptions import BackendError, UserError
 from threadline.storage._neutral import check_scope, now_text, parse_time, stale_notebook
 from threadline.storage._records import Notebook, NotebookWrite
+from threadline.storage.file._flock import exclusive
 from threadline.storage.file._records import file_key
 
 __all__ = ['FileNotebooks']
@@ -58,12 +58,8 @@ class FileNotebooks:
 
     @contextmanager
     def _notebook_locked(self, path: Path) -> Iterator[None]:
-        with self._notebook_lock, open(path.with_suffix('.lock'), 'a') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with self._notebook_lock, exclusive(path.with_suffix('.lock')):
+            yield
 
     def read_notebook(self, namespace: str, *, scope: str) -> Notebook | None:
         check_scope(scope)
