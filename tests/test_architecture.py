@@ -130,7 +130,7 @@ EXTRAS: frozenset[str] = frozenset(
         'pydantic_ai_harness',
         'dbos',
     }
-    | {'readline'}  # not on every platform
+    | {'readline', 'fcntl'}  # not on every platform (imported where a lock or a prompt needs them)
 )
 """Third-party packages that only an extra installs: imported inside the functions that use them."""
 

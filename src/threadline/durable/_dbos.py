@@ -93,6 +93,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import sqlalchemy  # installed with dbos
 from dbos import DBOS, DBOSConfig, StepOptions
 
 from threadline._public import publish
@@ -299,8 +300,6 @@ def _sqlite_engine(path: Path, synchronous: str) -> Any:
     last store writes; a resumed run then repeats those steps, as after a crash before them.
     The rest is what DBOS sets on the engines it makes: writers serialized by `BEGIN IMMEDIATE`,
     a busy timeout that rides out a competing writer, and foreign keys enforced."""
-    import sqlalchemy
-
     if synchronous not in {'FULL', 'NORMAL', 'EXTRA', 'OFF'}:
         raise UserError(f"dbos_config: the store's synchronous={synchronous!r} is not a SQLite setting")
     path.parent.mkdir(parents=True, exist_ok=True)
