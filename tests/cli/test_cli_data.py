@@ -284,3 +284,25 @@ def test_audit_refuses_a_database_that_does_not_exist(tmp_path: Path, capsys: py
     code, _, err = run(capsys, 'audit', 'conv-a', '--db', str(missing), '--scope', 'me')
     assert code == 1 and 'no database at' in err
     assert not missing.exists()  # not created empty
+
+
+def test_a_conversation_that_keeps_changing_is_an_error_not_an_empty_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import click
+
+    from threadline import Agent
+    from threadline.cli._chat import _Session
+    from threadline.exceptions import ConflictError
+    from threadline.models.demo import DemoModel
+    from threadline.storage import SQLiteStore
+
+    store = SQLiteStore(tmp_path / 'busy.db')
+
+    def always_beaten(*args: object, **kwargs: object) -> int:
+        raise ConflictError('another session wrote first')
+
+    monkeypatch.setattr(store.sync, 'save', always_beaten)
+    session = _Session(store, 'me', 'busy', persists_steps=False, settings=None)
+    with pytest.raises(click.ClickException, match='keeps changing'):
+        session.turn(Agent(DemoModel()), 'hello')

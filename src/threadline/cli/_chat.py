@@ -280,7 +280,8 @@ class _Session:
         return self.store.sync.conversation_state(self.conversation_id, scope=self.scope) or (0, 0)
 
     def turn(self, agent: Any, line: str) -> Any:
-
+        """The answer to `line`, stored; asked again over the other session's turns when one wrote
+        first, five times at most (then a `ClickException`, never an empty answer)."""
         for _ in range(5):
             revision, length = self._state()
             if length > self.seen:
@@ -299,6 +300,7 @@ class _Session:
             result = self._approvals(agent, result)
             self.seen = self._state()[1]
             return result.output
+        raise click.ClickException('the conversation keeps changing under this session; try again in a moment')
 
     def _approvals(self, agent: Any, result: Any) -> Any:
         """While the run waits on calls that need approval: ask at the terminal (arguments shown),
@@ -320,7 +322,6 @@ class _Session:
             if not self.persists_steps:
                 self.store.sync.save(result, scope=self.scope, expected_revision=stored.revision)
         return result
-        raise click.ClickException('the conversation keeps changing under this session; try again in a moment')
 
 
 def _model_errors() -> tuple[type[BaseException], ...]:
