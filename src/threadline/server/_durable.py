@@ -102,37 +102,20 @@ class DurableTurns:
             if stripped and state is not None:  # a new conversation's are recorded once it is stored
                 events = audit_events_from_sanitize(stripped, conversation_id=cid)
                 await self.store.record_audit_events(cid, events, scope=scope)
-            return await self.begin(scope, cid, prompt, stripped if state is None else [], deferred, state, holder)
+            kept = [dataclasses.asdict(s) for s in stripped] if state is None else []
+            inputs = (scope, cid, _request(prompt), _approvals(deferred), kept, state, holder)
+            return await self._start(_key(scope, cid), inputs)
         except BaseException:
             await self.store.release_turn(cid, scope=scope, holder=holder)
             raise
 
-    async def begin(
-        self,
-        scope: str,
-        cid: str,
-        prompt: str | Sequence[UserContent] | None,
-        stripped: list[StrippedItem],
-        deferred: DeferredToolResults | None,
-        state: tuple[int, int] | None,
-        holder: str,
-    ) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
-        """Start the turn's workflow (the caller holds the lease under `holder`); its events."""
-        workflow_id = f'turn-{_key(scope, cid)}-{uuid.uuid4().hex}'
+    async def _start(self, key: str, inputs: tuple[Any, ...]) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
+        """Start a turn's workflow with `inputs` (the caller holds the lease); its events."""
+        workflow_id = f'turn-{key}-{uuid.uuid4().hex}'
         relay = self.relays[workflow_id] = _Relay()
-        request = (
-            None
-            if prompt is None
-            else encode_each(
-                [ModelRequest(parts=[UserPromptPart(prompt if isinstance(prompt, str) else list(prompt))])]
-            )[0].decode()
-        )
-        approvals = None if deferred is None else {k: v is True for k, v in deferred.approvals.items()}
         try:
             with SetWorkflowID(workflow_id):
-                await DBOS.start_workflow_async(
-                    serve_turn, scope, cid, request, approvals, [dataclasses.asdict(s) for s in stripped], state, holder
-                )
+                await DBOS.start_workflow_async(serve_turn, *inputs)
         except BaseException:
             self.relays.pop(workflow_id, None)
             raise
@@ -288,6 +271,18 @@ async def serve_turn(*args: Any) -> int:
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None  # DBOS runs this only as a workflow
     return await _active.run(workflow_id, *args)
+
+
+def _request(prompt: str | Sequence[UserContent] | None) -> str | None:
+    """The new user turn as a workflow input: one request's wire JSON."""
+    if prompt is None:
+        return None
+    part = UserPromptPart(prompt if isinstance(prompt, str) else list(prompt))
+    return encode_each([ModelRequest(parts=[part])])[0].decode()
+
+
+def _approvals(deferred: DeferredToolResults | None) -> dict[str, bool] | None:
+    return None if deferred is None else {k: v is True for k, v in deferred.approvals.items()}
 
 
 def _key(scope: str, cid: str) -> str:
