@@ -25,7 +25,15 @@ def printed_by(pattern: str, replacements: dict[str, str] | None = None) -> str:
 
 def test_readme_example_runs(tmp_path: Path) -> None:
     printed = printed_by(r'## In ten lines\n\n', {"'app.db'": repr(str(tmp_path / 'app.db'))})
-    assert printed == 'MISSING_OUTCOME_RECEIPT'
+    assert printed == 'READY'
+    declared = printed_by(
+        r'## In ten lines\n\n',
+        {
+            "'app.db'": repr(str(tmp_path / 'declared.db')),
+            'prompt_contract=contract)': 'prompt_contract=contract, expect_outcome=True)',
+        },
+    )
+    assert declared == 'MISSING_OUTCOME_RECEIPT'
 
 
 def test_readme_quick_start_is_what_ci_runs() -> None:

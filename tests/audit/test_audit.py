@@ -73,7 +73,7 @@ def test_precedence_lists_every_failure_in_order(store: Any) -> None:
     assert report.failures[:2] == ('UNTRUSTED_HISTORY', 'SYSTEM_PROMPT_GAP')
     mixed = _turn('p1', 'r1', system=False, call='refund', answered=False) + _turn('other', 'r2', t=1)
     store.sync.append('p1', mixed, scope=SCOPE)
-    report = audit_history(store.sync.load('p1', scope=SCOPE), context(store, 'p1'))
+    report = audit_history(store.sync.load('p1', scope=SCOPE), context(store, 'p1', expect_outcome=True))
     assert report.failures == ('SCOPE_DRIFT', 'SYSTEM_PROMPT_GAP', 'INTERRUPTED_TOOL', 'MISSING_OUTCOME_RECEIPT')
     assert report.verdict == 'SCOPE_DRIFT'
 
@@ -189,7 +189,12 @@ def test_scope_gate_alone(store: Any) -> None:
 def test_outcome_gate_strengths_waits_and_windows(store: Any) -> None:
     store.sync.append('o1', _turn('o1', 'r1'), scope=SCOPE)
     loaded = store.sync.load('o1', scope=SCOPE)
-    assert audit_history(loaded, context(store, 'o1')).failures == ('MISSING_OUTCOME_RECEIPT',)
+    ordinary = audit_history(loaded, context(store, 'o1', progress_window=timedelta(hours=1)))
+    assert ordinary.verdict == 'READY'  # an answer nobody expected an effect of owes no receipt, however old
+    assert ordinary.gate('outcome').evidence['expected'] == 'none'
+    declared = audit_history(loaded, context(store, 'o1', expect_outcome=True))
+    assert declared.failures == ('MISSING_OUTCOME_RECEIPT',)
+    assert declared.gate('outcome').evidence['expected'] == 'declared'
     store.sync.record_outcome('o1', scope=SCOPE, run_id='r1', expected_effect='x', strength='transport')
     assert audit_history(loaded, context(store, 'o1')).failures == ('MISSING_OUTCOME_RECEIPT',)
     assert audit_history(loaded, context(store, 'o1', accepted_strengths=('outcome', 'transport'))).verdict == 'READY'
@@ -216,6 +221,36 @@ def test_outcome_gate_strengths_waits_and_windows(store: Any) -> None:
         resume_token='old',
     )
     assert audit_history(loaded, context(store, 'o1')).failures == ('BLOCKED',)
+
+
+def test_a_run_that_called_a_tool_with_external_effects_owes_a_receipt(store: Any) -> None:
+    store.sync.append('e1', _turn('e1', 'r1', call='issue_refund'), scope=SCOPE)
+    loaded = store.sync.load('e1', scope=SCOPE)
+    assert audit_history(loaded, context(store, 'e1', effect_tools={'lookup'})).verdict == 'READY'
+    report = audit_history(loaded, context(store, 'e1', effect_tools={'issue_refund'}))
+    assert report.failures == ('MISSING_OUTCOME_RECEIPT',)
+    assert report.gate('outcome').evidence['expected'] == 'effect_tool'
+    store.sync.record_outcome('e1', scope=SCOPE, run_id='r1', expected_effect='refund', strength='outcome')
+    assert audit_history(loaded, context(store, 'e1', effect_tools={'issue_refund'})).verdict == 'READY'
+
+
+def test_effect_tools_of_reads_the_marked_tools_of_either_agent() -> None:
+    from pydantic_ai import Agent as PydanticAgent
+
+    from threadline import Agent
+    from threadline.audit import effect_tools_of
+
+    for agent in (Agent('test'), PydanticAgent('test')):
+
+        @agent.tool_plain(metadata={'external_effects': True})
+        def issue_refund(order: int) -> str:
+            return 'done'
+
+        @agent.tool_plain
+        def lookup(order: int) -> str:
+            return 'shipped'
+
+        assert effect_tools_of(agent) == {'issue_refund'}, type(agent)
 
 
 def test_missing_context_fields_are_named(store: Any) -> None:

@@ -80,9 +80,16 @@ async def test_fork_delete_and_audit(tmp_path: Path) -> None:
             'scope',
             'outcome',
         }
-        assert audit['verdict']
+        assert audit['verdict'] == 'READY' and audit['outcome'] == 'none'  # a chat owes no receipt
         assert (await http.delete('/api/conversations/chat-1')).status_code == 204
         assert (await http.get('/api/conversations/chat-1')).status_code == 404
+
+
+async def test_a_server_that_expects_outcomes_asks_the_audit_for_a_receipt(tmp_path: Path) -> None:
+    async with client(tmp_path, keys=None, expect_outcome=True) as http:
+        await http.post('/api/chat', json=turn('hello'))
+        audit = (await http.get('/api/conversations/chat-1/audit')).json()
+    assert audit['verdict'] == 'MISSING_OUTCOME_RECEIPT' and audit['outcome'] == 'declared'
 
 
 async def test_bad_input_names_the_field(tmp_path: Path) -> None:

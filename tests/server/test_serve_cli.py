@@ -66,6 +66,22 @@ def test_serve_refuses_other_addresses_without_keys(tmp_path: Path) -> None:
     assert process.returncode == 2 and 'without API keys' in err
 
 
+def test_serve_refuses_other_addresses_without_a_shared_store_key(tmp_path: Path) -> None:
+    env = {'THREADLINE_API_KEYS': 'k=t', 'THREADLINE_STORE_KEYS': '', 'THREADLINE_STORE_KEYS_FILE': ''}
+    process = serve(tmp_path, '--host', '0.0.0.0', '--port', str(free_port()), env=env)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and 'without a store key' in err and 'THREADLINE_STORE_KEYS' in err
+    port = free_port()
+    shared = serve(
+        tmp_path, '--host', '0.0.0.0', '--port', str(port), env={**env, 'THREADLINE_STORE_KEYS': 'k1=' + '5a' * 32}
+    )
+    try:
+        wait_until_up(f'http://127.0.0.1:{port}', shared)  # with the shared key it serves
+    finally:
+        shared.terminate()
+        shared.communicate(timeout=30)
+
+
 def test_keys_come_from_the_environment_and_are_enforced(tmp_path: Path) -> None:
     port = free_port()
     process = serve(tmp_path, '--port', str(port), env={'THREADLINE_API_KEYS': 'k-secret-1=tenant-a'})

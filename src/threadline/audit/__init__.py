@@ -7,6 +7,11 @@ and content-free audit events. See `_report.py` for the verdict precedence and w
     report = audit_history(stored, AuditContext(source='store', store=store, scope='acme',
                                                 conversation_id=cid, prompt_contract=contract))
     report.verdict  # 'READY', 'INTERRUPTED_TOOL', ...
+
+The outcome gate asks for a receipt only where an effect was expected: the context declares it
+(`expect_outcome=True`), a receipt was recorded for the run, or the run called a tool with
+external effects (`effect_tools`, e.g. `effect_tools_of(agent)`). An ordinary chat passes with
+"no outcome expected".
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from threadline._public import publish
 from threadline.audit._audit import audit_history
 from threadline.audit._context import AuditContext
 from threadline.audit._contract import PromptContract, keyed_hash
+from threadline.audit._effects import effect_tools_of
 from threadline.audit._records import (
     audit_events_from_repair,
     audit_events_from_sanitize,
@@ -37,6 +43,7 @@ __all__ = [
     'audit_events_from_repair',
     'audit_events_from_sanitize',
     'audit_history',
+    'effect_tools_of',
     'keyed_hash',
     'reconcile_tool_call',
     'release_quarantine',

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -29,6 +29,11 @@ class AuditContext:
       several conversations (ids may differ);
     - `resume_frontier`: the caller means to run the calls of the last response;
     - `prompt_contract`: the system prompt the agent requires (see `PromptContract`);
+    - `expect_outcome`: the application expects an effect of this conversation's runs, so the
+      last run owes an outcome receipt (`record_outcome`); without it, and with no receipt
+      recorded and no `effect_tools` call, an ordinary answer owes none;
+    - `effect_tools`: names of tools with external effects (`effect_tools_of(agent)` lists the
+      ones marked `metadata={'external_effects': True}`): a run that called one owes a receipt;
     - `accepted_strengths`: receipt strengths that count as an outcome (default: a re-read of the
       destination only);
     - `progress_window`: how long after its last message a run may go without a receipt or a wait;
@@ -47,6 +52,8 @@ class AuditContext:
     fork_of: str | None = None
     merge: bool = False
     resume_frontier: bool = False
+    expect_outcome: bool = False
+    effect_tools: Collection[str] = ()
     accepted_strengths: Sequence[str] = ('outcome',)
     progress_window: timedelta | None = None
     key: bytes | str | None = None

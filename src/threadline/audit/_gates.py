@@ -304,8 +304,9 @@ def _allowed_ids(facts: Facts, target: str | None) -> Callable[[int], set[str | 
 
 def gate_outcome(facts: Facts, context: AuditContext) -> tuple[GateResult, bool]:
     """A history that ends with the model's answer has a receipt for that run's outcome (of an
-    accepted strength), or a valid wait record; the expected progress window must not have closed
-    without one. Returns the gate and whether a valid wait holds the run open."""
+    accepted strength), or a valid wait record, when an outcome is owed (see `_expectation`); the
+    expected progress window must not have closed without one. A run that owes none passes with
+    `expected: 'none'` in the evidence. Returns the gate and whether a valid wait holds the run open."""
     messages = facts.messages
     last = messages[-1] if messages else None
     waits = _valid_waits(facts)
@@ -331,6 +332,12 @@ def gate_outcome(facts: Facts, context: AuditContext) -> tuple[GateResult, bool]
     if accepted:
         evidence['strength'] = accepted[-1].strength
         return GateResult('outcome', True, (), evidence), False
+    expected = _expectation(facts, context, run_id, bool(recorded))
+    if expected is None:
+        # An ordinary answer with no effect anyone expected: nothing is owed, so nothing is missing.
+        evidence['expected'] = 'none'
+        return GateResult('outcome', True, (), evidence), bool(waits)
+    evidence['expected'] = expected
     if recorded:
         evidence['weaker_receipts'] = sorted({r.strength for r in recorded})
     if waits:
@@ -339,6 +346,31 @@ def gate_outcome(facts: Facts, context: AuditContext) -> tuple[GateResult, bool]
         evidence['progress_window'] = 'closed'
         return GateResult('outcome', False, ('BLOCKED',), evidence), False
     return GateResult('outcome', False, ('MISSING_OUTCOME_RECEIPT',), evidence), False
+
+
+def _expectation(facts: Facts, context: AuditContext, run_id: str | None, recorded: bool) -> str | None:
+    """Why the last run owes an outcome receipt, or None when it owes none. Rules, first match:
+    - `'declared'`: the application declared an expected outcome (`AuditContext.expect_outcome`);
+    - `'receipt'`: someone recorded a receipt for the run (of a strength not accepted), so an
+      effect was expected of it;
+    - `'effect_tool'`: the run called a tool marked as having external effects
+      (`AuditContext.effect_tools`), in its messages or in the ledger."""
+    if context.expect_outcome:
+        return 'declared'
+    if recorded:
+        return 'receipt'
+    marked = set(context.effect_tools)
+    if not marked:
+        return None
+    called = {
+        p.tool_name
+        for m in facts.messages
+        if isinstance(m, ModelResponse) and m.run_id == run_id
+        for p in m.parts
+        if isinstance(p, ToolCallPart)
+    }
+    called.update(e.tool_name for e in facts.effects.values() if e.run_id == run_id)
+    return 'effect_tool' if called & marked else None
 
 
 def _window_closed(last: ModelResponse, context: AuditContext, now: datetime) -> bool:

@@ -168,7 +168,7 @@ def build_cases(
     unreceipted = _turn('case-receipt', 'run-receipt')
     add(
         'Model response without outcome receipt',
-        *stored('case-receipt', unreceipted),
+        *stored('case-receipt', unreceipted, expect_outcome=True),  # 004: the app defined the effect before the run
         'MISSING_OUTCOME_RECEIPT',
         unreceipted,
     )

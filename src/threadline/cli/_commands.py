@@ -44,6 +44,18 @@ _EXIT_HELP = ', '.join(f'{code} {verdict}' for verdict, code in EXIT_CODES.items
     'Without it (or --dynamic) the prompt is not checked.',
 )
 @click.option('--dynamic', is_flag=True, help='The agent uses instructions, not a stored system prompt.')
+@click.option(
+    '--expect-outcome',
+    is_flag=True,
+    help='The last run was meant to change something: ask for its outcome receipt (else an answer owes none).',
+)
+@click.option(
+    '--effect-tool',
+    'effect_tools',
+    multiple=True,
+    metavar='NAME',
+    help='A tool with external effects: a run that called it owes an outcome receipt (repeatable).',
+)
 @shared_options
 @click.pass_context
 def audit(
@@ -52,11 +64,16 @@ def audit(
     as_json: bool,
     prompt_file: Path | None,
     dynamic: bool,
+    expect_outcome: bool,
+    effect_tools: tuple[str, ...],
     db: str | None,
     scope: str | None,
     debug: bool,
 ) -> None:
-    """Audit a stored conversation (by id) or a JSON history file before replaying it."""
+    """Audit a stored conversation (by id) or a JSON history file before replaying it.
+
+    The outcome gate asks for a receipt only where an effect was expected: --expect-outcome, an
+    --effect-tool the run called, or a receipt already recorded for the run."""
     from rich.table import Table
 
     from threadline.audit import AuditContext, PromptContract, audit_history
@@ -82,7 +99,14 @@ def audit(
     stored = store.sync.conversation_state(target, scope=state.scope) is not None
     if path.exists() and not stored:
         history: Any = read_input(path)
-        context = AuditContext(source='client', prompt_contract=contract, store=store, scope=state.scope)
+        context = AuditContext(
+            source='client',
+            prompt_contract=contract,
+            store=store,
+            scope=state.scope,
+            expect_outcome=expect_outcome,
+            effect_tools=effect_tools,
+        )
     elif not stored:
         looks_like_file = path.suffix.lower() == '.json' or '/' in target or '\\' in target
         raise click.ClickException(
@@ -93,7 +117,13 @@ def audit(
     else:
         history = store.sync.load(target, scope=state.scope)
         context = AuditContext(
-            source='store', store=store, scope=state.scope, conversation_id=target, prompt_contract=contract
+            source='store',
+            store=store,
+            scope=state.scope,
+            conversation_id=target,
+            prompt_contract=contract,
+            expect_outcome=expect_outcome,
+            effect_tools=effect_tools,
         )
     report = audit_history(history, context)
     if as_json:
@@ -110,6 +140,8 @@ def audit(
         table.add_row(gate.gate, mark, json.dumps(gate.evidence, default=str)[:100])
     console.print(table)
     console.print(f'verdict: [bold]{report.verdict}[/]')
+    if report.gate('outcome').evidence.get('expected') == 'none':
+        console.print('  outcome: no outcome expected (--expect-outcome asks for a receipt of the last run)')
     for line in report.advice:
         console.print(f'  {line}')
 

@@ -27,7 +27,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from threadline._uuid import uuid7
-from threadline.audit import AuditContext, AuditReport, PromptContract, audit_history, reconcile_tool_call
+from threadline.audit import (
+    AuditContext,
+    AuditReport,
+    PromptContract,
+    audit_history,
+    effect_tools_of,
+    reconcile_tool_call,
+)
 from threadline.audit.cases import build_cases
 from threadline.cli._support import SUPPORT_PROMPT, Payments, support_agent
 from threadline.exceptions import DemoFailed
@@ -63,6 +70,7 @@ def run_demo(db: Path, console: Console) -> None:
             conversation_id=conversation_id,
             prompt_contract=contract,
             key=key,
+            effect_tools=effect_tools_of(agent),
             **extra,
         )
         return audit_history(store.sync.load(conversation_id, scope=SCOPE), context)

@@ -97,6 +97,11 @@ def is_loopback(host: str) -> bool:
     default=None,
     help="With --durable: this server's DBOS executor id, kept across restarts (default: serve-HOST-PORT).",
 )
+@click.option(
+    '--expect-outcome',
+    is_flag=True,
+    help="Audits ask each conversation's last run for an outcome receipt (else only runs of effect tools owe one).",
+)
 @shared_options
 def serve(
     model: str,
@@ -110,6 +115,7 @@ def serve(
     lease_ttl: float,
     durable: bool,
     executor_id: str | None,
+    expect_outcome: bool,
     db: str | None,
     scope: str | None,
     debug: bool,
@@ -131,6 +137,12 @@ def serve(
         raise click.UsageError(
             f'refusing to serve on {host} without API keys: set THREADLINE_API_KEYS or --keys-file, or bind to 127.0.0.1'
         )
+    if not stateless and not is_loopback(host) and not _store_key_configured():
+        raise click.UsageError(
+            f'refusing to serve on {host} without a store key: set THREADLINE_STORE_KEYS (id=hex,...) or '
+            'THREADLINE_STORE_KEYS_FILE, the same on every server of this database (a key made for this machine '
+            'would seal what the others cannot check), or bind to 127.0.0.1'
+        )
     state = state_for(db, scope, debug)
     agent = load_agent(agent_spec) if agent_spec else Agent(infer_model(model))
     if durable:
@@ -146,6 +158,7 @@ def serve(
         allowed_hosts=list(allowed_hosts) or None,
         durable=durable,
         lease_ttl=lease_ttl,
+        expect_outcome=expect_outcome,
     )
     if keys is None:
         console.print(
@@ -154,6 +167,12 @@ def serve(
         )
     console.print(f'serving {state.db} with {agent_spec or "model " + model} on http://{host}:{port}')
     uvicorn.run(app, host=host, port=port, log_level='warning')
+
+
+def _store_key_configured() -> bool:
+    """Whether the store key comes from the environment (so every server can share it), not from
+    the per-install key a lone machine makes for itself."""
+    return bool(os.environ.get('THREADLINE_STORE_KEYS') or os.environ.get('THREADLINE_STORE_KEYS_FILE'))
 
 
 def _configure_dbos(store: object, executor_id: str) -> None:

@@ -68,7 +68,7 @@ def support_agent(
         """Look up an order's status."""
         return f'order {order_id} {ORDERS.get(order_id, "not found")}'
 
-    @agent.tool(requires_approval=approve_refunds)
+    @agent.tool(requires_approval=approve_refunds, metadata={'external_effects': True})  # the audit asks for proof
     def issue_refund(ctx: RunContext[Any], order_id: str, amount: int) -> str:
         """Refund an order (idempotent: the payments API dedupes on the key)."""
         key = f'refund-{order_id}'

@@ -44,7 +44,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from threadline.agent import Agent, AgentRunResult, DeferredToolResults, ToolDenied
-from threadline.audit import AuditContext, PromptContract, audit_events_from_sanitize, audit_history
+from threadline.audit import audit_events_from_sanitize
 from threadline.exceptions import ConflictError, ConversationNotFound, SearchQueryTooLarge, UserError
 from threadline.messages import (
     AgentRunResultEvent,
@@ -58,6 +58,7 @@ from threadline.messages import (
     ToolReturnPart,
     UserContent,
 )
+from threadline.server._audit import ServerAudit
 from threadline.server._auth import DEV_SCOPE, ApiKeyBackend, ScopeUser, refuse
 from threadline.server._ids import ChatIds
 from threadline.server._origin import SameOriginGuard
@@ -107,6 +108,7 @@ def create_app(
     allowed_origins: Sequence[str] = (),
     envelope_ttl: float = DEFAULT_TTL.total_seconds(),
     durable: bool = False,
+    expect_outcome: bool = False,
 ) -> Starlette:
     """The app: `keys` maps API keys to scopes (None: dev mode, one local scope). With
     `stateless=<Keyring>` the chat endpoint keeps nothing: the client holds the history (see
@@ -115,7 +117,9 @@ def create_app(
     `allowed_hosts` / `allowed_origins`: which `Host` the server answers for and which other
     sites' pages may call it (see `_origin.SameOriginGuard`). `envelope_ttl`: how many seconds a
     stateless answer's envelope is accepted for (see `_stateless`). `durable=True` runs each turn
-    as a DBOS workflow (see `_durable`; extra `dbos`, DBOS configured before the app starts)."""
+    as a DBOS workflow (see `_durable`; extra `dbos`, DBOS configured before the app starts).
+    `expect_outcome=True`: the audit asks every conversation's last run for an outcome receipt;
+    without it, only runs that called one of the agent's tools marked `external_effects` owe one."""
     static = Path(__file__).with_name('static')
 
     server = _Server(store, agent, max_body)
@@ -123,6 +127,7 @@ def create_app(
     server.turns = TurnGate(store, ttl=lease_ttl, wait=turn_wait)
     server.trust = stateless
     server.envelope_ttl = timedelta(seconds=envelope_ttl)
+    server.auditing = ServerAudit.of(agent, expect_outcome=expect_outcome)
     if durable:
         if stateless is not None or not isinstance(agent, Agent):
             raise UserError('durable turns need history held by the server and a Threadline Agent')
@@ -164,6 +169,7 @@ class _Server:
         self.turns = TurnGate(store)
         self.ids = ChatIds(store, tenants=False)
         self.durable: DurableTurns | None = None
+        self.auditing = ServerAudit()
 
     # -- plumbing ---------------------------------------------------------------------------------
     @staticmethod
@@ -269,16 +275,7 @@ class _Server:
         async def action(scope: str) -> Response:
             stored_id = await self.ids.stored(scope, cid)
             stored = await self.store.load(stored_id, scope=scope)
-            context = AuditContext(
-                source='store',
-                store=self.store,
-                scope=scope,
-                conversation_id=stored_id,
-                prompt_contract=PromptContract.unchecked(),
-            )
-            report = audit_history(stored, context)
-            gates = [{'gate': g.gate, 'passed': g.passed, 'verdicts': list(g.verdicts)} for g in report.gates]
-            return JSONResponse({'verdict': report.verdict, 'failures': list(report.failures), 'gates': gates})
+            return JSONResponse(self.auditing.report(self.store, scope, stored_id, stored))
 
         return await self.handle(request, action)
 

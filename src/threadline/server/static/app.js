@@ -270,6 +270,14 @@ async function resume(decisions) {
   await turn(`/api/conversations/${encodeURIComponent(current)}/approvals`, { approvals: decisions }, li, null);
 }
 
+// Which case of the outcome gate applies: a receipt is owed only where an effect was expected.
+const OUTCOME_CASES = {
+  none: 'No outcome expected: no run here was meant to change anything outside the chat, so no receipt is owed.',
+  declared: 'An outcome is expected of every run (the server was started with --expect-outcome): the last run needs a receipt.',
+  effect_tool: 'The last run called a tool with external effects: it needs a receipt of what that changed.',
+  receipt: 'A receipt was recorded for the last run, but not one of an accepted strength (a re-read of the destination).',
+};
+
 async function showAudit() {
   const report = await api(`/api/conversations/${encodeURIComponent(current)}/audit`);
   const view = $('audit-view');
@@ -277,6 +285,8 @@ async function showAudit() {
   verdict.append('Verdict: ', Object.assign(document.createElement('strong'), { id: 'verdict', textContent: report.verdict }));
   const explain = Object.assign(document.createElement('p'), { className: 'explain' });
   explain.textContent = report.verdict === 'READY' ? 'Every gate passed.' : `Needs attention: ${report.failures.join(', ') || report.verdict}.`;
+  const outcome = Object.assign(document.createElement('p'), { className: 'explain', id: 'audit-outcome' });
+  outcome.textContent = OUTCOME_CASES[report.outcome] || '';
   const table = document.createElement('table');
   table.innerHTML = '<thead><tr><th>Gate</th><th>Result</th></tr></thead><tbody></tbody>';
   for (const gate of report.gates) {
@@ -286,7 +296,7 @@ async function showAudit() {
     cell.className = gate.passed ? 'pass' : 'fail';
     cell.textContent = gate.passed ? 'pass' : (gate.verdicts.join(', ') || 'skipped');
   }
-  view.replaceChildren(verdict, explain, table);
+  view.replaceChildren(verdict, explain, outcome, table);
   $('audit-dialog').showModal();
 }
 
