@@ -125,6 +125,11 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
         (('conversations', 'prune', '--older-than', 'soon'), 'error: --older-than'),
         (('conversations', 'import', '/no/such/file.json'), 'error: cannot read /no/such/file.json'),
         (('chat', '-m', 'nope:gpt-5.2'), "error: -m 'nope:gpt-5.2': not a model; use -m demo"),
+        (('prompt', '-m', 'gpt-5.2', 'hi'), "error: -m 'gpt-5.2': not a model; name its provider: -m openai:gpt-5.2"),
+        (
+            ('prompt', '-m', 'claude-sonnet-4-6', 'hi'),
+            "error: -m 'claude-sonnet-4-6': not a model; name its provider: -m anthropic:",
+        ),
     ],
 )
 def test_errors_are_one_line_and_exit_1(

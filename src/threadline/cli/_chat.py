@@ -85,6 +85,9 @@ def _in_cli_terms(error: Exception, model: str) -> str:
     from threadline.models import UnknownModel
 
     if isinstance(error, UnknownModel):
+        guess = _provider_of(model)
+        if guess:
+            return f'-m {model!r}: not a model; name its provider: -m {guess}:{model}'
         return (
             f'-m {model!r}: not a model; use -m demo, -m test, or a provider model like openai:gpt-5.2, '
             'anthropic:claude-sonnet-4-6 or google:gemini-2.5-flash'
@@ -92,6 +95,18 @@ def _in_cli_terms(error: Exception, model: str) -> str:
     if isinstance(error, MissingAPIKey):
         return f'the {error.provider} provider needs an API key: set {error.variable}, or pass --key'
     return str(error)
+
+
+_FAMILIES = (('gpt-', 'openai'), ('o1', 'openai'), ('o3', 'openai'), ('o4', 'openai'), ('claude-', 'anthropic'))
+
+
+def _provider_of(model: str) -> str | None:
+    """The provider a bare model name most likely belongs to (`gpt-5.2` -> `openai`), for a hint."""
+    if ':' in model:
+        return None
+    if model.startswith('gemini-'):
+        return 'google'
+    return next((provider for prefix, provider in _FAMILIES if model.startswith(prefix)), None)
 
 
 def _with_key(model: Any, key: str) -> Any:
