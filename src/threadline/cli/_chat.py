@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from threadline._uuid import uuid7
-from threadline.cli._app import State, cli, console, notes, one_line, shared_options, state_for, warn_if_tampered
+from threadline.cli._app import State, cli, console, notes, one_line, refuse_if_tampered, shared_options, state_for
 from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
 
 if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
@@ -126,27 +126,49 @@ def _with_key(model: Any, key: str) -> Any:
     return type(model)(model.model_name, provider=provider_class(api_key=key))
 
 
-def _conversation_for(state: State, cont: bool, cid: str | None) -> str:
+def _conversation_for(state: State, cont: bool, cid: str | None, force: bool) -> str:
     """The conversation to talk in: `--cid` (an unknown one is said so, then started under that
-    id, so scripts can name their conversations), the latest with -c, else a new one."""
+    id, so scripts can name their conversations), the latest with -c, else a new one. One whose
+    stored history fails its seal is refused (a model would be run over edited history and a turn
+    stored on it), unless `force`."""
 
     store = state.store
+    if cid == 'new':  # an Agent reads conversation_id='new' as "mint a fresh id": it cannot name one
+        raise click.UsageError(
+            "--cid 'new' is reserved (it means a fresh conversation): leave --cid out, or pick another id"
+        )
     if cid is not None:
         if store.sync.conversation_state(cid, scope=state.scope) is None:
             click.echo(f'no conversation found with id={cid} in scope {state.scope!r}: starting it', err=True)
         else:
-            warn_if_tampered(store, cid, state.scope)
+            refuse_if_tampered(store, cid, state.scope, force=force, doing='continue')
         return cid
     if cont:
         latest = store.sync.list(state.scope, limit=1)
         if not latest:
             raise click.ClickException(f'no conversation to continue in scope {state.scope!r}')
-        warn_if_tampered(store, latest[0].conversation_id, state.scope)
+        refuse_if_tampered(store, latest[0].conversation_id, state.scope, force=force, doing='continue')
         return str(latest[0].conversation_id)
     return uuid7()
 
 
+def _model_name(state: State, model: str | None, cid: str) -> str:
+    """`-m`, else the model the conversation last ran on, else the user's default (see `_models`)."""
+    from threadline.cli._models import default_model, model_of_conversation
+
+    if model is not None:
+        return model
+    if state.store.sync.conversation_state(cid, scope=state.scope) is not None:
+        remembered = model_of_conversation(state.store, cid, state.scope)
+        if remembered is not None:
+            return remembered
+    return default_model()
+
+
 def _model_option(fn: _CommandT) -> _CommandT:
+    fn = click.option(
+        '--force', is_flag=True, help='Continue a conversation even if its stored history fails its seal.'
+    )(fn)
     fn = click.option('-o', '--option', 'options', multiple=True, nargs=2, help='A model setting: -o temperature 0.2')(
         fn
     )
@@ -155,7 +177,11 @@ def _model_option(fn: _CommandT) -> _CommandT:
     fn = click.option('--cid', default=None, help='Continue this conversation (or start one with this id).')(fn)
     fn = click.option('-c', '--continue', 'cont', is_flag=True, help='Continue the latest conversation.')(fn)
     return click.option(
-        '-m', '--model', default='demo', help="'demo', 'test', or a provider model like openai:gpt-5.2."
+        '-m',
+        '--model',
+        default=None,
+        help="'demo', 'test', or a provider model like openai:gpt-5.2 (default: the conversation's own, "
+        "else 'threadline models default').",
     )(fn)
 
 
@@ -163,12 +189,13 @@ def _model_option(fn: _CommandT) -> _CommandT:
 @_model_option
 @shared_options
 def chat(
-    model: str,
+    model: str | None,
     cont: bool,
     cid: str | None,
     system: str | None,
     key: str | None,
     options: tuple[tuple[str, str], ...],
+    force: bool,
     db: str | None,
     scope: str | None,
     debug: bool,
@@ -183,8 +210,9 @@ def chat(
     with contextlib.suppress(ImportError):  # not on every platform
         import readline  # noqa: F401 - importing it gives input() line editing and history
     state = state_for(db, scope, debug)
+    cid = _conversation_for(state, cont, cid, force)
+    model = _model_name(state, model, cid)
     agent = _agent_for(state, model, system, key)
-    cid = _conversation_for(state, cont, cid)
     console.print(f'conversation {cid} (model {model}); exit, quit or Ctrl-D to leave, !multi, !edit')
     session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
     pending: str | None = None
@@ -236,12 +264,13 @@ def _expand(line: str) -> str:
 @shared_options
 def prompt(
     text: str | None,
-    model: str,
+    model: str | None,
     cont: bool,
     cid: str | None,
     system: str | None,
     key: str | None,
     options: tuple[tuple[str, str], ...],
+    force: bool,
     db: str | None,
     scope: str | None,
     debug: bool,
@@ -251,8 +280,9 @@ def prompt(
     TEXT: TEXT, a blank line, then it)."""
     text = _with_stdin(text)
     state = state_for(db, scope, debug)
+    cid = _conversation_for(state, cont, cid, force)
+    model = _model_name(state, model, cid)
     agent = _agent_for(state, model, system, key)
-    cid = _conversation_for(state, cont, cid)
     session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
     click.echo(session.turn(agent, text))
     click.echo(f'(conversation {cid})', err=True)

@@ -1,0 +1,125 @@
+"""`threadline models`: the model a command uses when `-m` does not say, and the known ones.
+
+Which model a turn runs on, first match:
+1. `-m NAME`;
+2. continuing a conversation (`-c`, `--cid`): the model of its last run, so a conversation
+   started on `openai:gpt-5.2` is not continued by the offline demo;
+3. the default set with `threadline models default NAME` (kept in `config.json` beside the store
+   key, `$THREADLINE_HOME`);
+4. `demo`, the offline model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from threadline.cli._app import cli, console
+
+__all__ = ['config_path', 'model_of_conversation', 'models', 'read_config', 'write_config']
+
+KNOWN = (
+    ('demo', 'offline: the demo support agent with its tools'),
+    ('test', 'offline: answers with a fixed text, calls every tool'),
+    ('openai:gpt-5.2', 'OpenAI (OPENAI_API_KEY); any openai:MODEL works'),
+    ('openai-responses:gpt-5.2', "OpenAI's Responses API"),
+    ('anthropic:claude-sonnet-4-6', 'Anthropic (ANTHROPIC_API_KEY); any anthropic:MODEL works'),
+    ('google:gemini-2.5-flash', 'Google (GOOGLE_API_KEY); any google:MODEL works'),
+)
+_PREFIX = {'threadline-demo': None, 'test': None, 'openai': 'openai', 'anthropic': 'anthropic', 'google': 'google'}
+
+
+def config_path() -> Path:
+    from threadline.trust.sealing import threadline_home
+
+    return threadline_home() / 'config.json'
+
+
+def read_config() -> dict[str, Any]:
+    """The user's CLI settings; a missing file is no settings, an unreadable one an error naming it."""
+    path = config_path()
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f'cannot read {path}: {exc}') from None
+    if not isinstance(data, dict):
+        raise click.ClickException(f'{path} is not a JSON object')
+    return data
+
+
+def write_config(settings: dict[str, Any]) -> Path:
+    """Replace the settings atomically (a new file renamed over the old), readable by the user only."""
+    path = config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix('.tmp')
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as file:
+        json.dump(settings, file, indent=2)
+    os.replace(temporary, path)
+    return path
+
+
+def model_of_conversation(store: Any, conversation_id: str, scope: str) -> str | None:
+    """The `-m` name of the model the conversation's last run used, or None (no run, or a model
+    this command cannot name)."""
+    runs = store.sync.list_runs(conversation_id, scope=scope)
+    stored = store.sync.load(conversation_id, scope=scope) if runs else None
+    responses = [m for m in (stored.messages if stored else ()) if getattr(m, 'kind', None) == 'response']
+    if not responses:
+        return None
+    last = responses[-1]
+    provider = last.provider_name or ''
+    name = next((r.model_name for r in reversed(runs) if r.model_name), None) or last.model_name
+    if provider == 'threadline-demo':
+        return 'demo'
+    if provider == 'test':
+        return 'test'
+    prefix = _PREFIX.get(provider)
+    return f'{prefix}:{name}' if prefix and name else None
+
+
+def default_model() -> str:
+    return str(read_config().get('default_model') or 'demo')
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def models(ctx: click.Context) -> None:
+    """The models -m takes, and the default used when it is not given."""
+    if ctx.invoked_subcommand is not None:
+        return
+    current = default_model()
+    for name, what in KNOWN:
+        mark = '*' if name == current else ' '
+        console.print(f'{mark} {name:<28} {what}')
+    if current not in {n for n, _ in KNOWN}:
+        console.print(f'* {current:<28} (the default)')
+
+
+@models.command('default')
+@click.argument('name', required=False)
+def default(name: str | None) -> None:
+    """Show the default model, or set it to NAME (checked first: it must be a model)."""
+    if name is None:
+        click.echo(default_model())
+        return
+    from threadline.exceptions import UserError
+    from threadline.models import UnknownModel, infer_model
+
+    if name not in ('demo', 'test'):
+        try:
+            infer_model(name)
+        except UnknownModel:
+            raise click.ClickException(f'{name!r} is not a model; see threadline models') from None
+        except UserError:
+            pass  # a missing API key or extra is for when the model is used, not named
+    settings = read_config()
+    settings['default_model'] = name
+    path = write_config(settings)
+    click.echo(f'default model: {name} (in {path})', err=True)
