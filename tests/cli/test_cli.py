@@ -657,4 +657,8 @@ def test_model_errors_speak_in_flags(
     code, _, err = run(capsys, 'prompt', 'hi', '-m', 'nosuch:model', '--db', db, '--scope', 'me')
     assert code == 1 and "-m 'nosuch:model': not a model; use -m demo, -m test" in err
     code, _, err = run(capsys, 'prompt', 'hi', '-m', 'openai:gpt-5.2', '--db', db, '--scope', 'me')
-    assert code == 1 and 'set OPENAI_API_KEY, or pass --key' in err and 'api_key=' not in err
+    assert (
+        code == 1
+        and 'set OPENAI_API_KEY, run threadline keys set openai, or pass --key' in err
+        and 'api_key=' not in err
+    )

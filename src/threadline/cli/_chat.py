@@ -75,9 +75,22 @@ def _agent_for(state: State, model: str, system: str | None, key: str | None = N
     try:
         resolved = _with_key(infer_model(model), key) if key else infer_model(model)
         getattr(resolved, 'provider', None)  # a missing API key or extra fails now, not after the first message
+    except MissingAPIKey as exc:
+        resolved = _stored_key_model(model, exc)
     except UserError as exc:
         raise click.ClickException(_in_cli_terms(exc, model)) from None
     return Agent(resolved, system_prompt=system or 'You are a helpful assistant.')
+
+
+def _stored_key_model(model: str, missing: MissingAPIKey) -> Any:
+    """`model` with the key `threadline keys set` stored for its provider, when the environment had none."""
+    from threadline.cli._keys import stored_key
+    from threadline.models import infer_model
+
+    key = stored_key(missing.provider)
+    if key is None:
+        raise click.ClickException(_in_cli_terms(missing, model)) from None
+    return _with_key(infer_model(model), key)
 
 
 def _in_cli_terms(error: Exception, model: str) -> str:
@@ -93,7 +106,10 @@ def _in_cli_terms(error: Exception, model: str) -> str:
             'anthropic:claude-sonnet-4-6 or google:gemini-2.5-flash'
         )
     if isinstance(error, MissingAPIKey):
-        return f'the {error.provider} provider needs an API key: set {error.variable}, or pass --key'
+        return (
+            f'the {error.provider} provider needs an API key: set {error.variable}, '
+            f'run threadline keys set {error.provider}, or pass --key'
+        )
     return str(error)
 
 

@@ -11,16 +11,15 @@ Which model a turn runs on, first match:
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
 from threadline.cli._app import cli, console
+from threadline.cli._settings import read_private, user_file, write_private
 
-__all__ = ['config_path', 'model_of_conversation', 'models', 'read_config', 'write_config']
+__all__ = ['default_model', 'model_of_conversation', 'models']
 
 KNOWN = (
     ('demo', 'offline: the demo support agent with its tools'),
@@ -33,36 +32,12 @@ KNOWN = (
 _PREFIX = {'threadline-demo': None, 'test': None, 'openai': 'openai', 'anthropic': 'anthropic', 'google': 'google'}
 
 
-def config_path() -> Path:
-    from threadline.trust.sealing import threadline_home
-
-    return threadline_home() / 'config.json'
-
-
 def read_config() -> dict[str, Any]:
-    """The user's CLI settings; a missing file is no settings, an unreadable one an error naming it."""
-    path = config_path()
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise click.ClickException(f'cannot read {path}: {exc}') from None
-    if not isinstance(data, dict):
-        raise click.ClickException(f'{path} is not a JSON object')
-    return data
+    return read_private(user_file('config.json'))
 
 
 def write_config(settings: dict[str, Any]) -> Path:
-    """Replace the settings atomically (a new file renamed over the old), readable by the user only."""
-    path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix('.tmp')
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'w') as file:
-        json.dump(settings, file, indent=2)
-    os.replace(temporary, path)
-    return path
+    return write_private(user_file('config.json'), settings)
 
 
 def model_of_conversation(store: Any, conversation_id: str, scope: str) -> str | None:

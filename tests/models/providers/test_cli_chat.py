@@ -61,6 +61,7 @@ def test_chat_with_an_openai_compatible_server(server: ProviderServer, tmp_path:
 
 def test_chat_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != 'OPENAI_API_KEY'}
+    env['THREADLINE_HOME'] = str(tmp_path / 'home')  # no key stored there either
     done = subprocess.run(
         [sys.executable, '-m', 'threadline.cli', 'chat', '-m', 'openai:gpt-5.2', '--db', str(tmp_path / 'chat.db')],
         input='hi\n',
@@ -71,8 +72,24 @@ def test_chat_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
-        'error: the openai provider needs an API key: set OPENAI_API_KEY, or pass --key'
+        'error: the openai provider needs an API key: set OPENAI_API_KEY, run threadline keys set openai, or pass --key'
     ]
+
+
+def test_a_stored_key_is_used_when_the_environment_has_none(server: ProviderServer, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != 'OPENAI_API_KEY'}
+    env['THREADLINE_HOME'] = str(tmp_path / 'home')
+    cli = [sys.executable, '-m', 'threadline.cli', 'keys']
+    stored = subprocess.run([*cli, 'set', 'openai'], input='sk-stored-1\n', capture_output=True, text=True, env=env)
+    assert stored.returncode == 0 and stored.stdout == '' and 'sk-stored-1' not in stored.stderr
+    keys = Path(env['THREADLINE_HOME']) / 'keys.json'
+    assert oct(keys.stat().st_mode & 0o777) == '0o600'
+    listed = subprocess.run([*cli, 'list'], capture_output=True, text=True, env=env)
+    assert listed.stdout == 'openai\n'  # the provider, never the key
+    server.queue(fixture('openai_text.json'))
+    done = _chat(tmp_path, {**env, 'OPENAI_BASE_URL': server.url + '/v1'}, 'Weather?\n/quit\n')
+    assert done.returncode == 0, done.stderr
+    assert server.requests[-1]['headers']['authorization'] == 'Bearer sk-stored-1'
 
 
 def test_a_model_error_in_chat_is_one_line_and_the_message_is_kept(server: ProviderServer, tmp_path: Path) -> None:
