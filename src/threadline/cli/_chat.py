@@ -231,14 +231,23 @@ def chat(
     agent = _agent_for(state, model, system, key)
     console.print(f'conversation {cid} (model {model}); exit, quit or Ctrl-D to leave, !multi, !edit')
     session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
+    try:
+        _converse(session, agent)
+    except KeyboardInterrupt:  # Ctrl-C leaves like Ctrl-D does: what was stored stays, and says where
+        console.print('\n(interrupted: a turn still unanswered was not stored)')
+    console.print(f'saved as {cid}')
+
+
+def _converse(session: _Session, agent: Any) -> None:
+    """Read, answer and store turns until the user leaves; a failed turn keeps its message."""
     pending: str | None = None
     while True:
         try:
             line = input('you> ' if pending is None else 'you (Enter sends your last message again)> ')
         except EOFError:
-            break
+            return
         if line.strip().lower() in _LEAVE:
-            break
+            return
         line = _expand(line)
         if not line.strip() and pending is not None:
             line = pending
@@ -252,7 +261,6 @@ def chat(
             click.echo(f'error: {one_line(exc)} (your message was not sent)', err=True)
             continue
         console.print(f'assistant> {output}')
-    console.print(f'saved as {cid}')
 
 
 def _expand(line: str) -> str:
@@ -318,6 +326,13 @@ def _with_stdin(text: str | None) -> str:
     return message
 
 
+def _forget_last_input() -> None:
+    """Drop an approval's y/n from readline's history, so Up recalls messages, not answers."""
+    readline = sys.modules.get('readline')  # only when chat loaded it: prompt never does
+    if readline is not None and readline.get_current_history_length() > 0:
+        readline.remove_history_item(readline.get_current_history_length() - 1)
+
+
 class _Session:
     """One chat's view of its conversation: every turn runs over what is stored now, and a turn that
     lost a race with another session (a `ConflictError`) is run again over their turns, never
@@ -373,6 +388,7 @@ class _Session:
             for call in result.output.approvals:
                 question = f'allow {call.tool_name}({call.args_as_json_str()})?'
                 allowed = sys.stdin.isatty() and click.confirm(question, default=False)
+                _forget_last_input()
                 decisions[call.tool_call_id] = True if allowed else ToolDenied('The user did not approve this call.')
             stored = self.store.sync.load(self.conversation_id, scope=self.scope)
             result = agent.run_sync(
