@@ -66,6 +66,8 @@ def test_list_show_search_json(db: str, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     rows = json.loads(out)
     assert [r['conversation_id'] for r in rows] == ['conv-b', 'conv-a'] and rows[0]['message_count'] == 4
+    code, out, err = run(capsys, 'conversations', '-n', '1', '-s', '--db', db, '--scope', 'me')  # on the group
+    assert (code, out) == (0, 'conv-b  weather question 1\n') and '1 of 2' in err
     code, out, _ = run(capsys, 'conversations', 'show', 'conv-a', '--db', db, '--scope', 'me')
     assert normalize(out).splitlines() == [
         'conv-a  revision 1  4 messages',

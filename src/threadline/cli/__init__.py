@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from threadline.cli import _chat, _commands, _conversations, _fix, _keys, _memory, _models, _serve  # noqa: F401  (each registers its commands on the group)
+from threadline.cli import _chat, _commands, _conversations, _fix, _keys, _memory, _models, _prune, _serve  # noqa: F401  (each registers its commands on the group)
 from threadline.cli._app import cli, main
 
 __all__ = ['cli', 'main', 'run']

@@ -1,12 +1,11 @@
-"""`threadline conversations ...`: list, show, search, fork, delete, export, import, prune."""
+"""`threadline conversations ...`: list, show, search, fork, delete, export, import (prune: `_prune`)."""
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,40 +26,53 @@ from threadline.cli._app import (
     state_for,
     warn_if_tampered,
 )
-from threadline.exceptions import ConversationNotFound, MessageValidationError
+from threadline.exceptions import MessageValidationError
 
 if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
     from threadline.messages import RunUsage
     from threadline.storage import SyncStore
 
-__all__ = ['conversations']
+__all__ = ['conversations', 'row', 'wire_time']
+
+
+_LIST_OPTIONS = (
+    click.option('-q', '--query', default=None, help='Only conversations whose title contains this.'),
+    click.option('-n', '--count', 'count', default=20, show_default=True, help='How many, newest first (0: all).'),
+    click.option('-s', '--short', is_flag=True, help='Only the id and title of each.'),
+    click.option('-t', '--truncate', is_flag=True, help='Cut each line to the width even when piped.'),
+    click.option('-u', '--usage', 'with_usage', is_flag=True, help='Add the tokens each conversation used.'),
+    click.option('-m', '--model', default=None, help='Only conversations with a run of this model (e.g. gpt-5.2).'),
+    click.option('-l', '--latest', is_flag=True, help='Only the most recent conversation (-n 1).'),
+    click.option(
+        '--json',
+        'as_json',
+        is_flag=True,
+        help='As JSON: a list of {conversation_id, title, message_count, run_count, created_at, updated_at, '
+        'revision, forked_from, scope}; times are UTC ISO 8601 ending in Z.',
+    ),
+)
+
+
+def _list_options(fn: Any) -> Any:
+    """The options of `conversations list`, which the group takes too (`conversations -n 2`)."""
+    for option in reversed(_LIST_OPTIONS):
+        fn = option(fn)
+    return fn
 
 
 @cli.group(invoke_without_command=True)
+@_list_options
 @shared_options
 @click.pass_context
-def conversations(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
-    """Stored conversations (default: list)."""
+def conversations(ctx: click.Context, /, db: str | None, scope: str | None, debug: bool, **listing: Any) -> None:
+    """Stored conversations (default: list; the list's options work here too)."""
     group_state(ctx, db, scope, debug)
     if ctx.invoked_subcommand is None:
-        ctx.invoke(list_conversations)
+        ctx.invoke(list_conversations, **listing)
 
 
 @conversations.command('list')
-@click.option('-q', '--query', default=None, help='Only conversations whose title contains this.')
-@click.option('-n', '--count', 'count', default=20, show_default=True, help='How many, newest first (0: all).')
-@click.option('-s', '--short', is_flag=True, help='Only the id and title of each.')
-@click.option('-t', '--truncate', is_flag=True, help='Cut each line to the width even when piped.')
-@click.option('-u', '--usage', 'with_usage', is_flag=True, help='Add the tokens each conversation used.')
-@click.option('-m', '--model', default=None, help='Only conversations with a run of this model (e.g. gpt-5.2).')
-@click.option('-l', '--latest', is_flag=True, help='Only the most recent conversation (-n 1).')
-@click.option(
-    '--json',
-    'as_json',
-    is_flag=True,
-    help='As JSON: a list of {conversation_id, title, message_count, run_count, created_at, updated_at, '
-    'revision, forked_from, scope}; times are UTC ISO 8601 ending in Z.',
-)
+@_list_options
 @shared_options
 def list_conversations(
     query: str | None,
@@ -99,7 +111,7 @@ def list_conversations(
         _other_scopes(store, state.scope)
     cut = console.is_terminal or truncate
     for r in rows:  # at a terminal (or with -t) each fits its line; piped, titles are whole
-        line = _row(r, short, _tokens(usage[r.conversation_id]) if with_usage else None)
+        line = row(r, short, _tokens(usage[r.conversation_id]) if with_usage else None)
         if cut:
             console.print(line, overflow='ellipsis', no_wrap=True, crop=True, soft_wrap=False)
         else:
@@ -128,7 +140,7 @@ def _other_scopes(store: SyncStore, scope: str) -> None:
     click.echo(f'scope {scope!r} holds no conversations' + (f'; {hints}' if hints else ''), err=True)
 
 
-def _row(summary: Any, short: bool, tokens: dict[str, int] | None = None) -> str:
+def row(summary: Any, short: bool, tokens: dict[str, int] | None = None) -> str:
     """One conversation on one line: id, time, counts (and tokens), then the title."""
     title = escape(' '.join((summary.title or '(untitled)').split()))
     if short:
@@ -226,10 +238,10 @@ def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | N
     found = state.reader.sync.search(query, scope=state.scope, limit=limit)
     hits = list({(h.conversation_id, h.position): h for h in found}.values())  # one line per message
     if as_json:
-        dump([{**h.__dict__, 'timestamp': _wire_time(h.timestamp)} for h in hits])
+        dump([{**h.__dict__, 'timestamp': wire_time(h.timestamp)} for h in hits])
         return
     for hit in hits:
-        when = _wire_time(hit.timestamp) or '-'
+        when = wire_time(hit.timestamp) or '-'
         console.print(
             f'[bold]{hit.conversation_id}[/] #{hit.position}  {hit.role or "?"}  [dim]{when}[/]  {_marked(hit.snippet, hit.matches)}'
         )
@@ -386,112 +398,6 @@ def _wire(messages: Sequence[Any]) -> bytes:
     return ModelMessagesTypeAdapter.dump_json(list(messages))
 
 
-@conversations.command()
-@click.option('--older-than', 'older_than', default=None, help='Age like 30d, 12h, 90m.')
-@click.option('--keep-last', type=int, default=None, help='Keep the newest N per scope.')
-@click.option('--all-scopes', is_flag=True, help='Prune every scope (an operator action).')
-@click.option('--dry-run', is_flag=True, help='List what would be deleted, and delete nothing.')
-@click.option('-y', '--yes', is_flag=True, help='Do not ask before deleting (at a terminal it asks).')
-@click.option('--json', 'as_json', is_flag=True, help='As JSON: {deleted: [ids], dry_run}.')
-@shared_options
-def prune(
-    older_than: str | None,
-    keep_last: int | None,
-    all_scopes: bool,
-    dry_run: bool,
-    yes: bool,
-    as_json: bool,
-    db: str | None,
-    scope: str | None,
-    debug: bool,
-) -> None:
-    """Delete old conversations (retention). At a terminal it shows how many and asks first."""
-
-    if older_than is None and keep_last is None:
-        raise click.UsageError('say what to prune: --older-than AGE, --keep-last N, or both')
-    state = state_for(db, scope, debug)
-    cutoff = datetime.now(tz=UTC) - _age(older_than) if older_than else None
-    if not all_scopes:
-        doomed = _doomed(state.reader.sync.list(state.scope, limit=10**9), cutoff, keep_last)
-        if dry_run:
-            if as_json:
-                dump({'deleted': [r.conversation_id for r in doomed], 'dry_run': True})
-                return
-            for summary in doomed:
-                console.print(_row(summary, short=False))
-            click.echo(f'would delete {len(doomed)} conversation(s) in scope {state.scope!r}')
-            return
-        if doomed and not yes and sys.stdin.isatty() and sys.stdout.isatty():
-            click.confirm(f'delete {len(doomed)} conversation(s) in scope {state.scope!r}?', abort=True)
-    elif dry_run:
-        raise click.UsageError('--dry-run lists one scope at a time: drop --all-scopes and pass --scope')
-    elif not yes and sys.stdin.isatty() and sys.stdout.isatty():
-        click.confirm('prune every scope of this database?', abort=True)
-    if all_scopes:
-        deleted = _prune_every_scope(state.existing.sync, cutoff, keep_last)
-    else:
-        deleted = _delete_each(state.existing.sync, [r.conversation_id for r in doomed], state.scope)
-        if cutoff is not None:  # the store's prune also erases the notebooks not written since
-            deleted += state.existing.sync.prune(older_than=cutoff, scope=state.scope)
-    if as_json:
-        dump({'deleted': deleted, 'dry_run': False})
-    else:
-        click.echo(f'deleted {len(deleted)} conversation(s)')
-
-
-def _prune_every_scope(store: SyncStore, cutoff: datetime | None, keep_last: int | None) -> list[str]:
-    """Prune scope by scope with a bar over the scopes, then once across every scope for what the
-    loop could not see (a scope made meanwhile, notebooks in a scope without conversations)."""
-    from threadline.storage import EVERY_SCOPE
-
-    deleted: list[str] = []
-    scopes = sorted(store.scope_counts(EVERY_SCOPE))
-    with progress() as bar:
-        task = bar.add_task('pruning every scope', total=len(scopes) + 1)
-        for scope in scopes:
-            deleted += store.prune(older_than=cutoff, keep_last=keep_last, scope=scope)
-            bar.advance(task)
-        deleted += store.prune(older_than=cutoff, keep_last=keep_last, scope=EVERY_SCOPE)
-        bar.advance(task)
-    return deleted
-
-
-def _delete_each(store: SyncStore, conversation_ids: list[str], scope: str) -> list[str]:
-    """Delete the conversations one by one, with a progress bar at a terminal; the ids deleted (one
-    deleted meanwhile by someone else is skipped)."""
-
-    deleted: list[str] = []
-    with progress() as bar:
-        task = bar.add_task('pruning', total=len(conversation_ids))
-        for conversation_id in conversation_ids:
-            try:
-                store.delete(conversation_id, scope=scope)
-                deleted.append(conversation_id)
-            except ConversationNotFound:
-                pass
-            bar.advance(task)
-    return deleted
-
-
-def _doomed(rows: Sequence[Any], cutoff: datetime | None, keep_last: int | None) -> list[Any]:
-    """What `prune` deletes in one scope: not updated since `cutoff`, or past the newest `keep_last`
-    (the store's rule; a test checks the two agree)."""
-    ordered = sorted(rows, key=lambda r: (r.updated_at, r.conversation_id), reverse=True)
-    return [
-        r
-        for rank, r in enumerate(ordered, start=1)
-        if (cutoff is not None and r.updated_at < cutoff) or (keep_last is not None and rank > keep_last)
-    ]
-
-
-def _age(text: str) -> timedelta:
-    units = {'d': 'days', 'h': 'hours', 'm': 'minutes', 's': 'seconds', 'w': 'weeks'}
-    try:
-        return timedelta(**{units[text[-1]]: float(text[:-1])})
-    except (KeyError, ValueError):
-        raise click.ClickException(f'--older-than {text!r}: use a number and a unit, like 30d, 12h or 90m') from None
-
-
-def _wire_time(value: datetime | None) -> str | None:
+def wire_time(value: datetime | None) -> str | None:
     """A time as the wire format writes it (`...Z`), or None."""
     return value.isoformat().replace('+00:00', 'Z') if value is not None else None
