@@ -331,6 +331,7 @@ SURFACE: dict[str, set[str]] = {
         'audit_events_from_repair',
         'audit_events_from_sanitize',
         'audit_history',
+        'effect_tools_of',
         'keyed_hash',
         'reconcile_tool_call',
         'release_quarantine',

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from tests.cli.test_cli import _read_until, spawn
@@ -16,8 +17,9 @@ def test_ctrl_c_leaves_and_says_where_the_conversation_was_saved(tmp_path: Path)
         _read_until(leader, b'you> ')
         os.write(leader, b'Where is order 42?\n')
         assert b'assistant> ' in _read_until(leader, b'you> ')
+        time.sleep(0.5)  # the prompt is written just before input() starts to wait: let it
         process.send_signal(signal.SIGINT)  # what Ctrl-C at the prompt sends
-        said = _read_until(leader, b'saved as kept')
+        said = _read_until(leader, b'saved as kept', timeout=60)
         assert process.wait(timeout=20) == 0
     finally:
         process.kill()
