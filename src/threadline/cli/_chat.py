@@ -234,7 +234,7 @@ def chat(
     try:
         _converse(session, agent)
     except KeyboardInterrupt:  # Ctrl-C leaves like Ctrl-D does: what was stored stays, and says where
-        console.print('\n(interrupted: a turn still unanswered was not stored)')
+        console.print('\n(interrupted)')
     console.print(f'saved as {cid}')
 
 
