@@ -181,6 +181,20 @@ def test_an_approval_resumes_a_durable_turn(servers: Servers) -> None:
     assert '"delta":"A-17 refunded"' in answered
     stored = httpx.get(url + '/api/conversations/orders', timeout=10).json()
     assert [p['type'] for m in stored['messages'] for p in m['parts']][-2:] == ['step-start', 'text']
+    # A regenerate of a durable turn is stored as a branch from the turn, as on any server.
+    assert httpx.post(url + '/api/chat', json=_turn('hi'), timeout=60).status_code == 200
+    shown = httpx.get(url + '/api/conversations/orders', timeout=10).json()['messages']
+    again = {'id': 'orders', 'messages': shown[:-1], 'trigger': 'regenerate-message'}
+    assert '"delta":"hello"' in httpx.post(url + '/api/chat', json=again, timeout=60).text
+    after = httpx.get(url + '/api/conversations/orders', timeout=10).json()['messages']
+    assert [m['role'] for m in after] == [m['role'] for m in shown]  # answered again, not added
+    from threadline.storage import SQLiteStore
+
+    store = SQLiteStore(servers.db)
+    try:
+        assert len(store.sync.branches('orders', scope='local')) == 2
+    finally:
+        store.close()
 
 
 def test_durable_turns_refuse_a_stateless_server(tmp_path: Path) -> None:

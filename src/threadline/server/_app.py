@@ -60,6 +60,7 @@ from threadline.messages import (
 )
 from threadline.server._audit import ServerAudit
 from threadline.server._auth import DEV_SCOPE, ApiKeyBackend, ScopeUser, refuse
+from threadline.server._branching import branch_point, earlier_turns
 from threadline.server._ids import ChatIds
 from threadline.server._origin import SameOriginGuard
 from threadline.server._requests import HTTPProblem, conversation_id, field, json_body, new_turn, query_int
@@ -284,9 +285,10 @@ class _Server:
             body = await self.body(request)
             cid, messages = conversation_id(field(body, 'id', str), 'id'), field(body, 'messages', list)
             prompt, stripped = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
+            earlier = earlier_turns(body, messages)  # a regenerate or an edit: see `_branching`
             stored_id = await self.ids.stored(scope, cid)
             return await self._turn(
-                stored_id, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS
+                stored_id, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS, earlier=earlier
             )
 
         return await self.handle(request, action)
@@ -395,13 +397,15 @@ class _Server:
         *,
         deferred: DeferredToolResults | None = None,
         expected: int | None = None,
+        earlier: int | None = None,
     ) -> Response:
         """The streamed response of one turn, once it is this conversation's turn (see `TurnGate`);
         the turn ends when the response does (a durable one when its workflow does).
         `expected`: the revision the request was checked against (an approval); a conversation
-        changed since is a 409."""
+        changed since is a 409. `earlier`: the user turns before the one the request answers again
+        (a regenerate or an edit), which is then stored on a new branch (`_branching`)."""
         if self.durable is not None:
-            events = await self.durable.turn(scope, cid, prompt, stripped, deferred, expected)
+            events = await self.durable.turn(scope, cid, prompt, stripped, deferred, expected, earlier)
             return StreamingResponse(body(events), headers=dict(headers))
         leave = await self.turns.enter(scope, cid)
         try:
@@ -410,7 +414,8 @@ class _Server:
                 raise ConflictError(
                     f'conversation {cid!r} changed before this could run: reload it', conversation_id=cid
                 )
-            events = self._events(cid, scope, stored, prompt, stripped, deferred)
+            branch = branch_point(stored.messages, earlier) if earlier is not None and stored is not None else None
+            events = self._events(cid, scope, stored, prompt, stripped, deferred, branch)
             return turn_response(body(events), leave, headers)
         except BaseException:
             await leave()
@@ -424,28 +429,36 @@ class _Server:
         prompt: Prompt,
         stripped: list[StrippedItem],
         deferred: DeferredToolResults | None,
+        branch: int | None,
     ) -> AsyncIterator[RunEvent]:
-        """The run's events over the stored history; the new messages are saved before the final
-        event goes out, and what the turn stripped is recorded (for a new conversation, once stored)."""
+        """The run's events over the stored history (its first `branch` messages, for a turn
+        answered again); the new messages are saved before the final event goes out, and what the
+        turn stripped is recorded (for a new conversation, once stored)."""
 
         await self._record_stripped(cid, scope, stripped, stored is not None)
         runs = self.agent.run_stream_events(
             prompt,
-            message_history=stored.messages if stored is not None else [],
+            message_history=stored.messages[:branch] if stored is not None else [],
             conversation_id=cid,
             deferred_tool_results=deferred,
         )
         async for event in runs:
             if isinstance(event, AgentRunResultEvent):
-                await self._save(event.result, cid, scope, stored)
+                await self._save(event.result, cid, scope, stored, branch)
                 if stored is None:
                     await self._record_stripped(cid, scope, stripped, True)
             yield event
 
-    async def _save(self, result: AgentRunResult[Any], cid: str, scope: str, stored: StoredConversation | None) -> None:
+    async def _save(
+        self, result: AgentRunResult[Any], cid: str, scope: str, stored: StoredConversation | None, branch: int | None
+    ) -> None:
         try:
             await self.store.save(
-                result, scope=scope, conversation_id=cid, expected_revision=stored.revision if stored else None
+                result,
+                scope=scope,
+                conversation_id=cid,
+                expected_revision=stored.revision if stored else None,
+                branch_at=branch,
             )
         except ConflictError:
             raise ConflictError(

@@ -54,6 +54,7 @@ from threadline.messages import (
     UserPromptPart,
 )
 from threadline.messages.wire import encode_each
+from threadline.server._branching import branch_point
 from threadline.server._turns import TurnGate
 from threadline.storage import AsyncStore, SyncStore
 
@@ -88,9 +89,11 @@ class DurableTurns:
         stripped: list[StrippedItem],
         deferred: DeferredToolResults | None,
         expected: int | None,
+        earlier: int | None = None,
     ) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
         """Admit the turn (in the conversation's line), then start its workflow; its events.
-        `expected`: the revision an approval was checked against (changed since: a conflict)."""
+        `expected`: the revision an approval was checked against (changed since: a conflict);
+        `earlier`: the user turns before a turn answered again, stored on a new branch."""
         holder = self.gate.holder()
         await self.gate.admit(scope, cid, holder)
         try:
@@ -103,7 +106,10 @@ class DurableTurns:
                 events = audit_events_from_sanitize(stripped, conversation_id=cid)
                 await self.store.record_audit_events(cid, events, scope=scope)
             kept = [dataclasses.asdict(s) for s in stripped] if state is None else []
-            inputs = (scope, cid, _request(prompt), _approvals(deferred), kept, state, holder)
+            branch = None
+            if earlier is not None and state is not None:
+                branch = branch_point((await self.store.load(cid, scope=scope)).messages, earlier)
+            inputs = (scope, cid, _request(prompt), _approvals(deferred), kept, state, holder, branch)
             return await self._start(_key(scope, cid), inputs)
         except BaseException:
             await self.store.release_turn(cid, scope=scope, holder=holder)
@@ -132,13 +138,16 @@ class DurableTurns:
         return any(w.workflow_id not in self.relays for w in pending)
 
     async def run(self, workflow_id: str, *args: Any) -> int:
-        scope, cid, request, approvals, stripped, state, holder = args
+        scope, cid, request, approvals, stripped, state, holder, *rest = args
+        branch = rest[0] if rest else None  # a workflow a server before branches started has 7 inputs
+        if branch is not None and state is not None:
+            state = (state[0], branch)  # the run's history, and the save's branch, end there
         async with self.gate.hold(scope, cid, holder):
             relay = self.relays.get(workflow_id)
             try:
                 result = await self._run(workflow_id, scope, cid, request, approvals, state, relay)
                 revision: int = await DBOS.run_step_async(
-                    {'name': SAVE_STEP}, self._save_once, result, scope, cid, state, stripped
+                    {'name': SAVE_STEP}, self._save_once, result, scope, cid, state, stripped, branch
                 )
             except BaseException as error:
                 if relay is not None:
@@ -190,6 +199,7 @@ class DurableTurns:
         cid: str,
         state: tuple[int, int] | None,
         stripped: list[dict[str, Any]],
+        branch: int | None = None,
     ) -> int:
         """The turn stored, naming the admitted revision; a run stored before (the step's commit
         outlived its checkpoint) is not stored again."""
@@ -201,7 +211,11 @@ class DurableTurns:
             return now[0]
         try:
             revision = store.save(
-                result, scope=scope, conversation_id=cid, expected_revision=state[0] if state else None
+                result,
+                scope=scope,
+                conversation_id=cid,
+                expected_revision=state[0] if state else None,
+                branch_at=branch,
             )
         except ConflictError:
             raise ConflictError(

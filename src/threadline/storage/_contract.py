@@ -84,8 +84,15 @@ class ConversationStore(Protocol):
         scope: str,
         conversation_id: str | None = None,
         expected_revision: int | None = None,
+        branch_at: int | None = None,
     ) -> int:
-        """Append a run's new messages (those not stored yet) and its run record; returns the revision."""
+        """Append a run's new messages (those not stored yet) and its run record; returns the revision.
+
+        `branch_at=n` stores the run after the first `n` stored messages instead, on a new branch
+        (as `replace` does: the old tip stays reachable through `branches` and `load_at`), in the
+        same write as its run record: what a chat client's "regenerate" or "edit" of an earlier
+        turn means. It needs `expected_revision`, a conversation that exists, `n` within its
+        history, and a run stored nowhere yet; `n` equal to the stored length is an append."""
         ...
 
     def append(

@@ -21,6 +21,8 @@ __all__ = [
     'check_every_scope',
     'finished_ids',
     'check_append',
+    'check_branch_at',
+    'check_branch_position',
     'check_messages',
     'check_scope',
     'check_writable',
@@ -132,6 +134,26 @@ def check_continuation(result: FinishedRun, new: int, stored: int, of_run: int, 
             f'save(): the run continues {before} messages of history, but conversation {conversation_id!r} stores '
             f'{held} of them: save or append the earlier messages first (nothing was saved)'
         )
+
+
+def check_branch_at(branch_at: object, expected_revision: int | None) -> None:
+    """`save(branch_at=)` rewrites the head, so it names the revision it rewrites (as `replace`
+    does) and a position that is a whole number."""
+    if branch_at is None:
+        return
+    if not isinstance(branch_at, int) or isinstance(branch_at, bool) or branch_at < 0:
+        raise UserError(f'save(): branch_at must be a whole number of stored messages, not {branch_at!r}')
+    if expected_revision is None:
+        raise UserError('save(branch_at=) needs expected_revision: a new branch must say which revision it leaves')
+
+
+def check_branch_position(at: int, length: int, stored: int, conversation_id: str) -> None:
+    """A branch starts within the stored history, and only for a run stored nowhere yet (a run's
+    messages live on one branch)."""
+    if at > length:
+        raise UserError(f'save(): branch_at={at} is past the {length} messages conversation {conversation_id!r} stores')
+    if stored:
+        raise UserError(f'save(branch_at=): this run is already stored in conversation {conversation_id!r}')
 
 
 def check_scope(scope: object) -> str:

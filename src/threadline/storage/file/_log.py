@@ -18,6 +18,8 @@ from threadline.messages.wire import encode_each
 from threadline.storage._contract import FinishedRun
 from threadline.storage._neutral import (
     check_append,
+    check_branch_at,
+    check_branch_position,
     check_continuation,
     check_every_scope,
     check_messages,
@@ -92,15 +94,24 @@ class FileLogOps(FileBase):
         scope: str,
         conversation_id: str | None = None,
         expected_revision: int | None = None,
+        branch_at: int | None = None,
     ) -> int:
         run_id, conversation_id = finished_ids(result, conversation_id)
         new = list(result.new_messages())
         check_messages(new, 'result.new_messages()')
+        check_branch_at(branch_at, expected_revision)
         with self._locked(conversation_id) as path:
-            state, records = self._open(path, conversation_id, scope, expected_revision, create=True)
+            state, records = self._open(path, conversation_id, scope, expected_revision, create=branch_at is None)
             self._claim_run(run_id, conversation_id)
             stored = sum(b.end - b.start for b in state.batches if b.run_id == run_id and b.branch in state.branches)
-            check_continuation(result, len(new), self._length(state) if state.branches else 0, stored, conversation_id)
+            length = self._length(state) if state.branches else 0
+            if branch_at is not None and branch_at != length:
+                check_branch_position(branch_at, length, stored, conversation_id)
+                check_continuation(result, len(new), branch_at, 0, conversation_id)
+                records += self._branch_records(state, branch_at, new, 'server', run_id)
+                self._append_lines(path, [*records, result_line(result, add_usage=True), REV])
+                return state.revision + 1
+            check_continuation(result, len(new), length, stored, conversation_id)
             run = state.runs.get(run_id)
             counted = run is not None and run.status == 'completed'
             fresh = new[stored:]
@@ -139,15 +150,20 @@ class FileLogOps(FileBase):
         self, state: ConvState, messages: builtins.list[ModelMessage], provenance: Provenance, run_id: str | None
     ) -> builtins.list[FileRecord]:
         old = self._bodies(state, 0, self._length(state))
-        bodies = encode_each(messages)
-        shared = shared_prefix([body for _, body in old], bodies)
+        shared = shared_prefix([body for _, body in old], encode_each(messages))
         if shared == len(old) == len(messages):
             return []
+        return self._branch_records(state, shared, messages[shared:], provenance, run_id)
+
+    def _branch_records(
+        self, state: ConvState, at: int, tail: builtins.list[ModelMessage], provenance: Provenance, run_id: str | None
+    ) -> builtins.list[FileRecord]:
+        """A new head branch holding the first `at` messages of the head's history, then `tail`."""
         branch = max(state.branches) + 1
-        prev = extend_chain(GENESIS, [b.encode() for _, b in old[:shared]])
-        records: builtins.list[FileRecord] = [BranchLine(id=branch, parent=state.head, fork_position=shared)]
-        if len(messages) > shared:
-            records.append(self._batch(state, branch, shared, messages[shared:], provenance, run_id, prev))
+        prev = extend_chain(GENESIS, [b.encode() for _, b in self._bodies(state, 0, at)])
+        records: builtins.list[FileRecord] = [BranchLine(id=branch, parent=state.head, fork_position=at)]
+        if tail:
+            records.append(self._batch(state, branch, at, tail, provenance, run_id, prev))
         else:
             records.append(HeadLine(link=prev))
         return records

@@ -420,11 +420,7 @@ class SQLBase:
                 conversation.chain_head,
                 conversation.scope,
             )
-        usage = None
-        if usage_delta is not None:
-            total = usage_decoder.decode(conversation.usage) if conversation.usage else RunUsage()
-            total.incr(usage_delta)
-            usage = encoder.encode(total).decode()
+        usage = self._usage_plus(conversation, usage_delta)
         title = None if conversation.title else title_of(list(messages))
         return self._finish_write(
             conn,
@@ -447,20 +443,50 @@ class SQLBase:
     ) -> int:
         segments = self._lineage(conn, conversation.head_branch)
         old = self._raw_messages(conn, segments, 0, conversation.length)
-        bodies = encode_each(messages)
-        shared = shared_prefix([body for _, body in old], bodies)
+        shared = shared_prefix([body for _, body in old], encode_each(messages))
         if shared == len(old) == len(messages):
             return conversation.revision
-        branch = self._new_branch(conn, conversation.id, conversation.head_branch, shared)
-        prev_link = self._link_at(conn, segments, shared)
+        return self._branch_locked(conn, conversation, segments, shared, messages[shared:], provenance, run_id)
+
+    def _branch_locked(
+        self,
+        conn: Connection,
+        conversation: Conversation,
+        segments: list[Segment],
+        at: int,
+        tail: list[ModelMessage],
+        provenance: Provenance,
+        run_id: str | None,
+        usage_delta: RunUsage | None = None,
+        runs: int = 0,
+    ) -> int:
+        """A new head branch holding the first `at` messages of the head's history, then `tail`."""
+        branch = self._new_branch(conn, conversation.id, conversation.head_branch, at)
+        prev_link = self._link_at(conn, segments, at)
         link = (
-            self._write_batch(
-                conn, conversation, branch, shared, messages[shared:], provenance, run_id, prev_link, conversation.scope
-            )
-            if len(messages) > shared
+            self._write_batch(conn, conversation, branch, at, tail, provenance, run_id, prev_link, conversation.scope)
+            if tail
             else prev_link
         )
-        return self._finish_write(conn, conversation, head=branch, length=len(messages), link=link)
+        return self._finish_write(
+            conn,
+            conversation,
+            head=branch,
+            length=at + len(tail),
+            link=link,
+            usage=self._usage_plus(conversation, usage_delta),
+            title=title_of(tail) if at == 0 else None,
+            runs=runs,
+        )
+
+    @staticmethod
+    def _usage_plus(conversation: Conversation, delta: RunUsage | None) -> str | None:
+        """The conversation's usage with `delta` added, encoded (None: unchanged)."""
+        if delta is None:
+            return None
+        total = usage_decoder.decode(conversation.usage) if conversation.usage else RunUsage()
+        total.incr(delta)
+        return encoder.encode(total).decode()
 
     def _claim_run(self, conn: Connection, run_id: str, conversation_id: str, model_name: str | None = None) -> None:
         """Create the run record for `conversation_id`, or check that the existing one is its own

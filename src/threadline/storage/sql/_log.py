@@ -17,6 +17,8 @@ from threadline.messages.wire import decode_messages, encoder
 from threadline.storage._contract import FinishedRun
 from threadline.storage._neutral import (
     check_append,
+    check_branch_at,
+    check_branch_position,
     check_continuation,
     check_every_scope,
     check_messages,
@@ -88,15 +90,23 @@ class LogOps(SQLBase):
         scope: str,
         conversation_id: str | None = None,
         expected_revision: int | None = None,
+        branch_at: int | None = None,
     ) -> int:
-        """Append a run's new messages (those not stored yet) and record the run; returns the revision."""
+        """Append a run's new messages (those not stored yet) and record the run; returns the
+        revision. With `branch_at`, the run's messages follow the first `branch_at` stored ones
+        on a new branch instead (see `ConversationStore.save`)."""
         run_id, conversation_id = finished_ids(result, conversation_id)
         new = list(result.new_messages())
         check_messages(new, 'result.new_messages()')
+        check_branch_at(branch_at, expected_revision)
         with self._write() as conn:
-            conversation = self._open_for_write(conn, conversation_id, scope, expected_revision, create=True)
+            conversation = self._open_for_write(
+                conn, conversation_id, scope, expected_revision, create=branch_at is None
+            )
             self._claim_run(conn, run_id, conversation_id)
             stored = self._stored_for_run(conn, conversation, run_id)
+            if branch_at is not None and branch_at != conversation.length:
+                return self._save_branch(conn, conversation, result, new, branch_at, stored)
             check_continuation(result, len(new), conversation.length, stored, conversation_id)
             fresh = new[stored:]
             known = self._one(conn, 'SELECT status FROM runs WHERE run_id = ?', (run_id,))
@@ -113,6 +123,23 @@ class LogOps(SQLBase):
                 usage_delta=None if counted else result.run_usage,
                 runs=0 if counted else 1,
             )
+
+    def _save_branch(
+        self,
+        conn: Connection,
+        conversation: Conversation,
+        result: FinishedRun,
+        new: list[ModelMessage],
+        at: int,
+        stored: int,
+    ) -> int:
+        check_branch_position(at, conversation.length, stored, conversation.id)
+        check_continuation(result, len(new), at, 0, conversation.id)
+        self._record_run(conn, result, conversation.id)
+        segments = self._lineage(conn, conversation.head_branch)
+        return self._branch_locked(
+            conn, conversation, segments, at, new, 'server', result.run_id, usage_delta=result.run_usage, runs=1
+        )
 
     def _stored_for_run(self, conn: Connection, conversation: Conversation, run_id: str) -> int:
         segments = self._lineage(conn, conversation.head_branch)

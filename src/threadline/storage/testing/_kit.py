@@ -132,6 +132,35 @@ class ConversationStoreConformance(
         old_branch = next(branch for branch, length in old if length == 8)
         assert store.sync.load_at('c7', scope='s', branch_id=old_branch, position=8) == before.messages
 
+    def test_save_branch_at_answers_an_earlier_turn_again(self, store: AsyncStore[SyncStore]) -> None:
+        revision = store.sync.append('c8', turn(0, conversation_id='c8') + turn(1, conversation_id='c8'), scope='s')
+        before = store.sync.load('c8', scope='s').messages
+        again = SampleResult(turn(2, conversation_id='c8', run_id='r2'), 'r2', 'c8')
+        with pytest.raises(UserError, match='expected_revision'):
+            store.sync.save(again, scope='s', branch_at=4)
+        with pytest.raises(UserError, match='past the 8 messages'):
+            store.sync.save(again, scope='s', branch_at=9, expected_revision=revision)
+        with pytest.raises(ConflictError):
+            store.sync.save(again, scope='s', branch_at=4, expected_revision=revision - 1)
+        assert store.sync.load('c8', scope='s').revision == revision  # each refusal wrote nothing
+        assert 'r2' not in {r.run_id for r in store.sync.list_runs('c8', scope='s')}
+        branched = store.sync.save(again, scope='s', branch_at=4, expected_revision=revision)
+        after = store.sync.load('c8', scope='s')
+        assert after.messages == before[:4] + turn(2, conversation_id='c8', run_id='r2')
+        assert after.revision == branched and after.usage.requests == 2
+        assert [r.status for r in store.sync.list_runs('c8', scope='s') if r.run_id == 'r2'] == ['completed']
+        [(old_branch, old_length), (_, new_length)] = store.sync.branches('c8', scope='s')
+        assert (old_length, new_length) == (8, 8)
+        assert store.sync.load_at('c8', scope='s', branch_id=old_branch, position=8) == before
+        assert store.sync.verify('c8', scope='s').ok
+        with pytest.raises(UserError, match='already stored'):
+            store.sync.save(again, scope='s', branch_at=2, expected_revision=branched)
+        at_tip = SampleResult(turn(3, conversation_id='c8', run_id='r3'), 'r3', 'c8')
+        tip = store.sync.save(at_tip, scope='s', branch_at=8, expected_revision=branched)  # the tip: an append
+        assert store.sync.load('c8', scope='s').length == 12 and tip == branched + 1
+        with pytest.raises(ConversationNotFound):
+            store.sync.save(at_tip, scope='other', conversation_id='c8', branch_at=0, expected_revision=tip)
+
     def test_fork_shares_the_prefix_and_survives_the_parent(self, store: AsyncStore[SyncStore]) -> None:
         store.sync.append('c8', turn(0, conversation_id='c8') + turn(1, conversation_id='c8'), scope='s')
         fork_id = store.sync.fork('c8', scope='s', at=4)
