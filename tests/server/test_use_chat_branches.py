@@ -6,57 +6,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-import uvicorn
 
-from tests.server.test_serve_cli import free_port
+from tests.server._live import site  # noqa: F401 - the fixture: a live server over a SQLite store
 from tests.ui.test_vercel_ai_client import JS, node  # noqa: F401 - the fixture that provides Node and the packages
-from threadline import Agent
-from threadline.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from threadline.models.function import AgentInfo, FunctionModel
-from threadline.server import create_app
-from threadline.storage import AsyncStore, SQLiteStore, SyncStore
-
-
-def numbered() -> Agent[None, str]:
-    """Answers `answer N to <prompt>`, N counting every answer, so a regenerate reads differently."""
-    answers = iter(range(1, 100))
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        asked = [p.content for p in messages[-1].parts if isinstance(p, UserPromptPart)]
-        return ModelResponse(parts=[TextPart(f'answer {next(answers)} to {asked[-1]}')])
-
-    return Agent(FunctionModel(model))
-
-
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[tuple[str, AsyncStore[SyncStore]]]:
-    store = SQLiteStore(tmp_path / 'chat.db')
-    app = create_app(store, numbered(), keys={'key-a': 'tenant-a'})
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning'))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f'http://127.0.0.1:{port}'
-    for _ in range(100):
-        try:
-            if httpx.get(f'{url}/healthz', timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.05)
-    try:
-        yield url, store
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        store.close()
+from threadline.messages import ModelMessage, ModelRequest, TextPart, UserPromptPart
+from threadline.storage import AsyncStore, SyncStore
 
 
 def shown(history: list[ModelMessage]) -> list[dict[str, str]]:
@@ -86,7 +43,7 @@ def session(node: str, url: str, *steps: str) -> list[dict[str, Any]]:  # noqa: 
 
 def test_regenerate_and_edit_are_branches_the_store_agrees_with(
     node: str,  # noqa: F811
-    site: tuple[str, AsyncStore[SyncStore]],
+    site: tuple[str, AsyncStore[SyncStore]],  # noqa: F811
 ) -> None:
     url, store = site
     views = session(node, url, 'send:first', 'send:second', 'regenerate', 'edit:0:changed', 'send:third')
@@ -120,7 +77,7 @@ def test_regenerate_and_edit_are_branches_the_store_agrees_with(
 
 
 def test_a_client_that_shows_more_turns_than_are_stored_is_told_to_reload(
-    site: tuple[str, AsyncStore[SyncStore]],
+    site: tuple[str, AsyncStore[SyncStore]],  # noqa: F811
 ) -> None:
     url, _ = site
     headers = {'authorization': 'Bearer key-a'}

@@ -365,7 +365,7 @@ class _Server:
             prompt, stripped = new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
 
             async def frames(events: AsyncIterator[RunEvent]) -> AsyncIterator[str]:
-                async for event in ag_ui_events(events, thread_id=cid, run_id=run_id):
+                async for event in ag_ui_events(events, thread_id=cid, run_id=run_id, client_messages=messages):
                     yield encode(event)
 
             stored_id = await self.ids.stored(scope, cid)

@@ -4,7 +4,10 @@ Events, in order: `RUN_STARTED`; per part of each model response `TEXT_MESSAGE_S
 `_END`, `REASONING_START`, `REASONING_MESSAGE_START` / `_CONTENT` / `_END`, `REASONING_END`, or
 `TOOL_CALL_START` / `_ARGS` / `_END`; each tool's result as `TOOL_CALL_RESULT`; at the end a
 `MESSAGES_SNAPSHOT` of the whole history (as `AGUIAdapter.dump_messages` gives it) and
-`RUN_FINISHED`. A failed run sends `RUN_ERROR` (its type and message only when the caller asks, as
+`RUN_FINISHED`. The snapshot keeps the ids of the messages the client sent (`client_messages`),
+so the client's `runAgent().newMessages`, which compares ids, lists only what the run added: the
+client's last message is the run's first new one, and those before it pair up backwards with the
+history while their roles agree (a client that sent only its new message keeps that one's id). A failed run sends `RUN_ERROR` (its type and message only when the caller asks, as
 an exception's text can carry data) and ends there.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from threadline.messages import (
@@ -34,7 +37,7 @@ from threadline.ui._errors import public_error
 from threadline.ui.ag_ui._adapter import AGUIAdapter, _text
 
 if TYPE_CHECKING:
-    from ag_ui.core import BaseEvent  # the extra `ui`: imported when a stream runs
+    from ag_ui.core import BaseEvent, Message  # the extra `ui`: imported when a stream runs
 
 __all__ = ['ag_ui_events', 'encode']
 
@@ -47,8 +50,10 @@ async def ag_ui_events(
     thread_id: str,
     run_id: str,
     error_detail: bool = False,
+    client_messages: Sequence[object] = (),
 ) -> AsyncIterator[BaseEvent]:
-    """The AG-UI events for a run's events (`agent.run_stream_events(...)`)."""
+    """The AG-UI events for a run's events (`agent.run_stream_events(...)`); `client_messages`:
+    the messages of the client's `RunAgentInput`, whose ids the final snapshot keeps."""
     from ag_ui.core import MessagesSnapshotEvent, RunErrorEvent, RunFinishedEvent, RunStartedEvent
 
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
@@ -56,8 +61,11 @@ async def ag_ui_events(
     try:
         async for event in events:
             if isinstance(event, AgentRunResultEvent):
-                snapshot = AGUIAdapter.dump_messages(event.result.all_messages())
-                yield MessagesSnapshotEvent(messages=snapshot)
+                history = event.result.all_messages()
+                added = len(event.result.new_messages())
+                snapshot = AGUIAdapter.dump_messages(history)
+                first_new = len(AGUIAdapter.dump_messages(history[: len(history) - added]))
+                yield MessagesSnapshotEvent(messages=_with_client_ids(snapshot, first_new, client_messages))
                 break
             for out in _events(event, ids):
                 yield out
@@ -120,6 +128,17 @@ def _events(event: AgentStreamEvent, ids: dict[int, str]) -> list[BaseEvent]:
             )
         ]
     return []
+
+
+def _with_client_ids(snapshot: list[Message], first_new: int, client: Sequence[object]) -> list[Message]:
+    """`snapshot` with the client's own ids (see the module docstring)."""
+    sent = [(m.get('id'), m.get('role')) for m in client if isinstance(m, dict)]
+    for back, (given, role) in enumerate(reversed(sent)):
+        at = first_new - back
+        if not isinstance(given, str) or at < 0 or at >= len(snapshot) or snapshot[at].role != role:
+            break
+        snapshot[at] = snapshot[at].model_copy(update={'id': given})
+    return snapshot
 
 
 def encode(event: BaseEvent) -> str:
