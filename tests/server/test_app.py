@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from threadline import Agent
+from threadline.exceptions import ModelHTTPError
+from threadline.messages import ModelResponse
 from threadline.models.demo import DemoModel
+from threadline.models.function import AgentInfo, FunctionModel
 from threadline.server import create_app
 from threadline.storage import SQLiteStore
 
@@ -344,3 +349,34 @@ async def test_an_approval_of_a_conversation_changed_meanwhile_is_a_409(tmp_path
         response = await asyncio.wait_for(approval, 10)
     assert response.status_code == 409 and 'changed before this could run' in response.json()['error']
     assert refunded == []
+
+
+async def test_a_failed_turn_is_logged_by_kind_and_request_id_never_by_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refused(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        raise ModelHTTPError(429, 'gpt-x', body={'echo': 'the secret order 42'})
+
+    store = SQLiteStore(tmp_path / 'server.db')
+    app = create_app(store, Agent(FunctionModel(refused)), keys=KEYS)
+    auth = {'authorization': 'Bearer key-alice'}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1') as http:
+        with caplog.at_level(logging.WARNING, logger='threadline'):
+            failed = await http.post('/api/chat', json=turn('the secret order 42'), headers=auth)
+        request_id = failed.headers['x-request-id']
+        assert [c['errorText'] for c in chunks(failed) if c['type'] == 'error'] == [
+            'The model is rate limited: try again shortly.'
+        ]
+        [line] = [r.getMessage() for r in caplog.records if 'failed' in r.getMessage()]
+        assert (
+            line
+            == f'a streamed run failed with ModelHTTPError: The model is rate limited: try again shortly. (request {request_id})'
+        )
+        assert 'secret' not in caplog.text
+        # A proxy's id is kept; one that could break a log line is replaced.
+        given = await http.get('/api/conversations', headers={**auth, 'x-request-id': 'edge-7.a_b'})
+        assert given.headers['x-request-id'] == 'edge-7.a_b'
+        forged = await http.get('/api/conversations', headers={**auth, 'x-request-id': 'a b\tc'})
+        assert forged.headers['x-request-id'] != 'a b\tc' and len(forged.headers['x-request-id']) == 32
+        missing = await http.get('/api/conversations/nope', headers=auth)
+        assert missing.status_code == 404 and 'x-request-id' in missing.headers

@@ -25,6 +25,9 @@ Rules (each tested):
   naming the revision it started from, so even a turn whose lease lapsed never overwrites or
   interleaves another's: its stream ends with an error chunk and nothing of it is stored.
   A model error ends the stream with an error chunk and stores nothing of that run.
+- Failures: the error chunk says which kind of failure it was, never the error's text
+  (`ui._errors.public_error`); the log names the error's type, that kind and the request's id,
+  which every response carries as `x-request-id` (`_request_ids`).
 """
 
 from __future__ import annotations
@@ -50,12 +53,7 @@ from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
     ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
     StrippedItem,
-    ToolCallPart,
-    ToolReturnPart,
     UserContent,
 )
 from threadline.server._audit import ServerAudit
@@ -63,10 +61,20 @@ from threadline.server._auth import DEV_SCOPE, ApiKeyBackend, ScopeUser, refuse
 from threadline.server._branching import branch_point, earlier_turns
 from threadline.server._ids import ChatIds
 from threadline.server._origin import SameOriginGuard
-from threadline.server._requests import HTTPProblem, conversation_id, field, json_body, new_turn, query_int
+from threadline.server._request_ids import RequestIds, request_id_of
+from threadline.server._requests import (
+    HTTPProblem,
+    conversation_id,
+    field,
+    json_body,
+    new_turn,
+    paused_calls,
+    query_int,
+)
 from threadline.server._stateless import DEFAULT_TTL, signed_chunks, verified_history
 from threadline.server._turns import TurnBusy, TurnGate, turn_response
-from threadline.storage import AsyncStore, ConversationSummary, SearchHit, StoredConversation, SyncStore
+from threadline.server._views import hit_json, summary_json
+from threadline.storage import AsyncStore, StoredConversation, SyncStore
 from threadline.trust import Keyring
 from threadline.ui.vercel_ai import STREAM_HEADERS, VercelAIAdapter, sse, ui_message_chunks
 
@@ -156,7 +164,7 @@ def create_app(
     auth = Middleware(AuthenticationMiddleware, backend=ApiKeyBackend(keys), on_error=refuse)
     return Starlette(
         routes=routes,
-        middleware=[guard, auth],
+        middleware=[Middleware(RequestIds), guard, auth],
         exception_handlers={HTTPProblem: _Server.problem_handler},
         lifespan=server.durable.lifespan if server.durable else None,
     )
@@ -226,9 +234,9 @@ class _Server:
                 raise HTTPProblem(400, 'q: must not hold control characters')
             if query:
                 hits = await self.store.search(query, scope=scope, limit=limit)
-                return JSONResponse({'hits': [_hit(h, self.ids.chat(scope, h.conversation_id)) for h in hits]})
+                return JSONResponse({'hits': [hit_json(h, self.ids.chat(scope, h.conversation_id)) for h in hits]})
             rows = await self.store.list(scope, limit=limit, offset=offset)
-            listed = [_summary(r, lambda stored_id: self.ids.chat(scope, stored_id)) for r in rows]
+            listed = [summary_json(r, lambda stored_id: self.ids.chat(scope, stored_id)) for r in rows]
             return JSONResponse({'conversations': listed, 'limit': limit, 'offset': offset})
 
         return await self.handle(request, action)
@@ -288,7 +296,13 @@ class _Server:
             earlier = earlier_turns(body, messages)  # a regenerate or an edit: see `_branching`
             stored_id = await self.ids.stored(scope, cid)
             return await self._turn(
-                stored_id, scope, prompt, stripped, lambda e: sse(ui_message_chunks(e)), STREAM_HEADERS, earlier=earlier
+                stored_id,
+                scope,
+                prompt,
+                stripped,
+                lambda e: sse(ui_message_chunks(e, request_id=request_id_of(request))),
+                STREAM_HEADERS,
+                earlier=earlier,
             )
 
         return await self.handle(request, action)
@@ -310,7 +324,7 @@ class _Server:
             prompt, _ = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             history = verified_history(body, cid, scope, self.trust)
             events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
-            chunks = signed_chunks(events, cid, scope, self.trust, self.envelope_ttl)
+            chunks = signed_chunks(events, cid, scope, self.trust, self.envelope_ttl, request_id_of(request))
             return StreamingResponse(sse(chunks), headers=STREAM_HEADERS)
 
         return await self.handle(request, action)
@@ -327,7 +341,7 @@ class _Server:
             decisions = field(await self.body(request), 'approvals', dict)
             stored_id = await self.ids.stored(scope, cid)
             stored = await self.store.load(stored_id, scope=scope, last=2)  # the pause is in the tail
-            pending = _paused_calls(stored.messages)
+            pending = paused_calls(stored.messages)
             unknown = sorted(set(decisions) - pending)
             if unknown or not decisions or not all(isinstance(v, bool) for v in decisions.values()):
                 raise HTTPProblem(
@@ -341,7 +355,7 @@ class _Server:
                 scope,
                 None,
                 [],
-                lambda e: sse(ui_message_chunks(e)),
+                lambda e: sse(ui_message_chunks(e, request_id=request_id_of(request))),
                 STREAM_HEADERS,
                 deferred=results,
                 expected=stored.revision,
@@ -365,7 +379,9 @@ class _Server:
             prompt, stripped = new_turn(AGUIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
 
             async def frames(events: AsyncIterator[RunEvent]) -> AsyncIterator[str]:
-                async for event in ag_ui_events(events, thread_id=cid, run_id=run_id, client_messages=messages):
+                async for event in ag_ui_events(
+                    events, thread_id=cid, run_id=run_id, client_messages=messages, request_id=request_id_of(request)
+                ):
                     yield encode(event)
 
             stored_id = await self.ids.stored(scope, cid)
@@ -465,33 +481,3 @@ class _Server:
                 f'conversation {cid!r} changed while this turn ran (another tab or client): reload it and send again',
                 conversation_id=cid,
             ) from None
-
-
-def _paused_calls(tail: Sequence[ModelMessage]) -> set[str]:
-    """The calls a paused run left waiting: the last response's, less those a result answers."""
-    last = next((i for i in range(len(tail) - 1, -1, -1) if isinstance(tail[i], ModelResponse)), None)
-    if last is None or last < len(tail) - 2:
-        return set()
-    calls = {p.tool_call_id for p in tail[last].parts if isinstance(p, ToolCallPart)}
-    answered = {
-        p.tool_call_id
-        for m in tail[last + 1 :]
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, (ToolReturnPart, RetryPromptPart))
-    }
-    return calls - answered
-
-
-def _hit(hit: SearchHit, chat_id: str) -> dict[str, object]:
-    return {'conversationId': chat_id, 'position': hit.position, 'snippet': hit.snippet, 'role': hit.role}
-
-
-def _summary(row: ConversationSummary, chat: Callable[[str], str]) -> dict[str, object]:
-    return {
-        'id': chat(row.conversation_id),
-        'title': row.title,
-        'messages': row.message_count,
-        'updatedAt': row.updated_at.isoformat(),
-        'forkedFrom': None if row.forked_from is None else chat(row.forked_from),
-    }

@@ -13,6 +13,7 @@ Rules (each tested):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -20,9 +21,17 @@ import pydantic
 from starlette.requests import Request
 
 from threadline.exceptions import HTTPProblem
-from threadline.messages import ModelRequest, UserPromptPart
+from threadline.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
-__all__ = ['MAX_DEPTH', 'HTTPProblem', 'conversation_id', 'field', 'json_body', 'new_turn', 'query_int']
+__all__ = ['MAX_DEPTH', 'HTTPProblem', 'conversation_id', 'field', 'json_body', 'new_turn', 'paused_calls', 'query_int']
 
 T = TypeVar('T')
 MAX_DEPTH = 64
@@ -132,3 +141,19 @@ def query_int(value: str | None, default: int, name: str, *, low: int = 0) -> in
     if not (value.isascii() and value.isdigit()) or not low <= int(value) <= 1000:
         raise HTTPProblem(400, f'{name}: a whole number from {low} to 1000')
     return int(value)
+
+
+def paused_calls(tail: Sequence[ModelMessage]) -> set[str]:
+    """The calls a paused run left waiting: the last response's, less those a result answers."""
+    last = next((i for i in range(len(tail) - 1, -1, -1) if isinstance(tail[i], ModelResponse)), None)
+    if last is None or last < len(tail) - 2:
+        return set()
+    calls = {p.tool_call_id for p in tail[last].parts if isinstance(p, ToolCallPart)}
+    answered = {
+        p.tool_call_id
+        for m in tail[last + 1 :]
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, (ToolReturnPart, RetryPromptPart))
+    }
+    return calls - answered

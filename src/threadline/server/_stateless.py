@@ -62,6 +62,7 @@ async def signed_chunks(
     scope: str,
     keys: Keyring,
     ttl: timedelta = DEFAULT_TTL,
+    request_id: str | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """The run's UI message chunks, with the new history and its envelope just before `finish`."""
     results: list[AgentRunResult[Any]] = []
@@ -72,7 +73,7 @@ async def signed_chunks(
                 results.append(event.result)
             yield event
 
-    async for chunk in ui_message_chunks(watched()):
+    async for chunk in ui_message_chunks(watched(), request_id=request_id):
         if chunk['type'] == 'finish' and results:
             history = results[0].all_messages()
             envelope = sign_history(history, conversation_id=cid, scope=scope, keys=keys, expires_in=ttl)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from threadline.exceptions import (
     BackendError,
     ConflictError,
@@ -15,7 +17,19 @@ from threadline.exceptions import (
     UsageLimitExceeded,
 )
 
-__all__ = ['public_error']
+__all__ = ['log_failure', 'public_error']
+
+logger = logging.getLogger('threadline.ui')
+
+
+def log_failure(error: Exception, request_id: str | None) -> None:
+    """Log a failed run by its error's type and the request it answered, never the error's text
+    (it can carry the data the run failed on); the reason the client read says which kind it was."""
+    reason = public_error(error, detail=False) if not isinstance(error, ConflictError) else 'a conflict'
+    if request_id is None:
+        logger.warning('a streamed run failed with %s: %s', type(error).__name__, reason)
+    else:
+        logger.warning('a streamed run failed with %s: %s (request %s)', type(error).__name__, reason, request_id)
 
 
 def public_error(error: Exception, *, detail: bool) -> str:

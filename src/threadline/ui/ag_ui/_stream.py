@@ -13,7 +13,6 @@ an exception's text can carry data) and ends there.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
@@ -33,15 +32,13 @@ from threadline.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from threadline.ui._errors import public_error
+from threadline.ui._errors import log_failure, public_error
 from threadline.ui.ag_ui._adapter import AGUIAdapter, _text
 
 if TYPE_CHECKING:
     from ag_ui.core import BaseEvent, Message  # the extra `ui`: imported when a stream runs
 
 __all__ = ['ag_ui_events', 'encode']
-
-logger = logging.getLogger('threadline.ui')
 
 
 async def ag_ui_events(
@@ -51,9 +48,11 @@ async def ag_ui_events(
     run_id: str,
     error_detail: bool = False,
     client_messages: Sequence[object] = (),
+    request_id: str | None = None,
 ) -> AsyncIterator[BaseEvent]:
     """The AG-UI events for a run's events (`agent.run_stream_events(...)`); `client_messages`:
-    the messages of the client's `RunAgentInput`, whose ids the final snapshot keeps."""
+    the messages of the client's `RunAgentInput`, whose ids the final snapshot keeps. A failure is
+    logged with its type and `request_id` (never its text)."""
     from ag_ui.core import MessagesSnapshotEvent, RunErrorEvent, RunFinishedEvent, RunStartedEvent
 
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
@@ -72,7 +71,7 @@ async def ag_ui_events(
             if isinstance(event, FunctionToolResultEvent):
                 ids.clear()
     except Exception as error:  # noqa: BLE001 - any failure ends the run with RUN_ERROR
-        logger.warning('a streamed run failed with %s', type(error).__name__)  # no content: the text may carry data
+        log_failure(error, request_id)
         yield RunErrorEvent(message=public_error(error, detail=error_detail))
         return
     yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)

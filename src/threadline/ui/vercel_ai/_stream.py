@@ -13,7 +13,6 @@ as an exception's text can carry data) and still ends the stream.
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -36,11 +35,9 @@ from threadline.messages import (
     ToolCallPartDelta,
     ToolReturnPart,
 )
-from threadline.ui._errors import public_error
+from threadline.ui._errors import log_failure, public_error
 
 __all__ = ['STREAM_HEADERS', 'sse', 'ui_message_chunks']
-
-logger = logging.getLogger('threadline.ui')
 
 STREAM_HEADERS = {
     'content-type': 'text/event-stream',
@@ -54,8 +51,10 @@ async def ui_message_chunks(
     *,
     message_id: str | None = None,
     error_detail: bool = False,
+    request_id: str | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """The UI message stream chunks for a run's events (`agent.run_stream_events(...)`)."""
+    """The UI message stream chunks for a run's events (`agent.run_stream_events(...)`); a failure is
+    logged with its type and `request_id` (never its text)."""
     yield {'type': 'start', 'messageId': message_id or str(uuid.uuid4())}
     ids: dict[int, str] = {}
     in_step = False
@@ -77,7 +76,7 @@ async def ui_message_chunks(
                     yield {'type': 'data-approval-requested', 'data': data}
                 break
     except Exception as error:  # noqa: BLE001 - any failure ends the stream with an error chunk
-        logger.warning('a streamed run failed with %s', type(error).__name__)  # no content: the text may carry data
+        log_failure(error, request_id)
         text = public_error(error, detail=error_detail)
         yield {'type': 'error', 'errorText': text}
     if in_step:
