@@ -254,13 +254,16 @@ def _converse(session: _Session, agent: Any) -> None:
         if not line.strip():
             continue
         pending = None
+        shown = _printer(prefix='assistant> ')
         try:
-            output = session.turn(agent, line)
+            output = session.turn(agent, line, shown)
         except _model_errors() as exc:
+            shown.done()
             pending = line  # kept: nothing was stored, and Enter sends it again
             click.echo(f'error: {one_line(exc)} (your message was not sent)', err=True)
             continue
-        console.print(f'assistant> {output}')
+        if not shown.done():
+            console.print(f'assistant> {output}', markup=False)
 
 
 def _expand(line: str) -> str:
@@ -308,8 +311,21 @@ def prompt(
     model = _model_name(state, model, cid)
     agent = _agent_for(state, model, system, key)
     session = _Session(state.store, state.scope, cid, persists_steps=model == 'demo', settings=_model_options(options))
-    click.echo(session.turn(agent, text))
+    shown = _printer()
+    try:
+        output = session.turn(agent, text, shown)
+    finally:
+        printed = shown.done()
+    if not printed:
+        click.echo(output)
     click.echo(f'(conversation {cid})', err=True)
+
+
+def _printer(prefix: str = '') -> Any:
+    """What prints an answer as it streams (see `_stream`)."""
+    from threadline.cli._stream import StreamPrinter
+
+    return StreamPrinter(notes, prefix=prefix)
 
 
 def _with_stdin(text: str | None) -> str:
@@ -351,13 +367,16 @@ class _Session:
         self.settings = settings
         self.persists_steps = persists_steps  # StepPersistence stores the run itself, step by step
         self.seen = self._state()[1]
+        self.shown: Any = None
 
     def _state(self) -> tuple[int, int]:
         return self.store.sync.conversation_state(self.conversation_id, scope=self.scope) or (0, 0)
 
-    def turn(self, agent: Any, line: str) -> Any:
+    def turn(self, agent: Any, line: str, shown: Any = None) -> Any:
         """The answer to `line`, stored; asked again over the other session's turns when one wrote
-        first, five times at most (then a `ClickException`, never an empty answer)."""
+        first, five times at most (then a `ClickException`, never an empty answer). `shown`: an
+        event stream handler that prints the answer as it comes."""
+        self.shown = shown
         for _ in range(5):
             revision, length = self._state()
             if length > self.seen:
@@ -366,10 +385,12 @@ class _Session:
             if length:
                 kwargs = self.store.sync.load(self.conversation_id, scope=self.scope).run_kwargs()
             try:
-                result = agent.run_sync(line, model_settings=self.settings, **kwargs)
+                result = agent.run_sync(line, model_settings=self.settings, event_stream_handler=self.shown, **kwargs)
                 if not self.persists_steps:
                     self.store.sync.save(result, scope=self.scope, expected_revision=revision)
             except ConflictError:
+                if self.shown is not None:
+                    self.shown.done()
                 notes.print('[dim](another session wrote at the same time; answering again over its turn)[/]')
                 self.seen = length
                 continue
@@ -385,6 +406,8 @@ class _Session:
 
         while isinstance(result.output, DeferredToolRequests) and result.output.approvals:
             decisions: dict[str, Any] = {}
+            if self.shown is not None:
+                self.shown.done()  # the spinner off and the line ended before the question
             for call in result.output.approvals:
                 question = f'allow {call.tool_name}({call.args_as_json_str()})?'
                 allowed = sys.stdin.isatty() and click.confirm(question, default=False)
@@ -394,6 +417,7 @@ class _Session:
             result = agent.run_sync(
                 deferred_tool_results=DeferredToolResults(approvals=decisions),
                 model_settings=self.settings,
+                event_stream_handler=self.shown,
                 **stored.run_kwargs(),
             )
             if not self.persists_steps:

@@ -30,12 +30,12 @@ def _chat(tmp_path: Path, env: dict[str, str], stdin: str) -> subprocess.Complet
 
 
 def test_chat_with_an_openai_compatible_server(server: ProviderServer, tmp_path: Path) -> None:
-    server.queue(fixture('openai_text.json'), fixture('openai_text.json'))
+    server.queue(fixture('openai_stream.json'), fixture('openai_stream.json'))
     done = _chat(
         tmp_path, {'OPENAI_BASE_URL': server.url + '/v1', 'OPENAI_API_KEY': 'k'}, 'Weather?\nAnd tomorrow?\n/quit\n'
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count('assistant> It is sunny in Paris.') == 2
+    assert done.stdout.count('assistant> Hello there') == 2
     second = server.bodies()[1]
     assert_valid_openai(second)
     assert [m['role'] for m in second['messages']] == ['system', 'user', 'assistant', 'user']
@@ -86,7 +86,7 @@ def test_a_stored_key_is_used_when_the_environment_has_none(server: ProviderServ
     assert oct(keys.stat().st_mode & 0o777) == '0o600'
     listed = subprocess.run([*cli, 'list'], capture_output=True, text=True, env=env)
     assert listed.stdout == 'openai\n'  # the provider, never the key
-    server.queue(fixture('openai_text.json'))
+    server.queue(fixture('openai_stream.json'))
     done = _chat(tmp_path, {**env, 'OPENAI_BASE_URL': server.url + '/v1'}, 'Weather?\n/quit\n')
     assert done.returncode == 0, done.stderr
     assert server.requests[-1]['headers']['authorization'] == 'Bearer sk-stored-1'
@@ -94,19 +94,19 @@ def test_a_stored_key_is_used_when_the_environment_has_none(server: ProviderServ
 
 def test_a_model_error_in_chat_is_one_line_and_the_message_is_kept(server: ProviderServer, tmp_path: Path) -> None:
     unauthorized = {'source': 'an OpenAI 401 body', 'status': 401, 'body': {'error': {'message': 'bad key'}}}
-    server.queue(unauthorized, unauthorized, fixture('openai_text.json'))
+    server.queue(unauthorized, unauthorized, fixture('openai_stream.json'))
     # 401, then 401 again on the kept message (Enter), then an answer to it (Enter again).
     done = _chat(tmp_path, {'OPENAI_BASE_URL': server.url + '/v1', 'OPENAI_API_KEY': 'k'}, 'Weather?\n\n\n/quit\n')
     assert done.returncode == 0, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith('error:')]
     assert len(errors) == 2 and all('your message was not sent' in line for line in errors)
     assert 'Traceback' not in done.stderr
-    assert done.stdout.count('assistant> It is sunny in Paris.') == 1
+    assert done.stdout.count('assistant> Hello there') == 1
     assert [m['content'] for m in server.bodies()[-1]['messages'] if m['role'] == 'user'] == ['Weather?']
 
 
 def test_prompt_with_a_key_on_the_command_line(server: ProviderServer, tmp_path: Path) -> None:
-    server.queue(fixture('openai_text.json'))
+    server.queue(fixture('openai_stream.json'))
     env = {k: v for k, v in os.environ.items() if k != 'OPENAI_API_KEY'}
     env['OPENAI_BASE_URL'] = server.url + '/v1'
     done = subprocess.run(
@@ -131,6 +131,7 @@ def test_prompt_with_a_key_on_the_command_line(server: ProviderServer, tmp_path:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == 'It is sunny in Paris.'
+    assert done.stdout == 'Hello there\n'  # streamed as it came; stdout holds the answer alone
     assert server.requests[0]['headers']['authorization'] == 'Bearer sk-from-flag'
+    assert server.bodies()[0]['stream'] is True
     assert server.bodies()[0]['messages'][0] == {'role': 'system', 'content': 'Answer in one line.'}
