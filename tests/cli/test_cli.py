@@ -71,6 +71,19 @@ def test_list_show_search_json(db: str, capsys: pytest.CaptureFixture[str]) -> N
     code, out, _ = run(capsys, 'conversations', 'show', 'conv-a', '--db', db, '--scope', 'me')
     assert normalize(out).splitlines() == [
         'conv-a  revision 1  4 messages',
+        '     0 request  user-prompt',
+        '       refund question 0',
+        '     1 response tool-call',
+        '       lookup({"n":0})',
+        '     2 request  tool-return',
+        '       lookup [success]',
+        '       result 0',
+        '     3 response text',
+        '       answer 0 about zebra0',
+    ]
+    code, out, _ = run(capsys, 'conversations', 'show', 'conv-a', '--short', '--db', db, '--scope', 'me')
+    assert normalize(out).splitlines() == [
+        'conv-a  revision 1  4 messages',
         '     0 request  user-prompt    refund question 0',
         '     1 response tool-call      lookup({"n":0})',
         '     2 request  tool-return    lookup -> result 0 [success]',
@@ -451,6 +464,27 @@ def test_show_the_last_response_or_its_code(tmp_path: Path, capsys: pytest.Captu
     assert code == 0 and out == answer + '\n'
     code, out, _ = run(capsys, 'conversations', 'show', 'code', '-x', '--db', path, '--scope', 'me')
     assert code == 0 and out == 'print("hi")\nprint("there")\n'
+
+
+def test_show_gives_every_part_whole_wrapped_and_short_cuts_with_an_ellipsis(tmp_path: Path) -> None:
+    from threadline import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    path = str(tmp_path / 'long.db')
+    asked = 'please [bold]quote[/bold] this ' + 'word ' * 40 + 'END-OF-QUESTION'
+    answer = '# Plan\n\nIt has **two** steps:\n\n- first\n- second\n\n' + 'more ' * 40 + 'END-OF-ANSWER'
+    SQLiteStore(path).sync.append(
+        'long', [ModelRequest(parts=[UserPromptPart(asked)]), ModelResponse(parts=[TextPart(answer)])], scope='me'
+    )
+    args = ['conversations', 'show', 'long', '--db', path, '--scope', 'me']
+    whole = in_terminal(args, columns=60).replace('\r\n', '\n')
+    lines = whole.splitlines()
+    assert all(len(line) <= 60 for line in lines) and all(line == line.rstrip() for line in lines)
+    assert 'END-OF-QUESTION' in whole and 'END-OF-ANSWER' in whole  # nothing cut
+    assert '[bold]quote[/bold]' in whole  # a message's text is never read as markup
+    assert '• first' in whole and '**two**' not in whole and '# Plan' not in whole  # the answer is Markdown
+    short = in_terminal([*args, '--short'], columns=60).replace('\r\n', '\n').splitlines()
+    assert len(short) == 3 and all(len(line) <= 60 for line in short)
+    assert all(line.endswith('…') for line in short[1:]) and 'END-OF' not in ''.join(short)
 
 
 def test_show_pages_a_long_conversation_at_a_terminal(db: str) -> None:

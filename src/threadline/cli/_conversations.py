@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -155,17 +154,21 @@ def row(summary: Any, short: bool, tokens: dict[str, int] | None = None) -> str:
 @click.option('--json', 'as_json', is_flag=True, help='The wire-format JSON.')
 @click.option('-r', '--response', 'last_response', is_flag=True, help="Only the last response's text.")
 @click.option('-x', '--extract', is_flag=True, help='Only the first fenced code block of the last response.')
+@click.option('--short', is_flag=True, help='One line per part, cut to the screen.')
 @shared_options
 def show(
     conversation_id: str,
     as_json: bool,
     last_response: bool,
     extract: bool,
+    short: bool,
     db: str | None,
     scope: str | None,
     debug: bool,
 ) -> None:
-    """One conversation's messages (through a pager at a terminal when longer than the screen)."""
+    """One conversation's messages, each part whole (--short: a line each), through a pager at a
+    terminal when longer than the screen."""
+    from threadline.cli._show import first_code_block, last_response_text, print_conversation
     from threadline.messages import ModelMessagesTypeAdapter
 
     state = state_for(db, scope, debug)
@@ -175,48 +178,10 @@ def show(
         click.echo(ModelMessagesTypeAdapter.dump_json(stored.messages, indent=2).decode())
         return
     if last_response or extract:
-        text = _last_response_text(stored.messages)
-        if extract:
-            text = _first_code_block(text)
-        click.echo(text)
+        text = last_response_text(stored.messages)
+        click.echo(first_code_block(text) if extract else text)
         return
-    lines = [
-        f'{stored.conversation_id}  revision {stored.revision}  {stored.length} messages'
-        + (f'  forked from {stored.forked_from} at {stored.shared_prefix}' if stored.forked_from else '')
-    ]
-    for position, message in enumerate(stored.messages, start=stored.offset):
-        for part in message.parts:
-            lines.append(f'  {position:>4} {message.kind:<8} {part.part_kind:<14} {escape(_summary(part))}')
-    if console.is_terminal and len(lines) > console.height:
-        with console.pager(styles=True):
-            for line in lines:
-                console.print(line)
-        return
-    for line in lines:
-        console.print(line)
-
-
-def _last_response_text(messages: Sequence[Any]) -> str:
-    for message in reversed(messages):
-        if message.kind == 'response':
-            return '\n'.join(p.content for p in message.parts if p.part_kind == 'text')
-    raise click.ClickException('the conversation has no response yet')
-
-
-def _first_code_block(text: str) -> str:
-    """The first fenced code block (``` or ~~~), without its fences; the text itself when it has none."""
-
-    found = re.search(r'^(```|~~~)[^\n]*\n(.*?)^\1\s*$', text, re.MULTILINE | re.DOTALL)
-    return found.group(2).rstrip('\n') if found else text
-
-
-def _summary(part: Any) -> str:
-    if part.part_kind in ('tool-call', 'builtin-tool-call'):
-        return f'{part.tool_name}({part.args_as_json_str()})'
-    if part.part_kind in ('tool-return', 'builtin-tool-return'):
-        return f'{part.tool_name} -> {str(part.content)[:100]} [{part.outcome}]'
-    content = getattr(part, 'content', '')
-    return (content if isinstance(content, str) else json.dumps(str(content)))[:120].replace('\n', ' ')
+    print_conversation(console, stored, short=short)
 
 
 @conversations.command()
