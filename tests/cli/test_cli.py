@@ -226,7 +226,8 @@ def test_an_empty_scope_is_refused_not_replaced_by_the_default(
         monkeypatch.setenv('THREADLINE_SCOPE', '')
     code, out, err = run(capsys, *args)
     assert code != 0 and 'conv-' not in out
-    assert err.startswith('error:') and 'scope' in err and 'Traceback' not in err
+    assert err.startswith('Usage: threadline') and 'Traceback' not in err  # a usage error says how to call it
+    assert err.splitlines()[-1].startswith('error: --scope (or THREADLINE_SCOPE) must not be empty')
 
 
 def test_version_help_and_the_database_option_at_every_level(db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -698,3 +699,17 @@ def test_model_errors_speak_in_flags(
         and 'set OPENAI_API_KEY, run threadline keys set openai, or pass --key' in err
         and 'api_key=' not in err
     )
+
+
+def test_a_usage_error_says_how_to_call_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, 'conversations', 'show')
+    assert (code, out) == (2, '')
+    assert err.splitlines() == [
+        'Usage: threadline conversations show [OPTIONS] CONVERSATION_ID',
+        "Try 'threadline conversations show --help' for help.",
+        '',
+        "error: Missing argument 'CONVERSATION_ID'.",
+    ]
+    code, _, err = run(capsys, 'prompt', '--bogus', 'x')
+    assert code == 2 and err.startswith('Usage: threadline prompt [OPTIONS] [TEXT]\n')
+    assert err.endswith("error: No such option '--bogus'.\n")

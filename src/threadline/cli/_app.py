@@ -253,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         if debug:
             raise
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:  # how to call it, as click says
+            help_option = max(exc.ctx.help_option_names, key=len, default='--help')
+            click.echo(f"{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} {help_option}' for help.\n", err=True)
         click.echo(f'error: {exc.format_message()}', err=True)
-        return exc.exit_code if exc.exit_code != 2 else 2
+        return exc.exit_code
     except (ThreadlineError, OSError, ValueError) as exc:
         if debug:
             raise

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from threadline._uuid import uuid7
-from threadline.cli._app import State, cli, console, notes, one_line, refuse_if_tampered, shared_options, state_for
+from threadline.cli._app import State, cli, console, notes, refuse_if_tampered, shared_options, state_for
 from threadline.exceptions import AgentRunError, ConflictError, MissingAPIKey, UserError
 
 if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/README.md)
@@ -260,7 +260,7 @@ def _converse(session: _Session, agent: Any) -> None:
         except _model_errors() as exc:
             shown.done()
             pending = line  # kept: nothing was stored, and Enter sends it again
-            click.echo(f'error: {one_line(exc)} (your message was not sent)', err=True)
+            click.echo(f'error: {_said(exc, agent)} (your message was not sent)', err=True)
             continue
         if not shown.done():
             console.print(f'assistant> {output}', markup=False)
@@ -314,11 +314,20 @@ def prompt(
     shown = _printer()
     try:
         output = session.turn(agent, text, shown)
+    except _model_errors() as exc:
+        raise click.ClickException(_said(exc, agent)) from None
     finally:
         printed = shown.done()
     if not printed:
         click.echo(output)
     click.echo(f'(conversation {cid})', err=True)
+
+
+def _said(error: BaseException, agent: Any) -> str:
+    """A failed model request in one line (see `_errors`)."""
+    from threadline.cli._errors import model_error_line
+
+    return model_error_line(error, getattr(agent, 'model', None))
 
 
 def _printer(prefix: str = '') -> Any:

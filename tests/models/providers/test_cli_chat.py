@@ -99,7 +99,14 @@ def test_a_model_error_in_chat_is_one_line_and_the_message_is_kept(server: Provi
     done = _chat(tmp_path, {'OPENAI_BASE_URL': server.url + '/v1', 'OPENAI_API_KEY': 'k'}, 'Weather?\n\n\n/quit\n')
     assert done.returncode == 0, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith('error:')]
-    assert len(errors) == 2 and all('your message was not sent' in line for line in errors)
+    assert (
+        errors
+        == [
+            'error: openai answered HTTP 401: bad key (check the API key: OPENAI_API_KEY, threadline keys set openai, '
+            'or --key) (your message was not sent)'
+        ]
+        * 2
+    )
     assert 'Traceback' not in done.stderr
     assert done.stdout.count('assistant> Hello there') == 1
     assert [m['content'] for m in server.bodies()[-1]['messages'] if m['role'] == 'user'] == ['Weather?']
@@ -135,3 +142,18 @@ def test_prompt_with_a_key_on_the_command_line(server: ProviderServer, tmp_path:
     assert server.requests[0]['headers']['authorization'] == 'Bearer sk-from-flag'
     assert server.bodies()[0]['stream'] is True
     assert server.bodies()[0]['messages'][0] == {'role': 'system', 'content': 'Answer in one line.'}
+
+
+def test_a_provider_that_cannot_be_reached_names_its_base_url(tmp_path: Path) -> None:
+    env = {**os.environ, 'OPENAI_BASE_URL': 'http://127.0.0.1:9/v1', 'OPENAI_API_KEY': 'k', 'COLUMNS': '200'}
+    done = subprocess.run(
+        [sys.executable, '-m', 'threadline', 'prompt', 'hi', '-m', 'openai:gpt-5.2', '--db', str(tmp_path / 'p.db')],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 1 and done.stdout == ''
+    assert done.stderr.splitlines() == [
+        'error: could not reach openai at http://127.0.0.1:9/v1/ (check OPENAI_BASE_URL and the network)'
+    ]
