@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/REA
 __all__ = ['chat', 'demo', 'prompt']
 
 
-@cli.command()
+@cli.command(short_help='Run the narrated, offline demo of the whole system.')
 @shared_options
 def demo(db: str | None, scope: str | None, debug: bool) -> None:
     """Run the narrated, offline demo of the whole system (exit 0 only if every step held)."""
@@ -201,7 +201,7 @@ def _model_option(fn: _CommandT) -> _CommandT:
     )(fn)
 
 
-@cli.command()
+@cli.command(short_help='Talk with a model; every turn is stored.')
 @_model_option
 @shared_options
 def chat(
@@ -285,7 +285,7 @@ def _expand(line: str) -> str:
     return line
 
 
-@cli.command()
+@cli.command(short_help='Send one message and print the answer.')
 @click.argument('text', required=False)
 @_model_option
 @shared_options

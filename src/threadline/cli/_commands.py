@@ -33,7 +33,10 @@ EXIT_CODES = {
 _EXIT_HELP = ', '.join(f'{code} {verdict}' for verdict, code in EXIT_CODES.items())
 
 
-@cli.command(epilog=f'Exit codes: {_EXIT_HELP}; 1 an error, 2 a usage error.')
+@cli.command(
+    short_help='Audit a conversation or a history file.',
+    epilog=f'Exit codes: {_EXIT_HELP}; 1 an error, 2 a usage error.',
+)
 @click.argument('target')
 @click.option('--json', 'as_json', is_flag=True, help='The report as JSON.')
 @click.option(
@@ -150,7 +153,7 @@ def audit(
     ctx.exit(EXIT_CODES.get(report.verdict, 1))
 
 
-@cli.group()
+@cli.group(short_help='The database: where, what, backup, restore.')
 @shared_options
 @click.pass_context
 def db(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
@@ -165,7 +168,7 @@ def db_path(db: str | None, scope: str | None, debug: bool) -> None:
     click.echo(state_for(db, scope, debug).db)
 
 
-@db.command('status')
+@db.command('status', short_help='Migrations, conversations, size and sealing key.')
 @click.option(
     '--json',
     'as_json',
@@ -205,7 +208,7 @@ def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> 
     click.echo(f'store key: {key}')
 
 
-@db.command('verify')
+@db.command('verify', short_help="Check every conversation's chain and seal.")
 @click.option('--json', 'as_json', is_flag=True, help='As JSON: [{conversation_id, ok, code, reason, checked}].')
 @shared_options
 @click.pass_context
@@ -237,7 +240,7 @@ def db_verify(ctx: click.Context, as_json: bool, db: str | None, scope: str | No
     ctx.exit(1 if failed else 0)
 
 
-@db.command('backup')
+@db.command('backup', short_help='Copy a SQLite database consistently.')
 @click.argument('destination', type=click.Path(dir_okay=False, path_type=Path))
 @shared_options
 def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool) -> None:
@@ -280,7 +283,7 @@ def db_backup(destination: Path, db: str | None, scope: str | None, debug: bool)
     click.echo(f'backed up {state.db} to {destination}')
 
 
-@db.command('restore')
+@db.command('restore', short_help='Restore a SQLite database from a backup.')
 @click.argument('backup', type=click.Path(dir_okay=False, path_type=Path))
 @click.option('--yes', is_flag=True, help='Do not ask before replacing the database.')
 @shared_options

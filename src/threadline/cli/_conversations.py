@@ -59,7 +59,7 @@ def _list_options(fn: Any) -> Any:
     return fn
 
 
-@cli.group(invoke_without_command=True)
+@cli.group(short_help='Stored conversations: list, show, search, more.', invoke_without_command=True)
 @_list_options
 @shared_options
 @click.pass_context
@@ -149,7 +149,7 @@ def row(summary: Any, short: bool, tokens: dict[str, int] | None = None) -> str:
     return f'[bold]{summary.conversation_id}[/]  [dim]{when}[/]  {summary.message_count:>4} msgs{used}  {title}'
 
 
-@conversations.command()
+@conversations.command(short_help="Show a conversation's messages.")
 @click.argument('conversation_id')
 @click.option('--json', 'as_json', is_flag=True, help='The wire-format JSON.')
 @click.option('-r', '--response', 'last_response', is_flag=True, help="Only the last response's text.")
@@ -184,10 +184,10 @@ def show(
     print_conversation(console, stored, short=short)
 
 
-@conversations.command()
+@conversations.command(short_help='Full-text search, best match first.')
 @click.argument('query')
-@click.option('-n', 'limit', default=10, show_default=True)
-@click.option('--json', 'as_json', is_flag=True)
+@click.option('-n', 'limit', default=10, show_default=True, help='How many hits, best first.')
+@click.option('--json', 'as_json', is_flag=True, help='The hits as JSON.')
 @shared_options
 def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | None, debug: bool) -> None:
     """Full-text search over the stored history of the scope, best match first.
@@ -197,7 +197,8 @@ def search(query: str, limit: int, as_json: bool, db: str | None, scope: str | N
       refund order     messages holding every word (case and accents ignored)
       "order 42"       the words next to each other, in that order
       refun*           words starting with refun (two characters or more)
-    Anything else (AND, OR, NOT, -, :, parentheses) is read as words, never as operators.
+    Anything else (AND, OR, NOT, -, :, parentheses) is read as words,
+    never as operators.
     """
     state = state_for(db, scope, debug)
     found = state.reader.sync.search(query, scope=state.scope, limit=limit)
@@ -228,7 +229,7 @@ def _marked(snippet: str, matches: tuple[tuple[int, int], ...]) -> str:
     return ''.join([*out, plain(snippet[at:])])
 
 
-@conversations.command()
+@conversations.command(short_help='Fork a conversation; prints the new id.')
 @click.argument('conversation_id')
 @click.option('--at', type=int, default=None, help='Share only the first N messages.')
 @click.option('--force', is_flag=True, help='Fork even if the stored history fails its hash chain.')
@@ -261,7 +262,7 @@ def delete(conversation_id: str, as_json: bool, db: str | None, scope: str | Non
         click.echo(f'deleted {conversation_id}')
 
 
-@conversations.command()
+@conversations.command(short_help="A conversation's history as wire-format JSON.")
 @click.argument('conversation_id')
 @click.option('--force', is_flag=True, help='Export even if the stored history fails its hash chain.')
 @shared_options
@@ -281,7 +282,7 @@ def export(conversation_id: str, force: bool, db: str | None, scope: str | None,
     click.echo(raw.decode())
 
 
-@conversations.command('import')
+@conversations.command('import', short_help='Import a history file; prints its id.')
 @click.argument('file', type=click.Path(dir_okay=False, path_type=Path))
 @click.option('--cid', default=None, help='Conversation id (default: the one in the file, else a new one).')
 @click.option('--as-new', is_flag=True, help='Import under a new id when the stored conversation differs.')

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the CLI loads what a command uses when it runs (see cli/REA
 __all__ = ['fix_lines', 'outcome', 'reconcile']
 
 
-@cli.command()
+@cli.command(short_help='Close a tool call a crash left unknown.')
 @click.argument('conversation_id')
 @click.argument('tool_call_id')
 @click.option('--result', required=True, help='What the destination says the call did (the tool result to record).')
@@ -53,7 +53,7 @@ def reconcile(
         click.echo(f'reconciled {tool_call_id} in {conversation_id} (revision {revision})')
 
 
-@cli.command()
+@cli.command(short_help='Record what the destination confirmed.')
 @click.argument('conversation_id')
 @click.option('--expected', required=True, help='The effect the run was meant to have (e.g. "refund order 42").')
 @click.option('--evidence', required=True, help='Where it was confirmed (e.g. payments:pay-1001).')

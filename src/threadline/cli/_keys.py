@@ -23,7 +23,7 @@ def stored_key(provider: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-@cli.group()
+@cli.group(short_help='API keys stored for the providers.')
 def keys() -> None:
     """API keys stored for the providers (used when the environment has none)."""
 

@@ -11,7 +11,7 @@ from threadline.exceptions import ConflictError
 __all__ = ['memory']
 
 
-@cli.group()
+@cli.group(short_help='Notebooks that Memory keeps per namespace.')
 @shared_options
 @click.pass_context
 def memory(ctx: click.Context, db: str | None, scope: str | None, debug: bool) -> None:
@@ -48,7 +48,7 @@ def show(namespace: str, as_json: bool, db: str | None, scope: str | None, debug
     console.print(escape(notebook.content), end='')
 
 
-@memory.command()
+@memory.command(short_help="Edit a namespace's notebook in $EDITOR.")
 @click.argument('namespace')
 @shared_options
 def edit(namespace: str, db: str | None, scope: str | None, debug: bool) -> None:

@@ -63,7 +63,7 @@ def default_model() -> str:
     return str(read_config().get('default_model') or 'demo')
 
 
-@cli.group(invoke_without_command=True)
+@cli.group(short_help='The models -m takes, and the default.', invoke_without_command=True)
 @click.pass_context
 def models(ctx: click.Context) -> None:
     """The models -m takes, and the default used when it is not given."""
@@ -77,7 +77,7 @@ def models(ctx: click.Context) -> None:
         console.print(f'* {current:<28} (the default)')
 
 
-@models.command('default')
+@models.command('default', short_help='Show or set the default model.')
 @click.argument('name', required=False)
 def default(name: str | None) -> None:
     """Show the default model, or set it to NAME (checked first: it must be a model)."""

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ['prune']
 
 
-@conversations.command()
+@conversations.command(short_help='Delete old conversations (retention).')
 @click.option('--older-than', 'older_than', default=None, help='Age like 30d, 12h, 90m.')
 @click.option('--keep-last', type=int, default=None, help='Keep the newest N per scope.')
 @click.option('--all-scopes', is_flag=True, help='Prune every scope (an operator action).')

@@ -47,7 +47,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-@cli.command()
+@cli.command(short_help='Serve the chat API, the page and conversations.')
 @click.option(
     '-m', '--model', default='demo', help="'demo' (offline, the default), or a provider model like openai:gpt-5.2."
 )
@@ -59,7 +59,7 @@ def is_loopback(host: str) -> bool:
     help='Serve this agent (a Threadline or a pydantic-ai Agent) instead of -m: e.g. app.agents:support.',
 )
 @click.option('--host', default='127.0.0.1', show_default=True, help='Address to bind (not loopback needs API keys).')
-@click.option('--port', default=8000, show_default=True, type=int)
+@click.option('--port', default=8000, show_default=True, type=int, help='The port to listen on.')
 @click.option(
     '--keys-file',
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
