@@ -124,7 +124,7 @@ def test_audit_a_file_and_db_commands(db: str, tmp_path: Path, capsys: pytest.Ca
     code, out, _ = run(capsys, 'db', 'path', '--db', db)
     assert out.strip() == db
     code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'me')
-    assert 'migrations: 17 applied (latest: snapshot_pending)' in out and '2 conversations, 8 messages' in out
+    assert 'migrations: 18 applied (latest: seals_by_key)' in out and '2 conversations, 8 messages' in out
     assert 'store key: install-' in out and 'store-keys.json' in out
     code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'someone-else')
     assert '1 conversation, 4 messages' in out  # one, not "1 conversations"
@@ -713,3 +713,14 @@ def test_a_usage_error_says_how_to_call_the_command(capsys: pytest.CaptureFixtur
     code, _, err = run(capsys, 'prompt', '--bogus', 'x')
     assert code == 2 and err.startswith('Usage: threadline prompt [OPTIONS] [TEXT]\n')
     assert err.endswith("error: No such option '--bogus'.\n")
+
+
+def test_db_status_names_seal_keys_this_machine_does_not_hold(
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'me', '--json')
+    assert code == 0 and json.loads(out)['unknown_seal_keys'] == []
+    monkeypatch.setenv('THREADLINE_STORE_KEYS', 'k-elsewhere=' + 'ab' * 32)
+    code, out, _ = run(capsys, 'db', 'status', '--db', db, '--scope', 'me')
+    [line] = [line for line in out.splitlines() if line.startswith('seals by keys not held here:')]
+    assert 'install-' in line and 'audits of what they seal will fail' in line

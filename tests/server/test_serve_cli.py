@@ -114,3 +114,22 @@ def test_serve_stateless_signs_what_the_client_holds(tmp_path: Path) -> None:
         process.terminate()
         out, _ = process.communicate(timeout=30)
     assert 'signed with a key made for this process' in out
+
+
+def test_serve_says_at_start_up_when_seals_carry_a_key_it_does_not_hold(tmp_path: Path) -> None:
+    from threadline.storage import SQLiteStore
+    from threadline.storage.testing import turn
+    from threadline.trust.sealing import StoreSeal
+
+    old = StoreSeal.from_environment({'THREADLINE_STORE_KEYS': 'k-old=' + '11' * 32, 'THREADLINE_HOME': str(tmp_path)})
+    SQLiteStore(tmp_path / 's.db', seal=old).sync.append('c1', turn(0, conversation_id='c1'), scope='local')
+    port = free_port()
+    process = serve(tmp_path, '--port', str(port), env={'THREADLINE_STORE_KEYS': 'k-new=' + '22' * 32})
+    try:
+        wait_until_up(f'http://127.0.0.1:{port}', process)
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=30)
+    [warning] = [line for line in err.splitlines() if line.startswith('warning:')]
+    assert 'key id(s) k-old' in warning and 'UNTRUSTED_HISTORY' in warning and 'THREADLINE_STORE_KEYS' in warning
+    assert '11' * 8 not in err and '22' * 8 not in err  # key ids, never keys

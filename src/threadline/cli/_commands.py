@@ -184,6 +184,8 @@ def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> 
     size = Path(state.db).stat().st_size if Path(state.db).exists() else None
     migrations = store.migrations() if hasattr(store, 'migrations') else []
     seal = store.sync.seal
+    unknown = getattr(store.sync, 'unknown_seal_keys', None)  # SQL stores (a FileStore would read every file)
+    foreign = unknown() if callable(unknown) else None
     if as_json:
         dump(
             {
@@ -195,6 +197,7 @@ def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> 
                 'size_bytes': size,
                 'store_key': seal.key_id,
                 'key_source': str(seal.source),
+                'unknown_seal_keys': foreign,
             }
         )
         return
@@ -206,6 +209,8 @@ def db_status(as_json: bool, db: str | None, scope: str | None, debug: bool) -> 
         f'{_count(sum(r.message_count for r in rows), "message")}' + (f'\nsize: {size / 1e6:.2f} MB' if size else '')
     )
     click.echo(f'store key: {key}')
+    if foreign:
+        click.echo(f'seals by keys not held here: {", ".join(foreign)} (audits of what they seal will fail)')
 
 
 @db.command('verify', short_help="Check every conversation's chain and seal.")

@@ -165,8 +165,24 @@ def serve(
             f'[bold yellow]dev mode[/]: no API keys, loopback only, one scope ({DEV_SCOPE!r}); '
             'set THREADLINE_API_KEYS=key=scope,... to serve tenants'
         )
+    if not stateless:
+        _warn_of_unknown_seal_keys(state.store)
     console.print(f'serving {state.db} with {agent_spec or "model " + model} on http://{host}:{port}')
     uvicorn.run(app, host=host, port=port, log_level='warning')
+
+
+def _warn_of_unknown_seal_keys(store: Any) -> None:
+    """Say at start-up, not at the first audit, that some stored seals carry key ids this server
+    holds no key for (another server sealed them with its own key): their audits will fail."""
+    unknown = getattr(store.sync, 'unknown_seal_keys', None)  # SQL stores: one index seek per key id
+    ids = unknown() if callable(unknown) else []
+    if ids:
+        click.echo(
+            f'warning: this database holds seals made with key id(s) {", ".join(ids)}, which this server does not '
+            'hold: audits of those conversations will report UNTRUSTED_HISTORY. Give every server of this '
+            'database the same THREADLINE_STORE_KEYS (the old key may stay in it, after the active one).',
+            err=True,
+        )
 
 
 def _store_key_configured() -> bool:

@@ -60,6 +60,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration('step_lookups'),
     Migration('run_lineage'),
     Migration('snapshot_pending'),
+    Migration('seals_by_key'),
 )
 
 _TABLE = 'threadline_schema_migrations'

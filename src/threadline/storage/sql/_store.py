@@ -147,3 +147,24 @@ class SQLStore(LogOps, StepOps, AuditOps, NotebookOps, LeaseOps):
     def migrations(self) -> list[str]:
         """The names of the migrations applied to this database, in order."""
         return self._dialect.migrations()
+
+    def unknown_seal_keys(self) -> list[str]:
+        """The key ids of stored seals this store holds no key for (sorted; at most 64): every
+        audit of a conversation they seal reports it untrusted, so a server says so when it
+        starts. Each distinct id costs one step down the `seals_by_key` index, however many
+        seals there are."""
+        held = set() if self._seal.keys is None else {k.key_id for k in self._seal.keys.keys}
+        with self._read() as conn:
+            rows = self._all(conn, _KEY_IDS, ())
+        return sorted(str(row[0]) for row in rows if row[0] is not None and row[0] not in held)
+
+
+# The distinct key ids of `seals`, one index seek each (a loose index scan: both SQLite and
+# PostgreSQL would otherwise read every seal row to find them), at most 64.
+_KEY_IDS = (
+    'WITH RECURSIVE ids(key_id, n) AS ('
+    'SELECT MIN(key_id), 1 FROM seals '
+    'UNION ALL SELECT (SELECT MIN(s.key_id) FROM seals s WHERE s.key_id > ids.key_id), n + 1 '
+    'FROM ids WHERE ids.key_id IS NOT NULL AND n < 64) '
+    'SELECT key_id FROM ids'
+)
