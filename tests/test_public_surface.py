@@ -190,6 +190,7 @@ SURFACE: dict[str, set[str]] = {
         'StreamedResponse',  # what a custom Model's request_stream yields (pydantic_ai.models has it)
         'ToolDefinition',
         'UnknownModel',
+        'feedback_text',
         'infer_model',
         'render_history',
     },

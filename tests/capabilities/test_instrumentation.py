@@ -34,15 +34,23 @@ def test_run_and_request_spans_carry_ids_but_no_content_by_default() -> None:
 
     result = agent.run_sync('SECRET-PROMPT')
     spans = exporter.get_finished_spans()
-    run_span = next(s for s in spans if s.name == 'agent run')
+    run_span = next(s for s in spans if s.name == 'invoke_agent agent')
     requests = [s for s in spans if s.name.startswith('chat ')]
     assert len(requests) == 2 and all(
         s.parent is not None and s.parent.span_id == run_span.context.span_id for s in requests
     )
     assert run_span.attributes['gen_ai.agent.call.id'] == result.run_id
     assert run_span.attributes['gen_ai.conversation.id'] == result.conversation_id
+    [tool] = [s for s in spans if s.name == 'execute_tool lookup']
+    assert tool.parent is not None and tool.parent.span_id == run_span.context.span_id
     dump = json.dumps([dict(s.attributes) for s in spans])
     assert 'SECRET' not in dump
+    # the messages' structure is kept: roles, part types, the tool's name and call id
+    shape = json.loads(requests[1].attributes['gen_ai.input.messages'])
+    assert [m['role'] for m in shape] == ['user', 'assistant', 'user']
+    assert shape[2]['parts'] == [
+        {'type': 'tool_call_response', 'id': tool.attributes['gen_ai.tool.call.id'], 'name': 'lookup'}
+    ]
 
 
 def test_content_capture_and_the_final_history() -> None:
@@ -51,10 +59,12 @@ def test_content_capture_and_the_final_history() -> None:
     result = agent.run_sync('hello there')
     spans = {s.name: s for s in exporter.get_finished_spans()}
     request = next(s for name, s in spans.items() if name.startswith('chat '))
-    assert 'hello there' in request.attributes['gen_ai.input.messages']
-    assert json.loads(spans['agent run'].attributes['threadline.all_messages']) == json.loads(
-        result.all_messages_json()
-    )
+    assert json.loads(request.attributes['gen_ai.input.messages']) == [
+        {'role': 'user', 'parts': [{'type': 'text', 'content': 'hello there'}]}
+    ]
+    history = json.loads(spans['invoke_agent agent'].attributes['pydantic_ai.all_messages'])
+    assert history[-1] == {'role': 'assistant', 'parts': [{'type': 'text', 'content': result.output}]}
+    assert spans['invoke_agent agent'].attributes['final_result'] == result.output
 
 
 def test_two_serialization_passes_over_a_100_request_run() -> None:
@@ -92,8 +102,8 @@ def test_in_place_mutation_is_detected_at_the_end_of_the_run() -> None:
 
     with pytest.warns(MessageHistoryMutatedWarning, match='In-place mutation of 1 message'):
         agent.run_sync('original')
-    run_span = next(s for s in exporter.get_finished_spans() if s.name == 'agent run')
-    assert 'edited in place' in run_span.attributes['threadline.all_messages']
+    run_span = next(s for s in exporter.get_finished_spans() if s.name == 'invoke_agent agent')
+    assert 'edited in place' in run_span.attributes['pydantic_ai.all_messages']
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         Agent(TestModel(), capabilities=[Instrumentation(tracer_provider=provider, include_content=True)]).run_sync(

@@ -24,7 +24,7 @@ from threadline.models._base import (
     OutputObjectDefinition,
     ToolDefinition,
 )
-from threadline.models._render import render_history
+from threadline.models._render import feedback_text, render_history
 from threadline.models._stream import StreamedResponse
 from threadline.models.demo import DemoModel
 from threadline.models.fallback import FallbackModel
@@ -44,6 +44,7 @@ __all__ = [
     'StreamedResponse',
     'ToolDefinition',
     'UnknownModel',
+    'feedback_text',
     'infer_model',
     'render_history',
 ]

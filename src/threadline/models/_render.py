@@ -52,7 +52,7 @@ from threadline.messages import (
 from threadline.messages.framing import CONVERSATION_SUMMARY_PROVENANCE, frame
 from threadline.models._base import ModelProfile
 
-__all__ = ['NO_OUTPUT_TEXTS', 'render_history', 'standing_prompt_count', 'wrap_system_text']
+__all__ = ['NO_OUTPUT_TEXTS', 'feedback_text', 'render_history', 'standing_prompt_count', 'wrap_system_text']
 
 NO_OUTPUT_TEXTS = frozenset(
     {
@@ -87,7 +87,9 @@ def standing_prompt_count(messages: Sequence[ModelMessage]) -> int:
     return 0
 
 
-def _feedback_text(content: Any, cause: str) -> str:
+def feedback_text(content: Any, cause: str) -> str:
+    """Retry feedback as the model reads it: the automated-feedback lead, then the feedback (or
+    the validation errors as JSON) in a tag naming what it is."""
     if isinstance(content, str):
         body, tag = content, 'retry_feedback' if cause != 'validation_error' else 'validation_errors'
     else:
@@ -107,7 +109,7 @@ def _render_request_part(
             return _render_request_part(
                 SystemPromptPart(part.content, timestamp=part.timestamp), False, profile, skipped
             )
-        return UserPromptPart(_feedback_text(part.content, part.retry.cause), timestamp=part.timestamp)
+        return UserPromptPart(feedback_text(part.content, part.retry.cause), timestamp=part.timestamp)
     if isinstance(part, RetryPromptPart):
         if part.tool_name is not None:
             cause = 'validation_error' if isinstance(part.content, list) else 'model_retry'
@@ -120,7 +122,7 @@ def _render_request_part(
                 retry=RetryInfo(cause) if cause == 'validation_error' else None,
             )
         cause = 'validation_error' if isinstance(part.content, list) else 'model_retry'
-        return UserPromptPart(_feedback_text(part.content, cause), timestamp=part.timestamp)
+        return UserPromptPart(feedback_text(part.content, cause), timestamp=part.timestamp)
     if isinstance(part, CompactionPart):
         body = f'\n{CONVERSATION_SUMMARY_PROVENANCE}\n\n{part.content or ""}\n'
         return UserPromptPart(frame('conversation_summary', body))
