@@ -134,10 +134,11 @@ EXTRAS: frozenset[str] = frozenset(
 )
 """Third-party packages that only an extra installs: imported inside the functions that use them."""
 
-DEFERRED: frozenset[str] = frozenset({'pydantic', 'pydantic_core', 'opentelemetry'})
+DEFERRED: frozenset[str] = frozenset({'pydantic', 'pydantic_core', 'opentelemetry', 'griffe'})
 """Core dependencies that are also imported inside functions, because loading them costs: pydantic
 and pydantic-core only build schemas and validators (for tools, outputs and pydantic models that
-hold messages), and opentelemetry only matters to `Instrumentation`. At module level they made
+hold messages), opentelemetry only matters to `Instrumentation`, and griffe only reads a tool's
+docstring. At module level they made
 `import threadline` take 267 ms instead of 196 ms (medians of 11, `python -X importtime`)."""
 
 CYCLES: frozenset[tuple[str, str]] = frozenset(

@@ -85,6 +85,7 @@ class ToolOptions(TypedDict, total=False):
     sequential: bool
     metadata: dict[str, Any] | None
     include_return_schema: bool | None
+    docstring_format: Literal['google', 'numpy', 'sphinx', 'auto']
 
 
 def as_list(value: InstructionsArg) -> list[InstructionSource]:

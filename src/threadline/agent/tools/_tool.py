@@ -8,12 +8,12 @@ import contextvars
 import copy
 import functools
 import inspect
-import re
 import typing
 from collections.abc import Callable
 from typing import Any, Generic
 
 from threadline.agent._context import AgentDepsT, RunContext
+from threadline.agent.tools._docstrings import DocstringStyle, parse_docstring
 from threadline.exceptions import ModelRetry, ToolArgsError, UserError
 from threadline.models import ToolDefinition
 
@@ -59,37 +59,6 @@ def takes_run_context(function: Callable[..., object]) -> bool:
     return hint is RunContext or typing.get_origin(hint) is RunContext
 
 
-_SECTION = re.compile(r'^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$')
-_PARAM_LINE = re.compile(r'^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$')
-
-
-def _parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
-    """The description (text before the first section) and Google-style `Args:` descriptions."""
-    if not doc:
-        return None, {}
-    lines = inspect.cleandoc(doc).splitlines()
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    for line in lines:
-        header = _SECTION.match(line)
-        if header:
-            section, current = header.group(1), None
-            continue
-        if section is None:
-            description.append(line)
-        elif section in ('Args', 'Arguments', 'Parameters'):
-            match = _PARAM_LINE.match(line)
-            if match and (line.startswith('    ') or not line.startswith(' ')) and len(line) - len(line.lstrip()) <= 4:
-                current = match.group(1).lstrip('*')
-                params[current] = match.group(2).strip()
-            elif current and line.strip():
-                params[current] = f'{params[current]} {line.strip()}'.strip()
-    text = '\n'.join(description).strip()
-    return text or None, params
-
-
 def _clean_schema(schema: Any) -> Any:
     """Drop pydantic's `title` keywords (not property names called `title`)."""
     if isinstance(schema, dict):
@@ -111,7 +80,8 @@ class Tool(Generic[AgentDepsT]):
     """A function the model may call.
 
     The JSON schema of its arguments comes from the signature (the `RunContext` parameter, when
-    there is one, is not an argument) and parameter descriptions from a Google-style docstring.
+    there is one, is not an argument) and the descriptions from its docstring (Google, NumPy or
+    Sphinx style: `docstring_format`, inferred by default; see `_docstrings`).
     `requires_approval=True` defers every call until the application approves it. `strict` asks a
     provider that has a strict mode (OpenAI) to make the arguments always match the schema: None
     (the default) uses it when the schema allows it, False never, True always (rewriting the
@@ -142,6 +112,7 @@ class Tool(Generic[AgentDepsT]):
         sequential: bool = False,
         metadata: dict[str, Any] | None = None,
         include_return_schema: bool | None = None,
+        docstring_format: DocstringStyle = 'auto',
     ) -> None:
         self.function = function
         self.defer_loading = defer_loading
@@ -153,7 +124,7 @@ class Tool(Generic[AgentDepsT]):
         self.max_retries = max_retries
         self.requires_approval = requires_approval
         self.strict = strict
-        doc_description, self._param_docs = _parse_docstring(function.__doc__)
+        doc_description, self._param_docs = parse_docstring(function.__doc__, docstring_format)
         self.description = description if description is not None else doc_description
         self._is_async = inspect.iscoroutinefunction(function)
         self._validator: Any = None
