@@ -380,3 +380,20 @@ async def test_a_failed_turn_is_logged_by_kind_and_request_id_never_by_text(
         assert forged.headers['x-request-id'] != 'a b\tc' and len(forged.headers['x-request-id']) == 32
         missing = await http.get('/api/conversations/nope', headers=auth)
         assert missing.status_code == 404 and 'x-request-id' in missing.headers
+
+
+async def test_a_stateless_regenerate_answers_the_turn_again_in_place(tmp_path: Path) -> None:
+    alice = {'x-api-key': 'key-alice'}
+    async with stateless_client(tmp_path) as http:
+        held = threadline_chunk(await http.post('/api/chat', json=turn('hello'), headers=alice))
+        held = threadline_chunk(await http.post('/api/chat', json={**turn('order 42?'), **held}, headers=alice))
+        assert len(held['history']) == 4
+        shown = [
+            {'id': 'u1', 'role': 'user', 'parts': [{'type': 'text', 'text': 'hello'}]},
+            {'id': 'a1', 'role': 'assistant', 'parts': []},
+            {'id': 'u2', 'role': 'user', 'parts': [{'type': 'text', 'text': 'order 42?'}]},
+        ]
+        body = {'id': 'chat-1', 'messages': shown, 'trigger': 'regenerate-message', **held}
+        again = threadline_chunk(await http.post('/api/chat', json=body, headers=alice))
+    asked = [p['content'] for m in again['history'] for p in m['parts'] if p['part_kind'] == 'user-prompt']
+    assert asked == ['hello', 'order 42?'] and len(again['history']) == 4

@@ -315,7 +315,9 @@ class _Server:
         - a history without a valid envelope for this conversation and scope, or with anything
           added but user turns, is refused: 400 `UNTRUSTED_HISTORY` with the reason;
         - the answer's stream ends with a `data-threadline` chunk carrying the new history and
-          its envelope, for the next request; nothing is stored on the server."""
+          its envelope, for the next request; nothing is stored on the server;
+        - a regenerate or an edit (`trigger`, `messageId`) answers that turn again over the
+          signed history before it (`_branching`), so the new history holds the turn once."""
 
         async def action(scope: str) -> Response:
             assert self.trust is not None
@@ -323,6 +325,9 @@ class _Server:
             cid, messages = conversation_id(field(body, 'id', str), 'id'), field(body, 'messages', list)
             prompt, _ = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
             history = verified_history(body, cid, scope, self.trust)
+            earlier = earlier_turns(body, messages)  # a regenerate or an edit answers that turn again
+            cut = branch_point(history, earlier) if earlier is not None else None
+            history = history[:cut]
             events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
             chunks = signed_chunks(events, cid, scope, self.trust, self.envelope_ttl, request_id_of(request))
             return StreamingResponse(sse(chunks), headers=STREAM_HEADERS)
