@@ -90,3 +90,27 @@ def test_a_client_that_shows_more_turns_than_are_stored_is_told_to_reload(
     assert stale.status_code == 409 and 'reload' in stale.json()['error']
     odd = httpx.post(f'{url}/api/chat', json={**body, 'trigger': 'resume'}, headers=headers)
     assert odd.status_code == 400 and odd.json()['error'].startswith('trigger:')
+
+
+def test_an_edit_from_a_client_that_shows_other_turns_rewrites_nothing(
+    site: tuple[str, AsyncStore[SyncStore]],  # noqa: F811
+) -> None:
+    url, store = site
+    headers = {'authorization': 'Bearer key-a'}
+
+    def user(text: str, mid: str) -> dict[str, Any]:
+        return {'id': mid, 'role': 'user', 'parts': [{'type': 'text', 'text': text}]}
+
+    for text in ('first', 'second'):
+        assert httpx.post(
+            f'{url}/api/chat', json={'id': 'c', 'messages': [user(text, text)]}, headers=headers
+        ).is_success
+    [summary] = store.sync.list('tenant-a')
+    before = store.sync.load(summary.conversation_id, scope='tenant-a').messages
+    # an edit of turn 2 from a view whose turn 1 is not the stored one (another branch, or a partial list)
+    stale = [user('not first', 'x'), {'id': 'a', 'role': 'assistant', 'parts': []}, user('edited', 'second')]
+    body = {'id': 'c', 'messages': stale, 'trigger': 'submit-message', 'messageId': 'second'}
+    refused = httpx.post(f'{url}/api/chat', json=body, headers=headers)
+    assert refused.status_code == 409 and 'reload' in refused.json()['error']
+    assert store.sync.load(summary.conversation_id, scope='tenant-a').messages == before
+    assert len(store.sync.branches(summary.conversation_id, scope='tenant-a')) == 1

@@ -418,7 +418,7 @@ class _Server:
         *,
         deferred: DeferredToolResults | None = None,
         expected: int | None = None,
-        earlier: int | None = None,
+        earlier: Sequence[Sequence[str]] | None = None,
     ) -> Response:
         """The streamed response of one turn, once it is this conversation's turn (see `TurnGate`);
         the turn ends when the response does (a durable one when its workflow does).

@@ -11,6 +11,9 @@ Rules (each tested):
 - The turn is found by counting: the client's n-th user message is the stored history's n-th
   request with a user prompt. Counting user turns, not messages, keeps the client's view and the
   store's aligned whether or not the client shows system messages or has the latest answer.
+- The client's earlier user messages must say what the stored ones say (their text parts): a
+  client that sent only part of its view, or a view of another branch, would otherwise rewrite
+  the wrong turn. A difference is a 409 that says to reload.
 - A client that shows as many earlier user turns as are stored (a turn whose answer failed and
   was never stored) appends, as a new turn does; one that shows more is out of date: a 409.
 - A request that holds tool results before the user prompt cannot be split, so its turn cannot be
@@ -31,9 +34,9 @@ __all__ = ['branch_point', 'earlier_turns']
 _TRIGGERS = ('submit-message', 'regenerate-message')
 
 
-def earlier_turns(body: object, messages: Sequence[object]) -> int | None:
-    """How many user turns the client shows before the one it sends, when the request answers an
-    earlier turn again (a regenerate or an edit); None for a new turn."""
+def earlier_turns(body: object, messages: Sequence[object]) -> list[list[str]] | None:
+    """The text of each user turn the client shows before the one it sends, when the request
+    answers an earlier turn again (a regenerate or an edit); None for a new turn."""
     if not isinstance(body, dict):
         return None
     trigger = body.get('trigger', 'submit-message')
@@ -44,21 +47,24 @@ def earlier_turns(body: object, messages: Sequence[object]) -> int | None:
         raise HTTPProblem(400, 'messageId: a string when given')
     if trigger == 'submit-message' and message_id is None:
         return None
-    users = sum(1 for m in messages if isinstance(m, dict) and m.get('role') == 'user')
-    return max(users - 1, 0)
+    users = [m for m in messages if isinstance(m, dict) and m.get('role') == 'user']
+    return [_shown_text(m) for m in users[:-1]]
 
 
-def branch_point(history: Sequence[ModelMessage], earlier: int) -> int | None:
-    """Where the turn after `earlier` user turns starts in `history`: the branch's length, or None
-    when that turn is not stored (so the request appends). See the module docstring."""
+def branch_point(history: Sequence[ModelMessage], earlier: Sequence[Sequence[str]]) -> int | None:
+    """Where the turn after the `earlier` user turns starts in `history`: the branch's length, or
+    None when that turn is not stored (so the request appends). See the module docstring."""
     starts = [i for i, m in enumerate(history) if isinstance(m, ModelRequest) and _user_part(m) is not None]
-    if earlier > len(starts):
+    if len(earlier) > len(starts):
         raise HTTPProblem(
             409, f'the conversation holds {len(starts)} user turns, fewer than this client shows: reload it'
         )
-    if earlier == len(starts):
+    for shown, start in zip(earlier, starts, strict=False):
+        if list(shown) != _stored_text(history[start]):
+            raise HTTPProblem(409, 'this client shows other turns than the conversation holds: reload it')
+    if len(earlier) == len(starts):
         return None
-    start = starts[earlier]
+    start = starts[len(earlier)]
     request = history[start]
     assert isinstance(request, ModelRequest)
     before = request.parts[: _user_part(request)]
@@ -69,3 +75,19 @@ def branch_point(history: Sequence[ModelMessage], earlier: int) -> int | None:
 
 def _user_part(request: ModelRequest) -> int | None:
     return next((i for i, p in enumerate(request.parts) if isinstance(p, UserPromptPart)), None)
+
+
+def _shown_text(message: dict[str, object]) -> list[str]:
+    parts = message.get('parts')
+    items = parts if isinstance(parts, list) else []
+    return [str(p.get('text')) for p in items if isinstance(p, dict) and p.get('type') == 'text']
+
+
+def _stored_text(message: ModelMessage) -> list[str]:
+    assert isinstance(message, ModelRequest)
+    out: list[str] = []
+    for part in message.parts:
+        if isinstance(part, UserPromptPart):
+            content = [part.content] if isinstance(part.content, str) else part.content
+            out += [item for item in content if isinstance(item, str)]
+    return out

@@ -89,7 +89,7 @@ class DurableTurns:
         stripped: list[StrippedItem],
         deferred: DeferredToolResults | None,
         expected: int | None,
-        earlier: int | None = None,
+        earlier: Sequence[Sequence[str]] | None = None,
     ) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
         """Admit the turn (in the conversation's line), then start its workflow; its events.
         `expected`: the revision an approval was checked against (changed since: a conflict);
