@@ -117,12 +117,16 @@ def one_step_agent(side: Side, inside: list[float]) -> Any:
 
 def interleaved(runs: dict[str, tuple[Callable[[], Any], list[float]]], repeat: int) -> dict[str, float]:
     """Median framework time (wall minus model-function time) of each run, in seconds: the runs
-    take turns, repetition by repetition, so both sides meet the same machine state; GC stays on."""
+    take turns, repetition by repetition, so both sides meet the same machine state, and which
+    side goes first rotates each repetition (the first of a pair meets the other's garbage less);
+    GC stays on."""
     samples: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
     for run, _ in runs.values():
         asyncio.run(run())  # warm up (lazy imports, schema building)
-    for _ in range(repeat):
-        for name, (run, inside) in runs.items():
+    for k in range(repeat):
+        for name in names[k % len(names) :] + names[: k % len(names)]:
+            run, inside = runs[name]
             inside[0] = 0.0
             start = time.perf_counter()
             asyncio.run(run())
@@ -202,8 +206,9 @@ def long_history_run(side: Side, raw: list[dict[str, Any]]) -> tuple[Callable[[]
 CHUNKS = 1000
 
 
-def bench_streaming(side: Side) -> tuple[float, float]:
-    """(time to first delta, framework time per chunk), medians over several runs."""
+def streaming_run(side: Side) -> Callable[[], Any]:
+    """One streamed run of `side`, as a coroutine function returning (time to first delta,
+    framework time per chunk)."""
     inside = [0.0]
 
     async def stream_fn(messages: list[Any], info: Any) -> Any:
@@ -235,9 +240,20 @@ def bench_streaming(side: Side) -> tuple[float, float]:
         assert count >= CHUNKS * 0.9, count
         return first or 0.0, (wall - inside[0]) / CHUNKS
 
-    asyncio.run(once())
-    samples = [asyncio.run(once()) for _ in range(7)]
-    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+    return once
+
+
+def bench_streaming(runs: dict[str, Callable[[], Any]]) -> list[tuple[float, float]]:
+    """Per side, (time to first delta, framework time per chunk): medians of 7 runs, the sides
+    interleaved with the first rotating, as in `interleaved`."""
+    names = list(runs)
+    for once in runs.values():
+        asyncio.run(once())  # warm up
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    for k in range(7):
+        for name in names[k % len(names) :] + names[: k % len(names)]:
+            samples[name].append(asyncio.run(runs[name]()))
+    return [(statistics.median(s[0] for s in samples[n]), statistics.median(s[1] for s in samples[n])) for n in names]
 
 
 def import_time(module: str) -> float:
@@ -274,7 +290,9 @@ def main() -> None:
             f'   ratio {t["theirs"] / t["ours"]:5.1f}x'
         )
     print(f'(d) streaming {CHUNKS} chunks')
-    (f_ours, c_ours), (f_theirs, c_theirs) = bench_streaming(ours), bench_streaming(theirs)
+    (f_ours, c_ours), (f_theirs, c_theirs) = bench_streaming(
+        {'ours': streaming_run(ours), 'theirs': streaming_run(theirs)}
+    )
     print(
         f'    first delta: threadline {f_ours * 1e3:7.3f} ms   pydantic-ai {f_theirs * 1e3:7.3f} ms   ratio {f_theirs / f_ours:5.1f}x'
     )
