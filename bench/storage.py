@@ -103,7 +103,8 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
         first.setdefault('sqlite', sqlite_t)
         first.setdefault('pg', pg_t)
         first.setdefault('step', step_slow_t)
-        last.update(sqlite=sqlite_t, pg=pg_t, step=step_slow_t)
+        first.setdefault('instant', step_t)
+        last.update(sqlite=sqlite_t, pg=pg_t, step=step_slow_t, instant=step_t)
         ratio = harness_t / step_t if step_t and harness_t == harness_t else float('nan')
         print(
             f'{size:>7} {sqlite_t * 1e3:11.2f} ms {pg_t * 1e3:7.2f} ms {step_t * 1e3:17.2f} ms '
@@ -113,7 +114,8 @@ def part_a(wl: Any, postgres: str | None, directory: Path, harness_max: int) -> 
         )
     print(
         f'    flatness (20k / 10): sqlite {last["sqlite"] / first["sqlite"]:.2f}  postgres {last["pg"] / first["pg"]:.2f}'
-        f'  StepPersistence, 20 ms model {last["step"] / first["step"]:.2f}'
+        f'  StepPersistence, 20 ms model {last["step"] / first["step"]:.2f}, instant model '
+        f'{last["instant"] / first["instant"]:.2f}'
     )
     print(
         '    the event loop held by one store operation (the run start read and the synced writes run there '
