@@ -53,50 +53,48 @@ def tree(spans: tuple[ReadableSpan, ...]) -> list[tuple[str, str | None, dict[st
     return out
 
 
+def run(messages: Any, agent_class: Any, function_model: Any, instrumentation: Any, exporter: Any) -> list[Any]:
+    """The span tree of one run: the same script, with one library's classes."""
+
+    def model(history: list[Any], info: Any) -> Any:
+        if any(isinstance(p, messages.ToolReturnPart) for m in history for p in m.parts):
+            return messages.ModelResponse(parts=[messages.TextPart('Sunny in Paris.')])
+        call = messages.ToolCallPart('weather', {'city': 'Paris'}, 'c1')
+        return messages.ModelResponse(parts=[messages.TextPart('Checking.'), call])
+
+    agent = agent_class(
+        function_model(model), name='forecaster', instructions='Be brief.', capabilities=[instrumentation]
+    )
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        return f'sunny in {city}'
+
+    agent.run_sync('Weather in Paris?')
+    return tree(exporter.get_finished_spans())
+
+
 def ours(include_content: bool) -> list[Any]:
-    from threadline import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    import threadline.messages as messages
+    from threadline import Agent
     from threadline.capabilities import Instrumentation
     from threadline.models.function import FunctionModel
 
-    def model(messages: list[Any], info: Any) -> ModelResponse:
-        if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
-            return ModelResponse(parts=[TextPart('Sunny in Paris.')])
-        return ModelResponse(parts=[TextPart('Checking.'), ToolCallPart('weather', {'city': 'Paris'}, 'c1')])
-
     provider, exporter = tracing()
     capability = Instrumentation(tracer_provider=provider, include_content=include_content)
-    agent = Agent(FunctionModel(model), name='forecaster', instructions='Be brief.', capabilities=[capability])
-
-    @agent.tool_plain
-    def weather(city: str) -> str:
-        return f'sunny in {city}'
-
-    agent.run_sync('Weather in Paris?')
-    return tree(exporter.get_finished_spans())
+    return run(messages, Agent, FunctionModel, capability, exporter)
 
 
 def theirs(include_content: bool) -> list[Any]:
+    import pydantic_ai.messages as messages
     from pydantic_ai import Agent
     from pydantic_ai.capabilities import Instrumentation
-    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
     from pydantic_ai.models.function import FunctionModel
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    def model(messages: list[Any], info: Any) -> ModelResponse:
-        if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
-            return ModelResponse(parts=[TextPart('Sunny in Paris.')])
-        return ModelResponse(parts=[TextPart('Checking.'), ToolCallPart('weather', {'city': 'Paris'}, 'c1')])
-
     provider, exporter = tracing()
     capability = Instrumentation(InstrumentationSettings(tracer_provider=provider, include_content=include_content))
-    agent = Agent(FunctionModel(model), name='forecaster', instructions='Be brief.', capabilities=[capability])
-
-    @agent.tool_plain
-    def weather(city: str) -> str:
-        return f'sunny in {city}'
-
-    agent.run_sync('Weather in Paris?')
-    return tree(exporter.get_finished_spans())
+    return run(messages, Agent, FunctionModel, capability, exporter)
 
 
 @pytest.mark.parametrize('include_content', [True, False])
