@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from threadline.exceptions import ConflictError, ConversationNotFound, ConversationQuarantined, RunNotFound, UserError
-from threadline.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
-from threadline.messages.wire import to_python
+from threadline.messages import ModelMessage, ModelRequest, ModelResponse, RunUsage, ToolCallPart
+from threadline.messages.wire import encoder, to_python
 from threadline.storage._records import EVERY_SCOPE, RunLineage, StepEvent, StepWrite, ToolEffect
 from threadline.trust.sealing import canonical_json
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from threadline.storage._contract import FinishedRun
 
 __all__ = [
+    'added_usage',
     'check_every_scope',
     'finished_ids',
     'check_append',
@@ -277,3 +278,15 @@ def check_every_scope(scope: object) -> None:
 
     if scope is not EVERY_SCOPE:
         raise UserError('scope_counts() reaches every tenant: pass scope=EVERY_SCOPE to say so, not one scope')
+
+
+_usage = msgspec.json.Decoder(RunUsage)
+
+
+def added_usage(encoded: str | None, delta: RunUsage | None) -> str | None:
+    """A stored usage total (its JSON) with `delta` added, as JSON again (None: unchanged)."""
+    if delta is None:
+        return None
+    total = _usage.decode(encoded) if encoded else RunUsage()
+    total.incr(delta)
+    return encoder.encode(total).decode()

@@ -20,8 +20,9 @@ import msgspec
 
 from threadline.exceptions import ConversationNotFound, CorruptRecordError, MessageValidationError, UserError
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, RunUsage
-from threadline.messages.wire import encode_each, encoder
+from threadline.messages.wire import encode_each
 from threadline.storage._neutral import (
+    added_usage,
     check_scope,
     check_writable,
     not_found,
@@ -420,7 +421,7 @@ class SQLBase:
                 conversation.chain_head,
                 conversation.scope,
             )
-        usage = self._usage_plus(conversation, usage_delta)
+        usage = added_usage(conversation.usage, usage_delta)
         title = None if conversation.title else title_of(list(messages))
         return self._finish_write(
             conn,
@@ -463,30 +464,19 @@ class SQLBase:
         """A new head branch holding the first `at` messages of the head's history, then `tail`."""
         branch = self._new_branch(conn, conversation.id, conversation.head_branch, at)
         prev_link = self._link_at(conn, segments, at)
-        link = (
-            self._write_batch(conn, conversation, branch, at, tail, provenance, run_id, prev_link, conversation.scope)
-            if tail
-            else prev_link
-        )
+        link = prev_link
+        if tail:
+            link = self._write_batch(conn, conversation, branch, at, tail, provenance, run_id, link, conversation.scope)
         return self._finish_write(
             conn,
             conversation,
             head=branch,
             length=at + len(tail),
             link=link,
-            usage=self._usage_plus(conversation, usage_delta),
+            usage=added_usage(conversation.usage, usage_delta),
             title=title_of(tail) if at == 0 else None,
             runs=runs,
         )
-
-    @staticmethod
-    def _usage_plus(conversation: Conversation, delta: RunUsage | None) -> str | None:
-        """The conversation's usage with `delta` added, encoded (None: unchanged)."""
-        if delta is None:
-            return None
-        total = usage_decoder.decode(conversation.usage) if conversation.usage else RunUsage()
-        total.incr(delta)
-        return encoder.encode(total).decode()
 
     def _claim_run(self, conn: Connection, run_id: str, conversation_id: str, model_name: str | None = None) -> None:
         """Create the run record for `conversation_id`, or check that the existing one is its own
