@@ -157,8 +157,11 @@ async def main() -> None:
         'messages': json.loads(ModelMessagesTypeAdapter.dump_json(stored.messages)),
         'ledger': [(e.tool_call_id, e.status) for e in ledger],
         'verdict': audit.verdict,
+        # A call retried after a kill that came before the tool annotated its key uses the
+        # ledger's default key (`turn-<trial>/<call id>`): count its effect too.
         'applied': effects.execute(
-            'SELECT key, times FROM applied WHERE key LIKE ? ORDER BY key', (f'{TRIAL}-%',)
+            'SELECT key, times FROM applied WHERE key LIKE ? OR key LIKE ? ORDER BY key',
+            (f'{TRIAL}-%', f'turn-{TRIAL}/%'),
         ).fetchall(),
         'verified': (await store.verify(conversation, scope='trials')).ok,
     }
