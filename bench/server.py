@@ -16,17 +16,22 @@
     does more, a store load and save per turn, and is printed beside it, labelled, on an
     in-memory store and on a SQLite file (whose save waits for the disk). Medians of interleaved
     runs, GC on.
+(c) The same, for one more turn of a continued conversation of 20, 200 and 1,000 messages: the
+    client-held sides send the history with the turn (UI messages; ours in stateless mode also the
+    signed history and its envelope), the server-held ones only the turn. `--parts` picks parts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import statistics
 import tempfile
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +92,10 @@ async def load(clients: int, turns: int) -> None:
     )
 
 
-def ours_app(store: str = 'memory', *, stateless: bool = False) -> Any:
+BENCH_KEY = b'bench-key-' * 4
+
+
+def ours_app(store: str = 'memory', *, stateless: bool = False, backend: Any = None) -> Any:
     """Our app with a model that streams the same text as the reference's (no worker thread)."""
     from threadline import Agent
     from threadline.messages import ModelResponse, TextPart
@@ -100,9 +108,11 @@ def ours_app(store: str = 'memory', *, stateless: bool = False) -> Any:
         yield TEXT
 
     model = FunctionModel(lambda m, i: ModelResponse(parts=[TextPart(TEXT)]), stream_function=stream)
-    backend = MemoryStore() if store == 'memory' else SQLiteStore(Path(tempfile.mkdtemp()) / 'overhead.db')
-    keys = Keyring.single(b'bench-key-' * 4) if stateless else None
-    return create_app(backend, Agent(model), keys=None, stateless=keys)
+    if backend is None:
+        backend = MemoryStore() if store == 'memory' else SQLiteStore(Path(tempfile.mkdtemp()) / 'overhead.db')
+    keys = Keyring.single(BENCH_KEY) if stateless else None
+    # Stateless bodies carry the history: 1,000 messages pass the default 1 MB limit.
+    return create_app(backend, Agent(model), keys=None, stateless=keys, max_body=50_000_000)
 
 
 def ours_ag_ui_client_held() -> Any:
@@ -206,7 +216,7 @@ SIDES = {
 async def overhead(repeat: int) -> None:
     apps = {name: factory() for name, (factory, _, _) in SIDES.items()}
     clients = {
-        name: httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://t')
+        name: httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url='http://127.0.0.1')
         for name, app in apps.items()
     }
 
@@ -240,14 +250,139 @@ async def overhead(repeat: int) -> None:
     print('    holds the history on both sides); server-held rows also load and save the turn in a store.')
 
 
+CONTINUED = (20, 200, 1000)
+"""Lengths of the continued conversations (c) measures a turn of."""
+
+
+def continued_bodies(size: int) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Per side, (endpoint, body) of one more turn of a conversation of `size` messages, as each
+    side's client sends it: the client-held sides send the whole history (UI messages; ours in
+    stateless mode also the signed history and its envelope), the server-held ones only the turn."""
+    from _common import workload
+
+    from threadline import ModelMessagesTypeAdapter
+    from threadline.trust import Keyring, sign_history
+    from threadline.ui.ag_ui import AGUIAdapter
+    from threadline.ui.vercel_ai import VercelAIAdapter
+
+    history = ModelMessagesTypeAdapter.validate_python(workload().history(size, conversation_id=f'c{size}'))
+    ui = [m.model_dump(mode='json', by_alias=True, exclude_none=True) for m in VercelAIAdapter.dump_messages(history)]
+    new = {'id': 'new', 'role': 'user', 'parts': [{'type': 'text', 'text': 'And next?'}]}
+    vercel = {'id': f'c{size}', 'messages': [*ui, new], 'trigger': 'submit-message'}
+    envelope = sign_history(
+        history,
+        conversation_id=f'c{size}',
+        scope='local',
+        keys=Keyring.single(BENCH_KEY),
+        expires_in=timedelta(hours=1),
+    )
+    wire = ModelMessagesTypeAdapter.dump_python(history, mode='json')
+    stateless = {**vercel, 'history': wire, 'envelope': json.loads(envelope.to_json())}
+    agui = [m.model_dump(mode='json', by_alias=True, exclude_none=True) for m in AGUIAdapter.dump_messages(history)]
+    agui_body = {**ag_ui_body(f'c{size}'), 'messages': [*agui, {'id': 'new', 'role': 'user', 'content': 'And next?'}]}
+    held_agui = ag_ui_body(f'c{size}')
+    return {
+        'floor': ('/api/chat', vercel),
+        'ref': ('/api/chat', vercel),
+        'stateless': ('/api/chat', stateless),
+        'held-mem': ('/api/chat', {**turn(f'c{size}', 'And next?'), 'trigger': 'submit-message'}),
+        'ref-agui': ('/api/ag-ui', agui_body),
+        'agui-client': ('/api/ag-ui', agui_body),
+        'agui-mem': ('/api/ag-ui', {**held_agui, 'messages': [{'id': 'new', 'role': 'user', 'content': 'And next?'}]}),
+    }
+
+
+async def continued(repeat: int) -> None:
+    """(c): one more turn of a conversation of 20, 200 and 1,000 messages, both protocols and both
+    modes, beside the transport floor; server-held conversations are stored first (and grow by
+    one turn per repetition, as a conversation does)."""
+    from threadline import ModelMessagesTypeAdapter
+    from threadline.storage import MemoryStore
+
+    print(f'(c) one more turn of a continued conversation, median of {repeat} interleaved (first side rotating)')
+    print(f'    {"side":55s} ' + ''.join(f'{n:>9} msgs' for n in CONTINUED))
+    rows: dict[str, list[float]] = {}
+    for size in CONTINUED:
+        from _common import workload
+
+        store = MemoryStore()
+        for chat in (f'c{size}',):
+            raw = workload().history(size, conversation_id=chat)
+            store.sync.append(chat, ModelMessagesTypeAdapter.validate_python(raw), scope='local')
+        apps = {
+            'floor': floor_app(),
+            'ref': reference_app(),
+            'stateless': ours_app(stateless=True),
+            'held-mem': ours_app(backend=store),
+            'ref-agui': reference_app(),
+            'agui-client': ours_ag_ui_client_held(),
+            'agui-mem': ours_app(backend=store),
+        }
+        bodies = {
+            name: (endpoint, json.dumps(body).encode()) for name, (endpoint, body) in continued_bodies(size).items()
+        }
+        clients = {
+            n: httpx.AsyncClient(transport=httpx.ASGITransport(app=a), base_url='http://127.0.0.1')
+            for n, a in apps.items()
+        }
+        headers = {'content-type': 'application/json'}
+
+        async def once(name: str) -> float:
+            endpoint, body = bodies[name]
+            start = time.perf_counter()
+            response = await clients[name].post(endpoint, content=body, headers=headers)
+            elapsed = time.perf_counter() - start
+            assert response.status_code == 200 and (name == 'floor' or TEXT in response.text), (
+                name,
+                response.text[:300],
+            )
+            return elapsed
+
+        names = list(apps)
+        for name in names:
+            await once(name)  # warm up
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for k in range(repeat):
+            for name in names[k % len(names) :] + names[: k % len(names)]:
+                samples[name].append(await once(name))
+        for client in clients.values():
+            await client.aclose()
+        for name in names:
+            rows.setdefault(name, []).append(statistics.median(samples[name]))
+    labels = {name: label for name, (_, _, label) in SIDES.items()}
+    for name, values in rows.items():
+        print(f'    {labels[name]:55s} ' + ''.join(f'{v * 1e3:10.2f} ms' for v in values))
+    for ours_name, ref_name in (
+        ('stateless', 'ref'),
+        ('agui-client', 'ref-agui'),
+        ('held-mem', 'ref'),
+        ('agui-mem', 'ref-agui'),
+    ):
+        ratios = [
+            (rows[ref_name][i] - rows['floor'][i]) / (rows[ours_name][i] - rows['floor'][i])
+            for i in range(len(CONTINUED))
+        ]
+        print(
+            f'    {ours_name} vs {ref_name}, overhead ratio (pydantic-ai / ours): '
+            + '  '.join(f'{r:.1f}x' for r in ratios)
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('--clients', type=int, default=50)
     parser.add_argument('--turns', type=int, default=20)
     parser.add_argument('--repeat', type=int, default=201)
+    parser.add_argument('--continued-repeat', type=int, default=21)
+    parser.add_argument('--parts', default='a,b,c')
     args = parser.parse_args()
-    asyncio.run(load(args.clients, args.turns))
-    asyncio.run(overhead(args.repeat))
+    parts = set(args.parts.split(','))
+    if 'a' in parts:
+        asyncio.run(load(args.clients, args.turns))
+    if 'b' in parts:
+        asyncio.run(overhead(args.repeat))
+    if 'c' in parts:
+        asyncio.run(continued(args.continued_repeat))
 
 
 if __name__ == '__main__':

@@ -61,10 +61,11 @@ async def ag_ui_events(
         async for event in events:
             if isinstance(event, AgentRunResultEvent):
                 history = event.result.all_messages()
-                added = len(event.result.new_messages())
-                snapshot = AGUIAdapter.dump_messages(history)
-                first_new = len(AGUIAdapter.dump_messages(history[: len(history) - added]))
-                yield MessagesSnapshotEvent(messages=_with_client_ids(snapshot, first_new, client_messages))
+                cut = len(history) - len(event.result.new_messages())
+                # Each message dumps on its own, so the two halves make the whole snapshot.
+                before = AGUIAdapter.dump_messages(history[:cut])
+                snapshot = before + AGUIAdapter.dump_messages(history[cut:])
+                yield MessagesSnapshotEvent(messages=_with_client_ids(snapshot, len(before), client_messages))
                 break
             for out in _events(event, ids):
                 yield out
