@@ -18,7 +18,7 @@ from typing import Any
 import click
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markdown import Markdown
-from rich.segment import Segment
+from rich.segment import Segment, Segments
 from rich.text import Text
 
 __all__ = ['first_code_block', 'last_response_text', 'print_conversation']
@@ -39,11 +39,17 @@ def print_conversation(console: Console, stored: Any, *, short: bool) -> None:
     ]
     body: list[RenderableType] = [_line(console, *item) if short else _whole(*item) for item in parts]
     everything = Group(header, *body)
-    if console.is_terminal and _height(console, everything) > console.height:
-        with console.pager(styles=True):
-            console.print(everything, soft_wrap=False)
+    if not console.is_terminal:
+        console.print(everything, soft_wrap=False)
         return
-    console.print(everything, soft_wrap=False)
+    # Rendered once: the lines both decide whether a pager is needed and are what it shows.
+    lines = console.render_lines(everything, console.options, pad=False)
+    rendered = Segments([segment for line in lines for segment in (*line, Segment.line())])
+    if len(lines) > console.height:
+        with console.pager(styles=True):
+            console.print(rendered, soft_wrap=False)
+        return
+    console.print(rendered, soft_wrap=False)
 
 
 def _heading(position: int, message: Any, part: Any) -> str:
@@ -114,11 +120,6 @@ def _file(item: Any) -> str:
     kind = getattr(item, 'kind', type(item).__name__)
     where = getattr(item, 'url', None) or getattr(item, 'media_type', '')
     return f'[{kind}: {where}]'
-
-
-def _height(console: Console, renderable: RenderableType) -> int:
-    """How many lines `renderable` takes at the console's width."""
-    return len(console.render_lines(renderable, console.options, pad=False))
 
 
 def last_response_text(messages: Sequence[Any]) -> str:

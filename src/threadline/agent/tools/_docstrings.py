@@ -30,15 +30,13 @@ def parse_docstring(doc: str | None, style: DocstringStyle = 'auto') -> tuple[st
 
     text = inspect.cleandoc(doc)
     docstring = griffe.Docstring(text, lineno=1)
-    parser: Any = style
-    if style == 'auto':
-        parser, _ = griffe.infer_docstring_style(docstring)
-        if parser is None:
-            return text, {}
+    parser = griffe.Parser(style) if style != 'auto' else griffe.infer_docstring_style(docstring)[0]
+    if parser is None:
+        return text, {}
     # No signature is attached, so griffe would warn about every parameter: the schema is the
     # signature's, and those lines would say nothing to a user.
     # Google's `Returns:` reads `str: The forecast.` as a type and its description, not a name.
-    options = {'returns_named_value': False} if str(getattr(parser, 'value', parser)) == 'google' else {}
+    options = {'returns_named_value': False} if parser is griffe.Parser.google else {}
     sections = griffe.parse(docstring, parser, warnings=False, **options)
     params: dict[str, str] = {}
     leading: str | None = None
