@@ -358,3 +358,42 @@ def test_an_error_says_where_the_bad_value_is_never_what_it_is(history: Any) -> 
         with pytest.raises(MessageValidationError) as info:
             load(history)
         assert '4111' not in str(info.value) and info.value.location.startswith('messages[0]')
+
+
+def test_a_value_equal_to_a_legacy_name_stays_on_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Legacy names are caught by the typed decoder as keys only: a tool argument, a text or a
+    dict key inside free-form data that spells one never sends the history to the careful loader."""
+    from threadline.messages import _codec
+
+    careful: list[str] = []
+    real = _codec._load_message
+    monkeypatch.setattr(_codec, '_load_message', lambda item, loc: careful.append(loc) or real(item, loc))
+    call = {'tool_name': 'f', 'args': {'added': ['x'], 'vendor_id': 'v'}, 'tool_call_id': 'c', 'part_kind': 'tool-call'}
+    values = [request(user('"added" "request_tokens"')), response(call, provider_details={'vendor_details': 1})]
+    loaded = load(values)
+    assert careful == []
+    assert loaded[1].parts[0].args == {'added': ['x'], 'vendor_id': 'v'}
+    legacy = [*values, response({'content': 'x', 'part_kind': 'text'}, vendor_id='r', usage={'request_tokens': 2})]
+    assert [m.provider_response_id for m in load(legacy) if isinstance(m, ModelResponse)] == [None, 'r']
+    assert careful == ['messages[2]']  # only the message that uses a legacy key
+    assert load(legacy)[2].usage.input_tokens == 2
+
+
+def test_a_legacy_name_beside_its_current_name_loses() -> None:
+    [message] = load(
+        [response(vendor_id='old', provider_response_id='new', usage={'request_tokens': 1, 'input_tokens': 5})]
+    )
+    assert message.provider_response_id == 'new' and message.usage.input_tokens == 5
+
+
+def test_the_decode_only_legacy_fields_are_invisible() -> None:
+    import dataclasses
+
+    import msgspec
+
+    message = ModelResponse(parts=[])
+    assert not any(f.name.startswith('_legacy') for f in dataclasses.fields(ModelResponse))
+    assert b'vendor' not in msgspec.json.encode(message) and 'legacy' not in repr(message)
+    assert 'request_tokens' not in ModelMessagesTypeAdapter.dump_python([message])[0]['usage']
+    with pytest.raises(TypeError):
+        ModelResponse(parts=[], vendor_id='x')  # type: ignore[call-arg]

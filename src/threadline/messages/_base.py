@@ -24,7 +24,26 @@ if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
     from pydantic_core import CoreSchema
 
-__all__ = ['MessageMeta', 'WireStruct', 'install_dataclass_shim']
+__all__ = ['LEGACY_PREFIX', 'LegacyName', 'MessageMeta', 'WireStruct', 'install_dataclass_shim', 'legacy_field']
+
+LEGACY_PREFIX = '_legacy_'
+"""Attribute prefix of the decode-only fields that catch a legacy wire name (see `LegacyName`)."""
+
+
+class LegacyName:
+    """The type of a decode-only field that catches a legacy wire name (`vendor_id`,
+    `request_tokens`, ...) so the fast decoder notices it.
+
+    No value ever decodes into it (`_codec.dec_hook` refuses), so a message that uses a legacy
+    name as a key fails the fast typed decode and goes to the careful loader, which renames it.
+    A value that merely equals a legacy name costs nothing, and there is no pre-scan of the
+    document. The field's default is UNSET, so it is never encoded, compared or shown.
+    """
+
+
+def legacy_field(wire_name: str) -> Any:
+    """A decode-only field catching the legacy key `wire_name`; name it `_legacy_<wire_name>`."""
+    return msgspec.field(default=msgspec.UNSET, name=wire_name)
 
 
 class MessageMeta(msgspec.StructMeta):
@@ -68,8 +87,8 @@ class WireStruct(msgspec.Struct, metaclass=MessageMeta, repr_omit_defaults=True,
     """Base of every wire type: value equality, readable repr without default fields.
 
     Decoding ignores fields a type does not declare (a newer writer's additions), as the careful
-    loader does; the legacy names that must be renamed, not dropped, are caught before decoding
-    (`_codec.mentions_legacy_names`).
+    loader does; the legacy names that must be renamed, not dropped, are declared as decode-only
+    fields that never decode (`LegacyName`), which sends their message to the careful loader.
 
     Instances are not tracked by the garbage collector (`gc=False`): a loaded history of 10,000
     messages then adds no tracked objects of its own beyond its lists and dicts, so loading it no
@@ -104,6 +123,8 @@ def install_dataclass_shim(cls: type[msgspec.Struct]) -> None:
     public_for = {stored: public for public, stored in aliases.items()}
     specs: list[tuple[str, Any, Any]] = []
     for info in msgspec.structs.fields(cls):
+        if info.name.startswith(LEGACY_PREFIX):
+            continue  # decode-only: never a constructor keyword
         if info.default is not msgspec.NODEFAULT:
             spec = dataclasses.field(default=info.default)
         elif info.default_factory is not msgspec.NODEFAULT:

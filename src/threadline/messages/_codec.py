@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from threadline.exceptions import MessageValidationError
+from threadline.messages._base import LEGACY_PREFIX, LegacyName
 from threadline.messages._content import (
     FILE_URL_KINDS,
     Base64Bytes,
@@ -52,7 +53,10 @@ __all__ = ['decode_messages', 'dec_hook', 'enc_hook', 'encoder', 'load_messages'
 
 
 def dec_hook(tp: Any, obj: Any) -> Any:
-    """Decode the two custom wire types: tool-return content and base64 file data."""
+    """Decode the two custom wire types (tool-return content and base64 file data), and refuse
+    every legacy name, so its message goes to the careful loader (see `LegacyName`)."""
+    if tp is LegacyName:
+        raise ValueError('a legacy field name (renamed by the careful loader)')
     if tp is ToolReturnContent:
         return rehydrate_tool_content(obj, dec_hook)
     if tp is Base64Bytes:
@@ -120,29 +124,12 @@ _ALIASES: dict[type, dict[str, str]] = {
 _ENCODE_NAMES: dict[type, frozenset[str]] = {}
 
 
-_LEGACY_NAMES = sorted({name for aliases in _ALIASES.values() for name in aliases})
-_LEGACY_BYTES = tuple(f'"{name}"'.encode() for name in _LEGACY_NAMES)
-_LEGACY_TEXT = tuple(f'"{name}"' for name in _LEGACY_NAMES)
-
-
-def mentions_legacy_names(data: bytes | bytearray | memoryview | str | msgspec.Raw) -> bool:
-    """Whether `data` may hold a legacy field name that must be renamed, not dropped (the typed
-    decoders ignore fields they do not declare). A quoted name inside a string value is escaped
-    (`\\"name\\"`) and so never matches; a string value that is exactly such a name only costs a careful load."""
-    if isinstance(data, str):
-        return any(name in data for name in _LEGACY_TEXT)
-    raw = data if isinstance(data, (bytes, bytearray)) else bytes(data)
-    return any(name in raw for name in _LEGACY_BYTES)
-
-
 def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMessage]:
     """Load a JSON history: the fast typed decoder first, the careful loader for anything else."""
-    legacy = isinstance(data, (bytes, bytearray, memoryview, str)) and mentions_legacy_names(data)
-    if not legacy:
-        try:
-            return _decoder.decode(data)
-        except Exception:  # noqa: BLE001 - every failure is re-examined by the careful loader
-            pass
+    try:
+        return _decoder.decode(data)
+    except Exception:  # noqa: BLE001 - every failure is re-examined by the careful loader
+        pass
     try:
         items = _raw_items.decode(data)
     except (msgspec.DecodeError, TypeError, RecursionError):
@@ -163,11 +150,10 @@ def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMes
 
 
 def _decode_one(raw: msgspec.Raw, index: int) -> ModelMessage:
-    if not mentions_legacy_names(raw):
-        try:
-            return _message_decoder.decode(raw)
-        except Exception:  # noqa: BLE001 - re-examined by the careful loader, which names what is wrong
-            pass
+    try:
+        return _message_decoder.decode(raw)
+    except Exception:  # noqa: BLE001 - re-examined by the careful loader, which names what is wrong
+        pass
     if json_depth(raw) > MAX_JSON_DEPTH - 1:  # the message sits one level inside the history's list
         raise MessageValidationError('messages', f'JSON nested deeper than {MAX_JSON_DEPTH} levels (the limit)')
     try:
@@ -305,7 +291,9 @@ def _known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     if names is None:
         config = cls.__struct_config__  # type: ignore[attr-defined]
         tag = (config.tag_field,) if config.tag_field else ()
-        names = _ENCODE_NAMES[cls] = frozenset((*cls.__struct_encode_fields__, *tag))  # type: ignore[attr-defined]
+        pairs = zip(cls.__struct_fields__, cls.__struct_encode_fields__, strict=True)  # type: ignore[attr-defined]
+        kept = (wire for name, wire in pairs if not name.startswith(LEGACY_PREFIX))
+        names = _ENCODE_NAMES[cls] = frozenset((*kept, *tag))
     aliases = _ALIASES.get(cls)
     out: dict[str, Any] = {}
     for key, value in data.items():

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from threadline.messages._base import WireStruct
+from threadline.messages._base import LegacyName, WireStruct, legacy_field
 from threadline.messages._parts import (
     CompactionPart,
     FilePart,
@@ -112,6 +112,8 @@ class ModelResponse(_ResponseFields, kw_only=True, tag='response'):
     history_digest: str | None = None
     failed_attempts: list[dict[str, Any]] | None = None
     state: ModelResponseState = 'complete'
+    _legacy_vendor_details: LegacyName | UnsetType = legacy_field('vendor_details')
+    _legacy_vendor_id: LegacyName | UnsetType = legacy_field('vendor_id')
 
     kind: ClassVar[str] = 'response'
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from threadline.messages._base import WireStruct
+from threadline.messages._base import LegacyName, WireStruct, legacy_field
 from threadline.messages._content import BinaryContent, UserContent
 
 __all__ = [
@@ -179,6 +179,7 @@ class ToolAvailabilityDeltaPart(_RequestPart, kw_only=True, tag='tool-availabili
 
     tools_added: list[str] = msgspec.field(default_factory=list)
     tool_call_id: str | None = None
+    _legacy_added: LegacyName | UnsetType = legacy_field('added')
 
     part_kind: ClassVar[str] = 'tool-availability-delta'
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from threadline.messages._base import MessageMeta, WireStruct
+from threadline.messages._base import LegacyName, MessageMeta, WireStruct, legacy_field
 
 __all__ = ['RequestUsage', 'RunUsage']
 
@@ -48,6 +48,8 @@ class _UsageBase(WireStruct, metaclass=_UsageMeta, kw_only=True):
     audio_seconds: float = 0.0
     details: dict[str, int] = msgspec.field(default_factory=dict)
     cost: Decimal | None = None
+    _legacy_request_tokens: LegacyName | UnsetType = legacy_field('request_tokens')
+    _legacy_response_tokens: LegacyName | UnsetType = legacy_field('response_tokens')
 
     _init_aliases: ClassVar[dict[str, str] | None] = {'unmeasured_requests': '_unmeasured_requests'}
 
