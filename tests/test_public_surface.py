@@ -135,8 +135,10 @@ SURFACE: dict[str, set[str]] = {
         'UploadedFileProviderName',
         'UserContent',
         'UserPromptPart',
+        'ValidityScan',  # the fast repair check, resumable (PreparedHistory keeps one per run)
         'VideoUrl',
         'pairing_report',
+        'parts_assignments',  # how PreparedHistory notices a reassigned parts list
         'repair_messages',
         'repair_report',
         'sanitize_messages',
@@ -187,6 +189,7 @@ SURFACE: dict[str, set[str]] = {
         'ModelRequestParameters',
         'ModelSettings',
         'OutputObjectDefinition',
+        'PreparedHistory',  # the checked, rendered history a run keeps between requests
         'StreamedResponse',  # what a custom Model's request_stream yields (pydantic_ai.models has it)
         'ToolDefinition',
         'UnknownModel',

@@ -39,7 +39,7 @@ from threadline.agent.tools._tool import Tool
 from threadline.agent.tools._toolsets import AbstractToolset
 from threadline.exceptions import UserError
 from threadline.messages import AgentRunResultEvent, AgentStreamEvent, SystemPromptPart, UserContent
-from threadline.models import Model, ModelSettings, infer_model
+from threadline.models import Model, ModelSettings, PreparedHistory, infer_model
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs  # typing.TypeIs from Python 3.13
@@ -108,6 +108,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             f'threadline_agent_overrides_{id(self)}', default=_NO_OVERRIDES
         )
         self.retries = retries
+        # The prepared history of the last run that finished (one conversation's worth, kept so
+        # the next run continuing it checks and renders only what is new; see PreparedHistory).
+        self._last_prepared: PreparedHistory | None = None
         if end_strategy not in ('early', 'graceful', 'exhaustive'):
             raise UserError(f"end_strategy must be 'early', 'graceful' or 'exhaustive', not {end_strategy!r}")
         self.end_strategy = end_strategy

@@ -41,10 +41,9 @@ from threadline.messages import (
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
-    repair_messages,
     repair_report,
 )
-from threadline.models import Model, ModelProfile, StreamedResponse, ToolDefinition, render_history
+from threadline.models import Model, ModelProfile, StreamedResponse, ToolDefinition
 from threadline.models.budget import price_of
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
@@ -85,6 +84,12 @@ def _clean_history_at_start(state: RunState) -> None:
         and last.state == 'interrupted'
         and any(isinstance(p, ToolCallPart) for p in last.parts)
     )
+    if not state.prepared.needs_repair(history, repair_last_response=interrupted):
+        # Rendered now too, and kept by the agent as it is here: the next run over this history,
+        # or over its continuation, starts from a copy and prepares only what is new.
+        state.prepared.render(state.model.profile)
+        state.agent._last_prepared = state.prepared.copy()
+        return
     repaired, events = repair_report(history, repair_last_response=interrupted)
     if events:
         history[:] = repaired
@@ -278,7 +283,8 @@ class ModelRequestNode:
         params = await state.request_parameters()
         return ModelRequestContext(
             model=state.model,
-            messages=list(state.history),
+            # A copy for the hooks that may change it; with none, nothing but the run reads it.
+            messages=list(state.history) if _hooks_see_requests(state) else state.history,
             model_settings=state.settings,
             model_request_parameters=params,
         )
@@ -308,7 +314,7 @@ class ModelRequestNode:
             _stamp_last(state)
             state.recompute_new_message_index()
         # Processors may leave adjacent requests; the model always gets the repaired shape.
-        prepared, skipped = render_history(repair_messages(request_context.messages), request_context.model.profile)
+        prepared, skipped = state.prepared.prepare(request_context.messages, request_context.model.profile)
         if skipped:
             state.warn_skipped(skipped)
         return request_context, prepared
@@ -406,6 +412,14 @@ def _cost(response: ModelResponse, model: Model) -> Decimal | None:
     )
 
 
+def _hooks_see_requests(state: RunState) -> bool:
+    chain = state.capabilities
+    return any(chain.has(hook) for hook in _REQUEST_HOOKS)
+
+
+_REQUEST_HOOKS = ('before_model_request', 'wrap_model_request', 'after_model_request', 'on_model_request_error')
+
+
 def _history_shape(state: RunState) -> tuple[int, int, int]:
     history = state.history
     index = state.new_message_index
@@ -474,7 +488,8 @@ async def _queue_request(state: RunState, parts: list[ModelRequestPart]) -> Mode
     """Add the next request (tool results, feedback) to the history now, so the boundary after the
     node that produced it is settled: a store sees the results before the next model call."""
     request = ModelRequest(parts=parts, timestamp=now_utc())
-    state.refresh_loaded([*state.history, request])  # a load in these results counts from this request on
+    if state.capabilities.deferred:  # a load in these results counts from this request on
+        state.refresh_loaded([*state.history, request])
     request.instructions = await state.instructions()
     state.append(request)
     return ModelRequestNode(request, in_history=True)

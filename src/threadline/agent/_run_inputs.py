@@ -12,12 +12,17 @@ from threadline.messages import ModelMessage, ModelRequest, ModelResponse, UserC
 __all__ = ['check_history', 'resolve_ids', 'resumed_prompt']
 
 
+_EXACT_TYPES = frozenset({ModelRequest, ModelResponse})
+
+
 def check_history(message_history: Sequence[ModelMessage] | None) -> list[ModelMessage]:
     if message_history is None:
         return []
     if isinstance(message_history, (str, bytes, dict)):
         raise UserError('message_history must be a list of messages; load stored JSON with ModelMessagesTypeAdapter')
     history = list(message_history)
+    if _EXACT_TYPES.issuperset(map(type, history)):
+        return history  # the common case, checked in C
     for index, message in enumerate(history):
         if not isinstance(message, (ModelRequest, ModelResponse)):
             raise UserError(

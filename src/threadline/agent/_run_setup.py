@@ -25,7 +25,7 @@ from threadline.agent.tools._function import merge_tools
 from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset
 from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, RunUsage, UserContent
-from threadline.models import Model, ModelSettings, infer_model
+from threadline.models import Model, ModelSettings, PreparedHistory, infer_model
 
 if TYPE_CHECKING:
     from threadline.agent._agent import Agent
@@ -158,12 +158,22 @@ def new_state(
         user_prompt=user_prompt,
         deferred_results=deferred_tool_results,
         end_strategy=agent.end_strategy,
+        prepared=_prepared_for(agent, history),
     )
     run_toolsets = [*overridden.get('toolsets', agent.toolsets), *toolsets]
     if run_toolsets:
         state.toolset = CombinedToolset(run_toolsets)
     ctx.queue = state.queue
     return state
+
+
+def _prepared_for(agent: Agent[Any, Any], history: list[ModelMessage]) -> PreparedHistory:
+    """A copy of the prepared history the agent kept at its last run's start, when it opens this
+    run's history (a conversation continued on the same agent), else a new one."""
+    last = agent._last_prepared
+    if last is not None and history and last.opens(history):
+        return last.copy()
+    return PreparedHistory()
 
 
 async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:

@@ -29,7 +29,7 @@ from threadline.messages import (
     SystemPromptPart,
     UserContent,
 )
-from threadline.models import Model, ModelRequestParameters, ModelSettings
+from threadline.models import Model, ModelRequestParameters, ModelSettings, PreparedHistory
 
 if TYPE_CHECKING:
     from threadline.agent._agent import Agent
@@ -69,6 +69,8 @@ class RunState:
     warned_kinds: set[str] = field(default_factory=set)
     repair_events: list[RepairEvent] = field(default_factory=list)
     queue: EnqueueQueue = field(default_factory=EnqueueQueue)
+    prepared: PreparedHistory = field(default_factory=PreparedHistory)
+    """The history as last sent, checked and rendered: each request prepares only what is new."""
     events: list[AgentStreamEvent] | None = None
     """Where nodes put stream events (tool calls and results, enqueued deliveries) when a caller
     streams events; None otherwise, so plain runs build no event objects."""

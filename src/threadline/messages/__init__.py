@@ -48,6 +48,7 @@ from threadline.messages._messages import (
     ModelResponse,
     ModelResponsePart,
     ModelResponseState,
+    parts_assignments,
 )
 from threadline.messages._opaque import OpaqueContent, OpaquePart
 from threadline.messages._parts import (
@@ -79,6 +80,7 @@ from threadline.messages._repair import (
     repair_report,
 )
 from threadline.messages._sanitize import SanitizeOptions, StrippedItem, sanitize_messages, sanitize_report
+from threadline.messages._scan import ValidityScan
 from threadline.messages._tool_return import ToolReturn
 from threadline.messages._usage import RequestUsage, RunUsage
 
@@ -145,8 +147,10 @@ __all__ = [
     'UploadedFileProviderName',
     'UserContent',
     'UserPromptPart',
+    'ValidityScan',
     'VideoUrl',
     'pairing_report',
+    'parts_assignments',
     'repair_messages',
     'repair_report',
     'sanitize_messages',

@@ -244,7 +244,7 @@ def _load_message(item: object, loc: str) -> ModelMessage:
         fields['usage'] = {k: v for k, v in _known_fields(RequestUsage, fields['usage']).items() if v is not None}
     fields['parts'] = []
     message: ModelMessage = _convert(fields, cls, loc)
-    message.parts = parts
+    msgspec.Struct.__setattr__(message, 'parts', parts)  # a new message: not a reassignment to count
     return message
 
 

@@ -36,6 +36,7 @@ __all__ = [
     'ModelResponse',
     'ModelResponsePart',
     'ModelResponseState',
+    'parts_assignments',
 ]
 
 ModelRequestPart = (
@@ -55,8 +56,29 @@ ModelResponseState = Literal['complete', 'incomplete', 'suspended', 'interrupted
 FinishReason = Literal['stop', 'length', 'content_filter', 'tool_call', 'error']
 
 
+_PARTS_ASSIGNED = [0]
+
+
+def parts_assignments() -> int:
+    """How many times, in this process, a message's `parts` attribute has been assigned.
+
+    A history's prepared form (`threadline.models.PreparedHistory`) is reused while the same
+    message objects hold the same parts lists; when this count has not moved since, no message
+    anywhere got a new parts list, so the lists need not be compared one by one.
+    """
+    return _PARTS_ASSIGNED[0]
+
+
+def _counting_setattr(self: msgspec.Struct, name: str, value: Any) -> None:
+    if name == 'parts':
+        _PARTS_ASSIGNED[0] += 1
+    msgspec.Struct.__setattr__(self, name, value)
+
+
 class _RequestFields(WireStruct, tag_field='kind'):
     parts: list[ModelRequestPart]
+
+    __setattr__ = _counting_setattr  # constructing and decoding do not pass through it
 
 
 class ModelRequest(_RequestFields, kw_only=True, tag='request'):
@@ -85,6 +107,8 @@ class ModelRequest(_RequestFields, kw_only=True, tag='request'):
 
 class _ResponseFields(WireStruct, tag_field='kind'):
     parts: list[ModelResponsePart]
+
+    __setattr__ = _counting_setattr
 
 
 class ModelResponse(_ResponseFields, kw_only=True, tag='response'):

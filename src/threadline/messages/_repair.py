@@ -35,6 +35,7 @@ import msgspec
 
 from threadline.messages._messages import ModelMessage, ModelRequest, ModelRequestPart, ModelResponse
 from threadline.messages._parts import RetryPromptPart, ToolAvailabilityDeltaPart, ToolCallPart, ToolReturnPart
+from threadline.messages._scan import ValidityScan
 
 __all__ = [
     'PairingReport',
@@ -161,51 +162,9 @@ def repair_report(
 
 
 def _looks_valid(messages: Sequence[ModelMessage], repair_last_response: bool) -> bool:
-    """The common case, checked fast: only requests and responses, unique call ids, every result
-    after its call, no adjacent messages, no parts between results, nothing open but (optionally)
-    the live frontier."""
-    open_ids: set[str] = set()
-    seen: set[str] = set()
-    previous: type | None = None
-    frontier: set[str] = set()
-    request_t, response_t, call_t, return_t, retry_t, delta_t = (
-        ModelRequest,
-        ModelResponse,
-        ToolCallPart,
-        ToolReturnPart,
-        RetryPromptPart,
-        ToolAvailabilityDeltaPart,
-    )
-    for message in messages:
-        kind = type(message)
-        if kind is previous:
-            return False
-        previous = kind
-        if kind is response_t:
-            frontier = set()
-            for part in message.parts:
-                if type(part) is call_t:
-                    call_id = part.tool_call_id
-                    if call_id in seen:
-                        return False
-                    open_ids.add(call_id)
-                    seen.add(call_id)
-                    frontier.add(call_id)
-            continue
-        if kind is not request_t:
-            return False  # not a message: the full path names it
-        result_seen = other_after_result = False
-        for part in message.parts:
-            part_t = type(part)
-            if part_t is return_t or (part_t is retry_t and part.tool_name is not None):  # type: ignore[union-attr]
-                call_id = part.tool_call_id  # type: ignore[union-attr,assignment]
-                if other_after_result or call_id not in open_ids:
-                    return False
-                result_seen = True
-                open_ids.discard(call_id)
-            elif result_seen and part_t is not delta_t:
-                other_after_result = True
-    return not open_ids or (not repair_last_response and open_ids <= frontier)
+    """The common case, checked fast (see `ValidityScan` for the shape)."""
+    scan = ValidityScan()
+    return scan.advance(messages) and scan.valid(repair_last_response=repair_last_response)
 
 
 @dataclass

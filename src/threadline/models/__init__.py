@@ -24,6 +24,7 @@ from threadline.models._base import (
     OutputObjectDefinition,
     ToolDefinition,
 )
+from threadline.models._prepared import PreparedHistory
 from threadline.models._render import feedback_text, render_history
 from threadline.models._stream import StreamedResponse
 from threadline.models.demo import DemoModel
@@ -41,6 +42,7 @@ __all__ = [
     'ModelRequestParameters',
     'OutputObjectDefinition',
     'ModelSettings',
+    'PreparedHistory',
     'StreamedResponse',
     'ToolDefinition',
     'UnknownModel',

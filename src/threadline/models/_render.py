@@ -52,7 +52,14 @@ from threadline.messages import (
 from threadline.messages.framing import CONVERSATION_SUMMARY_PROVENANCE, frame
 from threadline.models._base import ModelProfile
 
-__all__ = ['NO_OUTPUT_TEXTS', 'feedback_text', 'render_history', 'standing_prompt_count', 'wrap_system_text']
+__all__ = [
+    'NO_OUTPUT_TEXTS',
+    'feedback_text',
+    'render_history',
+    'render_into',
+    'standing_prompt_count',
+    'wrap_system_text',
+]
 
 NO_OUTPUT_TEXTS = frozenset(
     {
@@ -159,9 +166,23 @@ def render_history(messages: Sequence[ModelMessage], profile: ModelProfile) -> t
     """The history as `profile`'s model should receive it, and the opaque kinds that were skipped."""
     skipped: set[str] = set()
     out: list[ModelMessage] = []
+    render_into(out, messages, profile, skipped, first_request_seen=False)
+    return out, skipped
+
+
+def render_into(
+    out: list[ModelMessage],
+    messages: Sequence[ModelMessage],
+    profile: ModelProfile,
+    skipped: set[str],
+    *,
+    first_request_seen: bool,
+) -> bool:
+    """Render `messages` onto `out`, one message out per message in (the continuation of a
+    rendering that has seen a request already when `first_request_seen`); returns whether a
+    request has been seen after them. The standing system prompt is the first request's."""
     append = out.append
-    standing = standing_prompt_count(messages)
-    first_request_seen = False
+    standing = 0 if first_request_seen else standing_prompt_count(messages)
     for message in messages:
         kind = type(message)
         if kind is ModelResponse:
@@ -173,7 +194,7 @@ def render_history(messages: Sequence[ModelMessage], profile: ModelProfile) -> t
             continue
         append(_render_message(message, not first_request_seen, standing, profile, skipped))
         first_request_seen = first_request_seen or isinstance(message, ModelRequest)
-    return out, skipped
+    return first_request_seen
 
 
 def _render_message(

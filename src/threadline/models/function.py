@@ -98,7 +98,8 @@ class FunctionModel(Model):
                 whole: ModelResponse = stream.get()
                 return whole
         info = _agent_info(model_settings, model_request_parameters)
-        message_list = list(messages)
+        # The list itself, as pydantic-ai passes it (the agent hands each request a fresh one).
+        message_list = messages if type(messages) is list else list(messages)
         if inspect.iscoroutinefunction(self.function):
             response = await self.function(message_list, info)
         else:
@@ -124,7 +125,9 @@ class FunctionModel(Model):
                 yield stream
             return
         info = _agent_info(model_settings, model_request_parameters)
-        yield _FunctionStream(self, self.stream_function(list(messages), info), messages)
+        yield _FunctionStream(
+            self, self.stream_function(messages if type(messages) is list else list(messages), info), messages
+        )
 
 
 class _FunctionStream(StreamedResponse):
