@@ -2,7 +2,7 @@
 `openai` / `anthropic` / `google-genai` SDKs against the same local server (the test suite's recorded
 replies): OpenAI Chat Completions, the OpenAI Responses API, Anthropic and Gemini.
 
-    uv run python bench/providers.py
+    uv run python bench/providers.py [--providers openai,anthropic] [--sizes 100,1000,10000]
 
 For a history of N messages of the shared workload, one agent run that sends one request: the time
 covers rendering the history, mapping it to the provider's request body, the SDK's serialization
@@ -21,6 +21,7 @@ the request itself, so there the difference is only in our mapping and parsing.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -113,12 +114,19 @@ async def one_run(server: ProviderServer, agent: Any, history: list[Any], reply:
 
 
 async def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--providers', default='openai,openai-responses,anthropic,google')
+    parser.add_argument('--sizes', default=','.join(map(str, SIZES)))
+    args = parser.parse_args()
+    print(f'load average {" ".join(f"{x:.2f}" for x in os.getloadavg())}')
     wl = workload()
     print(f'one request over an N-message history, median of {REPEAT} interleaved runs, GC on (ms)')
     print(f'{"provider":>17} {"N":>7} {"threadline":>11} {"pydantic-ai":>12} {"ratio":>7}')
     with ProviderServer(record=False) as server:
-        for provider in ('openai', 'openai-responses', 'anthropic', 'google'):
-            for size in SIZES:
+        for provider in args.providers.split(','):
+            for size in (int(n) for n in args.sizes.split(',')):
                 sides = {}
                 for side, build in (('ours', ours), ('ref', reference)):
                     agent, adapter = build(provider, server.url)

@@ -56,6 +56,7 @@ from threadline.messages import (
 )
 from threadline.messages.wire import enc_hook
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._google_wire import post, wire_request
 from threadline.models._provider import ProviderModel, require_extra
 from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
@@ -168,8 +169,16 @@ class GoogleModel(ProviderModel[GoogleProvider]):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         body = self.request_body(messages, model_settings, model_request_parameters)
+        from google.genai import types
+
+        # The API's JSON built here, not by the SDK's validation and conversion (see _google_wire).
+        path, wire = wire_request(body)
         with _errors(self._model_name):
-            response = await self.provider.client.aio.models.generate_content(**body)
+            text = await post(self.provider.client, path, wire)
+        try:
+            response = types.GenerateContentResponse.model_validate_json(text or '{}')
+        except ValueError:  # pydantic's ValidationError: not JSON, or not a response
+            raise UnexpectedModelBehavior('the provider answered with a response that cannot be parsed', text) from None
         return _response(response, self._model_name)
 
     @asynccontextmanager

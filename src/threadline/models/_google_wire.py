@@ -1,0 +1,79 @@
+"""The Gemini API's JSON for a `generateContent` request, built here, and the one SDK call that
+sends it.
+
+`GoogleModel.request_body` writes a request in google-genai's dict form (snake_case, bytes as
+bytes). `generate_content` would validate that into pydantic models and convert it back to the
+API's JSON, which costs about 2 s over 10,000 messages. `wire_request` makes the same JSON
+directly: keys to camelCase (the API's JSON mapping reads camelCase and snake_case names alike;
+the SDK itself sends a mix), bytes to URL-safe base64, and the config split as the API wants it
+(`systemInstruction`, `tools`, `toolConfig` at the top; the rest under `generationConfig`).
+`tests/models/providers/test_google_wire.py` checks it field for field against the SDK's own
+conversion over random histories.
+
+The SDK has no public call that posts a finished body, so `post` uses its API client
+(`client.aio._api_client.async_request`), which still does auth, retries, timeouts and errors.
+That private name is used here and nowhere else, and checked first, so an SDK that renames it
+fails with a clear error (and the wire test fails loudly).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from threadline.exceptions import UserError
+
+__all__ = ['post', 'wire_request']
+
+_TOP_LEVEL = {'system_instruction': 'systemInstruction', 'tools': 'tools', 'tool_config': 'toolConfig'}
+# Values the API takes as the application wrote them (arguments, results, JSON schemas).
+_VERBATIM = frozenset({'args', 'response', 'parameters_json_schema', 'response_json_schema'})
+
+
+def wire_request(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The path and JSON of the `generateContent` request for `body` (`request_body`'s form)."""
+    model = body['model']
+    path = f'{model if model.startswith(("models/", "tunedModels/")) else "models/" + model}:generateContent'
+    wire: dict[str, Any] = {'contents': [_camel(content) for content in body['contents']]}
+    generation: dict[str, Any] = {}
+    for key, value in (body.get('config') or {}).items():
+        if key in _TOP_LEVEL:
+            wire[_TOP_LEVEL[key]] = _camel(value)
+        else:
+            generation[_camel_key(key)] = value if key in _VERBATIM else _camel(value)
+    wire['generationConfig'] = generation
+    return path, wire
+
+
+def _camel(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_camel_key(k): (v if k in _VERBATIM else _camel(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.urlsafe_b64encode(value).decode('ascii')
+    return value
+
+
+_KEYS: dict[str, str] = {}
+
+
+def _camel_key(key: str) -> str:
+    camel = _KEYS.get(key)
+    if camel is None:
+        head, *rest = key.split('_')
+        camel = _KEYS[key] = head + ''.join(word.capitalize() for word in rest)
+    return camel
+
+
+async def post(client: Any, path: str, wire: dict[str, Any]) -> Any:
+    """POST `wire` through the SDK's API client; the response's JSON body as text."""
+    api_client = getattr(getattr(client, 'aio', None), '_api_client', None)
+    send = getattr(api_client, 'async_request', None)
+    if send is None:
+        raise UserError(
+            'this google-genai version has no API client to post a request through (client.aio._api_client); '
+            'install the version threadline[google] pins'
+        )
+    response = await send('post', path, wire, None)
+    return response.body
