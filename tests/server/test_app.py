@@ -252,6 +252,9 @@ async def test_stateless_mode_hands_the_history_to_the_client_signed(tmp_path: P
         assert len(held['history']) == 2 and held['envelope']['count'] == 2
         second = await http.post('/api/chat', json={**turn('again'), **held}, headers=alice)
         assert len(threadline_chunk(second)['history']) == 4
+        # The second envelope's digest continued from the first's: a third turn verifies it.
+        third = await http.post('/api/chat', json={**turn('once more'), **threadline_chunk(second)}, headers=alice)
+        assert third.status_code == 200 and len(threadline_chunk(third)['history']) == 6
         assert (await http.get('/api/conversations', headers=alice)).json()['conversations'] == []  # nothing kept
 
         edited = json.loads(json.dumps(held))

@@ -215,3 +215,17 @@ def test_the_audit_trusts_a_client_history_with_a_valid_envelope() -> None:
     assert forged.gate('authority').evidence['reason'] == 'truncated'
     unsigned = audit_history(TA.dump_json(messages), AuditContext(**base))
     assert not unsigned.gate('authority').passed
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_signing_on_from_a_verified_envelope_gives_the_whole_digest(seed: int) -> None:
+    """`sign_history(..., verified=env)` continues the chain from the verified prefix's digest:
+    the envelope is the one signing the whole history gives, and it verifies."""
+    rng = random.Random(seed)
+    history, _ = honest_history(rng)
+    cut = rng.randint(0, len(history))
+    first = sign_history(history[:cut], conversation_id='c', scope='s', keys=KEYS, now=NOW)
+    whole = sign_history(history, conversation_id='c', scope='s', keys=KEYS, now=NOW)
+    continued = sign_history(history, conversation_id='c', scope='s', keys=KEYS, now=NOW, verified=first)
+    assert continued == whole
+    assert verify_history(history, continued, conversation_id='c', scope='s', keys=KEYS, now=NOW).ok

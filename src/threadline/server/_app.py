@@ -64,6 +64,7 @@ from threadline.server._origin import SameOriginGuard
 from threadline.server._request_ids import RequestIds, request_id_of
 from threadline.server._requests import (
     HTTPProblem,
+    body_bytes,
     conversation_id,
     field,
     json_body,
@@ -71,7 +72,7 @@ from threadline.server._requests import (
     paused_calls,
     query_int,
 )
-from threadline.server._stateless import DEFAULT_TTL, signed_chunks, verified_history
+from threadline.server._stateless import DEFAULT_TTL, read_body, signed_chunks, verified_history
 from threadline.server._turns import TurnBusy, TurnGate, turn_response
 from threadline.server._views import hit_json, summary_json
 from threadline.storage import AsyncStore, StoredConversation, SyncStore
@@ -321,15 +322,18 @@ class _Server:
 
         async def action(scope: str) -> Response:
             assert self.trust is not None
-            body = await self.body(request)
+            held = read_body(await body_bytes(request, self.max_body))
+            body = held.fields
             cid, messages = conversation_id(field(body, 'id', str), 'id'), field(body, 'messages', list)
             prompt, _ = new_turn(VercelAIAdapter.load_messages_report, messages[-1:], len(messages) - 1)
-            history = verified_history(body, cid, scope, self.trust)
+            verified = verified_history(held, cid, scope, self.trust)
             earlier = earlier_turns(body, messages)  # a regenerate or an edit answers that turn again
-            cut = branch_point(history, earlier) if earlier is not None else None
-            history = history[:cut]
+            cut = branch_point(verified.messages, earlier) if earlier is not None else None
+            history = verified.messages[:cut]
             events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
-            chunks = signed_chunks(events, cid, scope, self.trust, self.envelope_ttl, request_id_of(request))
+            chunks = signed_chunks(
+                events, cid, scope, self.trust, self.envelope_ttl, request_id_of(request), verified=verified
+            )
             return StreamingResponse(sse(chunks), headers=STREAM_HEADERS)
 
         return await self.handle(request, action)

@@ -31,7 +31,18 @@ from threadline.messages import (
     UserPromptPart,
 )
 
-__all__ = ['MAX_DEPTH', 'HTTPProblem', 'conversation_id', 'field', 'json_body', 'new_turn', 'paused_calls', 'query_int']
+__all__ = [
+    'MAX_DEPTH',
+    'HTTPProblem',
+    'body_bytes',
+    'check_depth',
+    'conversation_id',
+    'field',
+    'json_body',
+    'new_turn',
+    'paused_calls',
+    'query_int',
+]
 
 T = TypeVar('T')
 MAX_DEPTH = 64
@@ -41,6 +52,11 @@ MAX_ID = 512
 
 async def json_body(request: Request, limit: int) -> object:
     """The request's JSON body, read at most `limit` bytes far (see the module docstring)."""
+    return parse_json(await body_bytes(request, limit))
+
+
+async def body_bytes(request: Request, limit: int) -> bytes:
+    """The request's body as bytes: JSON by its content type, at most `limit` bytes."""
     kind = request.headers.get('content-type', '').split(';', 1)[0].strip().lower()
     if kind != 'application/json':
         raise HTTPProblem(415, 'send the body as application/json')
@@ -54,7 +70,7 @@ async def json_body(request: Request, limit: int) -> object:
         if size > limit:
             raise HTTPProblem(413, f'the body is over {limit} bytes')
         chunks.append(chunk)
-    return parse_json(b''.join(chunks))
+    return b''.join(chunks)
 
 
 def parse_json(raw: bytes) -> object:
@@ -65,9 +81,14 @@ def parse_json(raw: bytes) -> object:
         raise HTTPProblem(400, 'the body is not JSON (or holds a lone surrogate)') from None
     except RecursionError:
         raise HTTPProblem(400, f'the body nests deeper than {MAX_DEPTH} levels') from None
+    check_depth(value)
+    return value
+
+
+def check_depth(value: object) -> None:
+    """A 400 when `value` (decoded JSON) nests deeper than `MAX_DEPTH`."""
     if _depth(value) > MAX_DEPTH:
         raise HTTPProblem(400, f'the body nests deeper than {MAX_DEPTH} levels')
-    return value
 
 
 def _depth(value: object) -> int:

@@ -120,6 +120,12 @@ def history_digest(messages: Sequence[ModelMessage]) -> str:
     return extend_chain_messages(GENESIS, messages)
 
 
+def _digest_from(verified: Envelope | None, messages: Sequence[ModelMessage]) -> str:
+    if verified is None or verified.count > len(messages):
+        return history_digest(messages)
+    return extend_chain_messages(verified.digest, messages[verified.count :])
+
+
 def _mac(secret: bytes, fields: Sequence[str]) -> str:
     return mac_hex(secret, text_bytes('\x1f'.join(fields)))
 
@@ -149,10 +155,16 @@ def sign_history(
     client_calls: Sequence[str] = (),
     expires_in: timedelta | None = None,
     now: datetime | None = None,
+    verified: Envelope | None = None,
 ) -> Envelope:
     """Sign `messages` for `conversation_id` in `scope` with the keyring's active key.
     `client_calls` are the tool call ids the client is asked to run (their results may come back);
-    `expires_in`: how long the envelope is accepted (None: as long as its key is)."""
+    `expires_in`: how long the envelope is accepted (None: as long as its key is).
+
+    `verified`: an envelope `verify_history` accepted for the first `verified.count` of these
+    very messages. The digest then continues from its digest (the chain extends) instead of
+    encoding those messages again. The caller vouches that they are unchanged since: pass it
+    only when they are the verified messages themselves (the server compares them first)."""
     if not conversation_id or not scope:
         raise UserError('sign_history needs a conversation_id and a scope')
     messages = own_messages(messages)  # pydantic-ai's too: the same wire form, the same digest
@@ -165,7 +177,7 @@ def sign_history(
         conversation_id=conversation_id,
         scope=scope,
         count=len(messages),
-        digest=history_digest(messages),
+        digest=_digest_from(verified, messages),
         client_calls=tuple(client_calls),
         signature='',
     )

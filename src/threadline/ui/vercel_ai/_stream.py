@@ -17,6 +17,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
+
 from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
@@ -158,8 +160,12 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+_encoder = msgspec.json.Encoder()
+
+
 async def sse(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
-    """The chunks as server-sent events, ending with `[DONE]`."""
+    """The chunks as server-sent events, ending with `[DONE]`. Encoded by msgspec, so a chunk
+    may carry finished JSON as `msgspec.Raw` (the stateless history), written as it is."""
     async for chunk in chunks:
-        yield f'data: {json.dumps(chunk, separators=(",", ":"))}\n\n'
+        yield f'data: {_encoder.encode(chunk).decode()}\n\n'
     yield 'data: [DONE]\n\n'
