@@ -17,7 +17,10 @@
 (c) loading a 10,000- and 20,000-message conversation vs harness `continue_run`, and the load's peak
     memory against a `validate_json` of the same history (at 100,000 messages too).
 (e) `store.save(result)` of one more turn after 10, 1,000 and 10,000 turns each stored by its own
-    `save(result)` (GC on, median of 21): a write must not grow with the conversation (issue 15 §3).
+    `save(result)` (GC on, median of 21): a write must not grow with the conversation (issue 15 §3);
+    then a user's turn as it happens: load the conversation, run one step over it, save the run,
+    each size after the same preceding work, with each phase's median; the save's excess over
+    the warm back-to-back save is the cold-cache cost a turn pays after an O(n) load.
 (d) `store.search` over 1,000 conversations of 1,000 messages on SQLite: p50/p95 of 100 single
     terms and 50 two-term queries (vocabulary ranks 100..10,000), store-wide and per conversation,
     plus the ten most frequent words, scoped to one conversation while the store grows from 50k to 1M
@@ -321,6 +324,46 @@ def part_e(wl: Any, directory: Path) -> None:
     for turns in sizes:
         median = statistics.median(samples[turns])
         print(f'  {turns:>6} turns: {median * 1e3:7.3f} ms   ratio to 10 turns {median / base:.2f}')
+    _user_flow(stores, sizes, {turns: statistics.median(samples[turns]) for turns in sizes}, seal, directory)
+
+
+def _user_flow(
+    stores: dict[int, SQLiteStore], sizes: tuple[int, ...], warm: dict[int, float], seal: Any, directory: Path
+) -> None:
+    """Load, run one step, save: each phase timed, sizes in rotating order (same preceding work)."""
+    from threadline import Agent
+    from threadline.messages import ModelResponse, RequestUsage, TextPart
+    from threadline.models.function import FunctionModel
+
+    def answer(messages: list[Any], info: Any) -> ModelResponse:
+        return ModelResponse([TextPart('ok')], usage=RequestUsage(input_tokens=1, output_tokens=1))
+
+    agent = Agent(FunctionModel(answer))
+    reopened = {turns: SQLiteStore(directory / f'e-{turns}.db', seal=seal) for turns in sizes}
+    phases: dict[int, dict[str, list[float]]] = {turns: {'load': [], 'run': [], 'save': []} for turns in sizes}
+    counts: dict[int, int] = {}
+    for k in range(21):
+        for turns in sizes[k % 3 :] + sizes[: k % 3]:
+            store = reopened[turns].sync
+            start = time.perf_counter()
+            loaded = store.load('c', scope='s')
+            loaded_at = time.perf_counter()
+            counts[turns] = len(loaded.messages)
+            result = agent.run_sync('one more', message_history=loaded.messages, conversation_id='c')
+            ran_at = time.perf_counter()
+            store.save(result, scope='s')
+            saved_at = time.perf_counter()
+            for name, value in (('load', loaded_at - start), ('run', ran_at - loaded_at), ('save', saved_at - ran_at)):
+                phases[turns][name].append(value)
+    for store in reopened.values():
+        store.close()
+    print("  a user's turn: load, run one step, save (medians; the save against the warm save above)")
+    for turns in sizes:
+        load, run, save = (statistics.median(phases[turns][name]) for name in ('load', 'run', 'save'))
+        print(
+            f'  {turns:>6} turns ({counts[turns]:>6} messages): load {load * 1e3:8.2f} ms   run {run * 1e3:6.2f} ms   '
+            f'save {save * 1e3:6.3f} ms   cold-cache cost {(save - warm[turns]) * 1e3:+6.3f} ms'
+        )
 
 
 def main() -> None:

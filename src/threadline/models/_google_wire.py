@@ -4,9 +4,10 @@ sends it.
 `GoogleModel.request_body` writes a request in google-genai's dict form (snake_case, bytes as
 bytes). `generate_content` would validate that into pydantic models and convert it back to the
 API's JSON, which costs about 2 s over 10,000 messages. `wire_request` makes the same JSON
-directly: keys to camelCase (the API's JSON mapping reads camelCase and snake_case names alike;
-the SDK itself sends a mix), bytes to URL-safe base64, and the config split as the API wants it
-(`systemInstruction`, `tools`, `toolConfig` at the top; the rest under `generationConfig`).
+directly, spelled as the SDK spells it: the fields of a request, content, part, config and tool
+in camelCase, the objects inside them as written (the API's JSON mapping reads both spellings),
+bytes as URL-safe base64, and the config split as the API wants it (`systemInstruction`, `tools`,
+`toolConfig` at the top; the rest under `generationConfig`).
 `tests/models/providers/test_google_wire.py` checks it field for field against the SDK's own
 conversion over random histories.
 
@@ -25,33 +26,39 @@ from threadline.exceptions import UserError
 
 __all__ = ['post', 'wire_request']
 
-_TOP_LEVEL = {'system_instruction': 'systemInstruction', 'tools': 'tools', 'tool_config': 'toolConfig'}
-# Values the API takes as the application wrote them (arguments, results, JSON schemas).
-_VERBATIM = frozenset({'args', 'response', 'parameters_json_schema', 'response_json_schema'})
-
-
 def wire_request(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The path and JSON of the `generateContent` request for `body` (`request_body`'s form)."""
     model = body['model']
     path = f'{model if model.startswith(("models/", "tunedModels/")) else "models/" + model}:generateContent'
-    wire: dict[str, Any] = {'contents': [_camel(content) for content in body['contents']]}
-    generation: dict[str, Any] = {}
-    for key, value in (body.get('config') or {}).items():
-        if key in _TOP_LEVEL:
-            wire[_TOP_LEVEL[key]] = _camel(value)
-        else:
-            generation[_camel_key(key)] = value if key in _VERBATIM else _camel(value)
-    wire['generationConfig'] = generation
+    wire: dict[str, Any] = {'contents': [_content(content) for content in body['contents']]}
+    config = dict(body.get('config') or {})
+    if 'system_instruction' in config:
+        wire['systemInstruction'] = _content(config.pop('system_instruction'))
+    if 'tools' in config:
+        wire['tools'] = [_renamed(tool) for tool in config.pop('tools')]
+    if 'tool_config' in config:
+        wire['toolConfig'] = _renamed(config.pop('tool_config'))
+    wire['generationConfig'] = _renamed(config)
     return path, wire
 
 
-def _camel(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_camel_key(k): (v if k in _VERBATIM else _camel(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_camel(v) for v in value]
+# The SDK renames the fields of the objects it has converters for (a request, a content, a part,
+# a config, a tool) and passes the objects inside them through as written (snake_case): so do we.
+def _content(content: dict[str, Any]) -> dict[str, Any]:
+    return {key: [_renamed(part) for part in value] if key == 'parts' else value for key, value in content.items()}
+
+
+def _renamed(value: dict[str, Any]) -> dict[str, Any]:
+    return {_camel_key(key): _as_written(item) for key, item in value.items()}
+
+
+def _as_written(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.urlsafe_b64encode(value).decode('ascii')
+    if isinstance(value, dict):
+        return {key: _as_written(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_written(item) for item in value]
     return value
 
 
