@@ -24,6 +24,11 @@ def workload() -> Any:
     return module
 
 
+def print_load_average() -> None:
+    """The machine's load average, printed first: figures from a busy host are not comparable."""
+    print('load average ' + ' '.join(f'{x:.2f}' for x in os.getloadavg()))
+
+
 def best_of(fn: Callable[[], Any], *, repeat: int = 7, min_time: float = 0.2) -> float:
     """Best wall time of one call of `fn`, in seconds (GC paused while timing)."""
     calls = 1

@@ -21,14 +21,13 @@ the request itself, so there the difference is only in our mapping and parsing.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import workload
+from _common import print_load_average, workload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.models.providers.server import ProviderServer, fixture
@@ -120,7 +119,7 @@ async def main() -> None:
     parser.add_argument('--providers', default='openai,openai-responses,anthropic,google')
     parser.add_argument('--sizes', default=','.join(map(str, SIZES)))
     args = parser.parse_args()
-    print(f'load average {" ".join(f"{x:.2f}" for x in os.getloadavg())}')
+    print_load_average()
     wl = workload()
     print(f'one request over an N-message history, median of {REPEAT} interleaved runs, GC on (ms)')
     print(f'{"provider":>17} {"N":>7} {"threadline":>11} {"pydantic-ai":>12} {"ratio":>7}')

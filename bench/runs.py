@@ -9,7 +9,9 @@ neither side estimates tokens.
 (a) per model request in a 50-step tool loop, with an async tool and with a sync tool (which both
     sides run in a worker thread), and with the tools in a toolset of 20 and a structured output
     through the output tool;
-(b) a one-step run whose message_history is 1k and 10k messages of the shared workload;
+(b) a one-step run whose message_history is 1k and 10k messages of the shared workload: the same
+    history objects every run, and a history loaded afresh from JSON before every run (as from a
+    store; the load itself is not counted, the previous history is dropped before it);
 Both sides are timed interleaved, run by run, with GC on; figures are medians.
 (c) `import threadline` vs `import pydantic_ai` in a fresh interpreter;
 (d) streaming 1,000 text chunks from `FunctionModel(stream_function=...)`: time to the first delta
@@ -27,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import workload
+from _common import print_load_average, workload
 
 STEPS = 50
 INSTRUMENT = '--instrument' in sys.argv
@@ -203,6 +205,24 @@ def long_history_run(side: Side, raw: list[dict[str, Any]]) -> tuple[Callable[[]
     return run, inside
 
 
+def fresh_history_run(side: Side, raw: list[dict[str, Any]]) -> tuple[Callable[[], Any], list[float]]:
+    """A run over a history decoded from JSON just before it (new objects each run); the decode
+    is counted as time outside the framework."""
+    import json
+
+    inside = [0.0]
+    agent = one_step_agent(side, inside)
+    data = json.dumps(raw).encode()
+
+    async def run() -> Any:
+        start = time.perf_counter()
+        history = side.ta.validate_json(data)
+        inside[0] += time.perf_counter() - start
+        return await agent.run('one more question', message_history=history)
+
+    return run, inside
+
+
 CHUNKS = 1000
 
 
@@ -256,6 +276,39 @@ def bench_streaming(runs: dict[str, Callable[[], Any]]) -> list[tuple[float, flo
     return [(statistics.median(s[0] for s in samples[n]), statistics.median(s[1] for s in samples[n])) for n in names]
 
 
+def loop_over_history_run(side: Side, raw: list[dict[str, Any]]) -> tuple[Callable[[], Any], list[float]]:
+    """A 50-step tool loop continuing a history of `raw` (per-request time is what grows, if anything)."""
+    m = side.m
+    inside = [0.0]
+    steps = [0]
+
+    async def respond(messages: list[Any], info: Any) -> Any:
+        start = time.perf_counter()
+        steps[0] += 1
+        if steps[0] < STEPS:
+            parts = [m.ToolCallPart('step', {'n': steps[0]}, f'loop_{steps[0]}')]
+        else:
+            parts = [m.TextPart('done')]
+        response = m.ModelResponse(parts=parts, usage=side.usage())
+        inside[0] += time.perf_counter() - start
+        return response
+
+    agent = side.Agent(side.FunctionModel(respond), capabilities=side.capabilities())
+
+    @agent.tool_plain
+    async def step(n: int) -> int:
+        return n + 1
+
+    history = side.ta.validate_python(raw)
+    limits = side.UsageLimits(request_limit=None)
+
+    async def run() -> Any:
+        steps[0] = 0
+        return await agent.run('go', message_history=history, usage_limits=limits)
+
+    return run, inside
+
+
 def import_time(module: str) -> float:
     code = f'import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)'
     samples = [float(subprocess.check_output([sys.executable, '-c', code], text=True)) for _ in range(5)]
@@ -263,6 +316,7 @@ def import_time(module: str) -> float:
 
 
 def main() -> None:
+    print_load_average()
     wl = workload()
     ours, theirs = Side('threadline'), Side('pydantic-ai')
     print(f'(a) framework time per model request, {STEPS}-step tool loop (medians of 15, interleaved, GC on)')
@@ -279,6 +333,18 @@ def main() -> None:
         f'    {"toolset of 20 + output tool":>10}: threadline {a_ours * 1e3:8.3f} ms   pydantic-ai {a_theirs * 1e3:8.3f} ms'
         f'   ratio {a_theirs / a_ours:5.1f}x'
     )
+    loops = {}
+    for size in (10, 10_000):
+        raw = wl.history(size)
+        loops[size] = interleaved(
+            {'ours': loop_over_history_run(ours, raw), 'theirs': loop_over_history_run(theirs, raw)}, 5
+        )
+    for size, t in loops.items():
+        print(
+            f'    over a {size:>6}-message history: threadline {t["ours"] / STEPS * 1e3:6.3f} ms per request   '
+            f'pydantic-ai {t["theirs"] / STEPS * 1e3:7.3f} ms   ratio {t["theirs"] / t["ours"]:5.1f}x'
+        )
+    print(f'    per request at 10,000 messages vs 10: threadline {loops[10_000]["ours"] / loops[10]["ours"]:.2f}x')
     print('(b) framework time of a one-step run over a long message_history (interleaved, GC on)')
     for size in (1000, 10_000):
         raw = wl.history(size)
@@ -288,6 +354,13 @@ def main() -> None:
         print(
             f'    {size:>6} msgs: threadline {t["ours"] * 1e3:8.2f} ms   pydantic-ai {t["theirs"] * 1e3:8.2f} ms'
             f'   ratio {t["theirs"] / t["ours"]:5.1f}x'
+        )
+        t = interleaved(
+            {'ours': fresh_history_run(ours, raw), 'theirs': fresh_history_run(theirs, raw)}, 9 if size <= 1000 else 5
+        )
+        print(
+            f'    {size:>6} msgs, loaded afresh each run: threadline {t["ours"] * 1e3:8.2f} ms   pydantic-ai '
+            f'{t["theirs"] * 1e3:8.2f} ms   ratio {t["theirs"] / t["ours"]:5.1f}x'
         )
     print(f'(d) streaming {CHUNKS} chunks')
     (f_ours, c_ours), (f_theirs, c_theirs) = bench_streaming(

@@ -32,12 +32,13 @@ from typing import Any
 
 import msgspec
 import orjson
-from _common import best_of, medians, ms, workload
+from _common import best_of, medians, ms, print_load_average, workload
 
 from threadline import ModelMessagesTypeAdapter as ThreadlineTA
 
 
 def main() -> None:
+    print_load_average()
     parser = argparse.ArgumentParser()
     parser.add_argument('--sizes', default='1000,10000,100000')
     parser.add_argument('--best-case', action='store_true', help='minimum of 7 with GC off (flattering)')

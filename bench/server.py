@@ -369,6 +369,9 @@ async def continued(repeat: int) -> None:
 
 
 def main() -> None:
+    from _common import print_load_average
+
+    print_load_average()
     parser = argparse.ArgumentParser()
     parser.add_argument('--clients', type=int, default=50)
     parser.add_argument('--turns', type=int, default=20)

@@ -44,7 +44,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from _common import workload
+from _common import print_load_average, workload
 from _search_bench import fresh_schema, part_d
 from _step_bench import (
     COMMIT_FRAMES,
@@ -367,6 +367,7 @@ def _user_flow(
 
 
 def main() -> None:
+    print_load_average()
     parser = argparse.ArgumentParser()
     parser.add_argument('--parts', default='a,b,c,d,e')
     parser.add_argument(
