@@ -26,6 +26,7 @@ from threadline.exceptions import UserError
 
 __all__ = ['post', 'wire_request']
 
+
 def wire_request(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The path and JSON of the `generateContent` request for `body` (`request_body`'s form)."""
     model = body['model']
