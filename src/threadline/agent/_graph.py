@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from threadline.agent._capability import ModelRequestContext
+from threadline.agent._history_start import clean_history_at_start, refresh_dynamic_system_prompts
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._end import End, FinalResult
 from threadline.agent.output._output import DeferredToolResults
@@ -36,12 +37,10 @@ from threadline.messages import (
     ModelResponse,
     RetryFeedbackPart,
     RetryInfo,
-    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
-    repair_report,
 )
 from threadline.models import Model, ModelProfile, StreamedResponse, ToolDefinition
 from threadline.models.budget import price_of
@@ -69,55 +68,6 @@ def _last_response_index(history: list[ModelMessage]) -> int | None:
     return None
 
 
-def _clean_history_at_start(state: RunState) -> None:
-    """Repair the given history once, in place of the run's copy (so stored history may show merged
-    messages). The last response's calls are left alone (the live frontier) unless the history is
-    evidently interrupted: a trailing request marked interrupted, or a last response marked
-    interrupted (a cancelled stream), whose calls are then closed as interrupted and never
-    executed, with or without a new prompt (document 001; the reference executes them)."""
-    history = state.history
-    if not history:
-        return
-    last = history[-1]
-    interrupted = (isinstance(last, ModelRequest) and last.state == 'interrupted') or (
-        isinstance(last, ModelResponse)
-        and last.state == 'interrupted'
-        and any(isinstance(p, ToolCallPart) for p in last.parts)
-    )
-    if not state.prepared.needs_repair(history, repair_last_response=interrupted):
-        # Rendered now too, and kept by the agent as it is here: the next run over this history,
-        # or over its continuation, starts from a copy and prepares only what is new.
-        state.prepared.render(state.model.profile)
-        state.agent._last_prepared = state.prepared.copy()
-        return
-    repaired, events = repair_report(history, repair_last_response=interrupted)
-    if events:
-        history[:] = repaired
-        state.repair_events.extend(events)
-        state.ctx.repair_events.extend(events)
-
-
-async def _refresh_dynamic_system_prompts(state: RunState) -> None:
-    """A system prompt part written by a `dynamic=True` function is rendered again on every run
-    over the history (its text may depend on deps or time). The message holding it is replaced by
-    a copy, so the caller's history is left as it was."""
-    if not state.dynamic_system_prompts or not state.history:
-        return
-    for index, message in enumerate(state.history):
-        if not isinstance(message, ModelRequest):
-            continue
-        parts = list(message.parts)
-        changed = False
-        for j, part in enumerate(parts):
-            ref = getattr(part, 'dynamic_ref', None)
-            if isinstance(part, SystemPromptPart) and ref in state.dynamic_system_prompts:
-                text = await state.render(state.dynamic_system_prompts[ref])
-                if text is not None and text != part.content:
-                    parts[j], changed = replace(part, content=text), True
-        if changed:
-            state.history[index] = replace(message, parts=parts)
-
-
 @dataclass
 class UserPromptNode:
     """Turns the prompt and the given history into the first request (or resumes the history)."""
@@ -125,8 +75,8 @@ class UserPromptNode:
     user_prompt: Any = None  # what the caller passed (a str, or any sequence of user content), kept as given
 
     async def run(self, state: RunState) -> ModelRequestNode | CallToolsNode | End[FinalResult[Any]]:
-        _clean_history_at_start(state)
-        await _refresh_dynamic_system_prompts(state)
+        clean_history_at_start(state)
+        await refresh_dynamic_system_prompts(state)
         history = state.history
         state.new_message_index = len(history)
         if state.deferred_results is not None:
