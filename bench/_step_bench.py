@@ -197,6 +197,7 @@ def ours_step_overheads(wl: Any, directory: Path, latency: float) -> dict[int, f
     for k in range(REPEAT):
         for bench in benches:
             bench.round(k)
+        FLOORS.append(disk_floor(directory))  # interleaved: the disk's speed drifts as the code's does
     return {bench.size: bench.finish() for bench in benches}
 
 
@@ -284,6 +285,8 @@ STEP_COMMITS: dict[int, tuple[float, float]] = {}
 """Write transactions, and those of them synced to disk, per StepPersistence turn, by size."""
 STEP_HELD: dict[int, tuple[float, float]] = {}
 """20 ms model: the longest store operation run in the event loop per turn, median and worst, by size."""
+FLOORS: list[float] = []
+"""`disk_floor`, measured after each round of `ours_step_overheads`."""
 STEP_HOPS: dict[int, float] = {}
 """20 ms model: StepPersistence per turn with every store operation in a worker thread, by size."""
 

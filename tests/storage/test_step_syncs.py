@@ -51,7 +51,7 @@ def calling(*names: str) -> FunctionModel:
 
 
 @pytest.mark.parametrize('calls', [1, 3])
-def test_a_tool_calling_turn_syncs_three_times_whatever_the_number_of_calls(tmp_path: Path, calls: int) -> None:
+def test_a_tool_calling_turn_syncs_twice_whatever_the_number_of_calls(tmp_path: Path, calls: int) -> None:
     store = SQLiteStore(tmp_path / 'steps.db')
     agent = Agent(calling(*['refund'] * calls), capabilities=[StepPersistence(store, scope='acme')])
 
@@ -61,17 +61,15 @@ def test_a_tool_calling_turn_syncs_three_times_whatever_the_number_of_calls(tmp_
 
     commits = Commits(store)
     result = agent.run_sync('refund my orders')
-    # the prompt (synced behind the model request), the started rows (one group commit for all
-    # calls), the step's results (not synced), the end of the run
-    assert commits.syncs == 3 and commits.log == [True, True, False, True]
+    # the prompt (behind the model request, not synced), the started rows (one group commit for
+    # all calls), the step's results (not synced), the end of the run
+    assert commits.syncs == 2 and commits.log == [False, True, False, True]
     effects = store.sync.tool_effects(result.run_id, scope='acme')
     assert [e.status for e in effects] == ['completed'] * calls
     assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
 
 
-def test_a_turn_without_tools_syncs_its_prompt_and_its_answer(
-    tmp_path: Path,
-) -> None:
+def test_a_turn_without_tools_syncs_once_when_it_ends(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / 'steps.db')
     commits = Commits(store)
 
@@ -80,7 +78,7 @@ def test_a_turn_without_tools_syncs_its_prompt_and_its_answer(
 
     agent = Agent(FunctionModel(model), capabilities=[StepPersistence(store, scope='acme')])
     result = agent.run_sync('hi')
-    assert commits.log == [True, True]
+    assert commits.log == [False, True]  # the prompt is made durable by the answer's sync
     assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
 
 
@@ -257,9 +255,9 @@ def _threads_of(store: SQLiteStore, name: str) -> list[str]:
     return seen
 
 
-def test_what_a_run_waits_for_runs_in_the_event_loop_and_what_goes_behind_runs_in_threads(tmp_path: Path) -> None:
-    """The run start's read and the two synced writes the run waits for skip the thread hop when
-    the database is free; the writes that go behind a model request overlap it from a thread."""
+def test_a_free_database_is_read_and_written_in_the_event_loop(tmp_path: Path) -> None:
+    """The run start's read, the two synced writes the run waits for and the unsynced writes that
+    go behind a model request all skip the thread hop when the database is free."""
     store = SQLiteStore(tmp_path / 'steps.db')
     agent = Agent(calling('refund'), capabilities=[StepPersistence(store, scope='acme')])
 
@@ -272,12 +270,43 @@ def test_what_a_run_waits_for_runs_in_the_event_loop_and_what_goes_behind_runs_i
     assert reads == ['loop']
     # the prompt (behind the first request), the started row, the tool's result (behind the
     # second request), the end of the run
-    assert writes == ['thread', 'loop', 'thread', 'loop']
+    assert writes == ['loop', 'loop', 'loop', 'loop']
     assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
     assert [e.status for e in store.sync.tool_effects(result.run_id, scope='acme')] == ['completed']
     # the connection is left as it was configured
     assert store.dialect.connection.execute('PRAGMA busy_timeout').fetchone()[0] == 30_000
     assert store.dialect.connection.execute('PRAGMA wal_autocheckpoint').fetchone()[0] == 1000
+
+
+def test_the_wal_stays_short_when_every_write_is_made_in_the_event_loop(tmp_path: Path) -> None:
+    """No checkpoint runs inside the event loop, and here almost no write goes to a thread, where a
+    commit would checkpoint: the store checkpoints behind the writes, so the WAL does not grow
+    with the conversation (SQLite's own bound is 1000 pages)."""
+    import sqlite3
+
+    path = tmp_path / 'steps.db'
+    store = SQLiteStore(path)
+    agent = Agent(calling('refund'), capabilities=[StepPersistence(store, scope='acme')])
+
+    @agent.tool_plain
+    def refund(order: str) -> str:
+        return f'refunded {order}'
+
+    writes = _threads_of(store, 'step_write')
+    history = None
+    for turn in range(50):
+        history = agent.run_sync(f'refund order {turn}', message_history=history, conversation_id='c').all_messages()
+    # the model calls the tool on the first turn only; a write goes to a thread only while a
+    # checkpoint holds the connection
+    assert len(writes) == 4 + 49 * 2 and writes.count('loop') > 80
+    other = sqlite3.connect(path)  # while the store is open (the last connection to close checkpoints)
+    _, frames, _ = other.execute('PRAGMA wal_checkpoint(PASSIVE)').fetchone()
+    assert frames < 1000  # a hundred writes of a dozen pages or more each were made
+    other.close()
+    store.close()
+    reopened = SQLiteStore(path)
+    assert reopened.sync.load('c', scope='acme').messages == history
+    assert reopened.sync.verify('c', scope='acme').ok
 
 
 async def test_a_database_another_process_is_writing_is_waited_for_in_a_thread_not_in_the_event_loop(
@@ -320,7 +349,7 @@ async def test_a_database_another_process_is_writing_is_waited_for_in_a_thread_n
     result = await run
     assert ticks >= 10
     # the started row: tried in the loop, refused at once by the busy lock, then waited for in a thread
-    assert writes == ['thread', 'loop', 'thread', 'thread', 'loop']
+    assert writes == ['loop', 'loop', 'thread', 'loop', 'loop']
     stored = store.sync.load(result.conversation_id, scope='acme').messages
     assert stored == result.all_messages() and len(stored) == 4
     assert [e.status for e in store.sync.tool_effects(result.run_id, scope='acme')] == ['completed']

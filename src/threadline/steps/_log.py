@@ -6,12 +6,15 @@ each takes the run's lock, so parallel tool calls share the revision they expect
 fails leaves everything it carried pending again, so the next write (or the failure record)
 carries it; nothing is dropped and nothing is written twice.
 
-A write can also go *behind*: prepared now, committed in a worker thread while the run goes on,
-and awaited by the next write before it starts. Only a write that need not be on disk before
+A write can also go *behind*: prepared now, committed while the run goes on (once the event
+loop has started the model request it goes behind), and awaited by the next write before it
+starts. Only a write that need not be on disk before
 anything happens outside the process may go behind: the one before the first model request, and
 the tool results before the next one (no tool runs until the next write, which waits). Its error
-surfaces at the next write. A write the run waits for may run in the event loop instead of a
-thread (`AsyncStore._in_loop_or_thread`).
+surfaces at the next write. A write the run waits for, and one that goes behind without waiting
+for the disk, runs in the event loop instead of a thread when the store can start it at once
+(`AsyncStore._in_loop_or_thread`): a thread hop costs more than such a write, and a model that
+answers at once would wait for the hop.
 """
 
 from __future__ import annotations
@@ -181,13 +184,17 @@ class RunLog:
         return write, undo
 
     async def _commit(self, write: StepWrite, undo: _Undo, *, waited: bool) -> None:
-        """Commit `write`: in a worker thread, or, when the run waits for it and it is bounded by
-        one step (no rewritten history), in the event loop if the store can start it at once."""
+        """Commit `write`: in the event loop if the store can start it at once and it is bounded
+        by one step (no rewritten history) and either the run waits for it or it does not wait
+        for the disk; else in a worker thread. (A synced write that goes behind stays in a
+        thread: the loop is never held for a sync the run is not waiting for.)"""
         try:
             io = DURABLE_IO.get()
             if io is not None:  # a durable run: the write is one of the engine's steps
                 revision = await io('step_write', partial(write_once, self.store.sync), write)
-            elif waited and write.history is None:
+            elif write.history is None and (waited or not write.durable):
+                if not waited:
+                    await asyncio.sleep(0)  # let the model request it goes behind start first
                 revision = await self.store._in_loop_or_thread(self.store.sync.step_write, write)
             else:
                 revision = await self.store.step_write(write)

@@ -126,7 +126,9 @@ class AsyncStore(Generic[B]):
 
         A hop costs two thread wake-ups; on a VM whose CPUs idle while a model answers, one
         measured 0.35 ms median (0.6 ms p90), against 0.1 ms for a short SQLite read. Rules:
-        1. Only for a caller that awaits the result at once (the run waits either way).
+        1. Only for a caller that awaits the result at once (the run waits either way), or for
+           a write that goes behind a model request without waiting for the disk, once that
+           request is under way (the loop has nothing else to do while the model answers).
         2. Only for an operation bounded by one step: a step write without a rewritten history,
            a run start's read; never a load, a search or a rewrite, which grow with the history.
         3. Only when the backend can start without waiting (`_uncontended`): for SQLite, no other

@@ -32,6 +32,10 @@ __all__ = ['SQLiteDialect', 'SQLiteStore']
 
 _AUTOCHECKPOINT = 1000
 """WAL pages after which a commit made in a thread checkpoints (SQLite's default)."""
+_LOOP_WRITES = 24
+"""Writes committed in the event loop (where no checkpoint runs) after which a checkpoint is made
+in a thread of its own: a step write adds a few dozen WAL pages, so the WAL stays near
+`_AUTOCHECKPOINT` pages however long every write fits in the loop."""
 
 
 class SQLiteStore(AsyncStore[SQLStore]):
@@ -88,6 +92,9 @@ class SQLiteDialect:
         self._busy_ms = int(busy_timeout * 1000)
         self._at_once = False
         """Inside `uncontended`: a lock held by another process fails at once (`WouldWait`)."""
+        self._loop_writes = 0
+        """Writes committed inside `uncontended` since the last checkpoint made for them."""
+        self._checkpointer: threading.Thread | None = None
         self.location = None if self.path == ':memory:' else 'sqlite:' + str(Path(self.path).resolve())
         self.writable = not read_only
         self._lock = threading.RLock()
@@ -112,6 +119,8 @@ class SQLiteDialect:
         return self.path
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.join()
         with self._lock:
             self.connection.close()
         with self._search_lock:
@@ -163,6 +172,9 @@ class SQLiteDialect:
            `WouldWait` before it has done anything, and is run again in a worker thread.
         2. No WAL checkpoint runs (`wal_autocheckpoint=0`): a checkpoint copies up to a thousand
            pages and syncs the database file; the next write made in a thread does it instead.
+           After `_LOOP_WRITES` writes committed here, a passive checkpoint runs in a thread of
+           its own, on a connection of its own (`_checkpoint_behind`), so the WAL stays bounded
+           when every write fits here.
         """
         if not self._lock.acquire(blocking=False):
             yield False
@@ -186,6 +198,41 @@ class SQLiteDialect:
                 self.connection.execute(f'PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT}')
         finally:
             self._lock.release()
+
+    def _count_loop_write(self) -> None:
+        """After a commit (the lock held): count it if it was made in the event loop, and start
+        a checkpoint behind every `_LOOP_WRITES` of those (none is running: one at a time)."""
+        if not self._at_once:
+            self._loop_writes = 0  # a commit in a thread checkpoints by itself when the WAL is long
+            return
+        self._loop_writes += 1
+        if (
+            self._loop_writes < _LOOP_WRITES
+            or self.path == ':memory:'
+            or (self._checkpointer and self._checkpointer.is_alive())
+        ):
+            return
+        self._loop_writes = 0
+        self._checkpointer = threading.Thread(target=self._checkpoint_behind, name='threadline-checkpoint', daemon=True)
+        self._checkpointer.start()
+
+    def _checkpoint_behind(self) -> None:
+        """Two passive checkpoints, which copy WAL pages into the database and sync it without
+        blocking readers or writers: the first on a connection of its own, while our writes go
+        on; the second, short, holding our connection, so it copies what came meanwhile and the
+        next write can start the WAL afresh (SQLite restarts a WAL only once all of it is in the
+        database). A failure is left to the next write made in a thread, which checkpoints by
+        itself when the WAL is long."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000)
+            try:
+                conn.execute('PRAGMA wal_checkpoint(PASSIVE)')
+            finally:
+                conn.close()
+            with self._lock:
+                self.connection.execute('PRAGMA wal_checkpoint(PASSIVE)')
+        except sqlite3.Error:
+            pass
 
     def _failure(self, exc: sqlite3.Error, what: str) -> Exception:
         """The error to raise for `exc`: `WouldWait` for a busy database inside `uncontended`."""
@@ -213,6 +260,7 @@ class SQLiteDialect:
                 except sqlite3.Error as exc:
                     self.connection.execute('ROLLBACK')
                     raise self._failure(exc, 'the commit failed; nothing was written') from None
+                self._count_loop_write()
 
     @contextmanager
     def read(self) -> Iterator[Any]:
