@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
-from threadline.agent.tools._tool import Tool, ToolArgsError, _clean_schema, takes_run_context, validate_with
+from threadline.agent.tools._schema import drop_property_titles
+from threadline.agent.tools._tool import Tool, ToolArgsError, takes_run_context, validate_with
 from threadline.exceptions import UserError
 from threadline.messages import ToolCallPart
 from threadline.models import OutputObjectDefinition, ToolDefinition
@@ -133,12 +134,12 @@ class _Output:
             schema = adapter.json_schema()
         self.adapter = adapter
         doc = inspect.getdoc(target) if isinstance(target, type) and target.__doc__ and not self.wrapped else None
-        cleaned = _clean_schema(schema)
+        cleaned = drop_property_titles(schema)
         # As the reference offers it: the type's own title stays (it names the output) and property
         # titles go; a docstring describes the tool (after a given description), not its arguments.
         self.schema = {
-            key: cleaned.get(key, value)
-            for key, value in schema.items()
+            key: value
+            for key, value in cleaned.items()
             if not (key == 'title' and self.wrapped) and not (key == 'description' and doc)
         }
         self.full_schema = self.schema

@@ -14,6 +14,7 @@ from typing import Any, Generic
 
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent.tools._docstrings import DocstringStyle, parse_docstring
+from threadline.agent.tools._schema import SingleArgument, drop_property_titles, is_model_like
 from threadline.exceptions import ModelRetry, ToolArgsError, UserError
 from threadline.models import ToolDefinition
 
@@ -57,23 +58,6 @@ def takes_run_context(function: Callable[..., object]) -> bool:
         ) from None
     hint = hints.get(params[0].name)
     return hint is RunContext or typing.get_origin(hint) is RunContext
-
-
-def _clean_schema(schema: Any) -> Any:
-    """Drop pydantic's `title` keywords (not property names called `title`)."""
-    if isinstance(schema, dict):
-        out = {}
-        for key, value in schema.items():
-            if key == 'title' and isinstance(value, str):
-                continue
-            if key in ('properties', '$defs', 'definitions') and isinstance(value, dict):
-                out[key] = {name: _clean_schema(sub) for name, sub in value.items()}
-            else:
-                out[key] = _clean_schema(value)
-        return out
-    if isinstance(schema, list):
-        return [_clean_schema(item) for item in schema]
-    return schema
 
 
 class Tool(Generic[AgentDepsT]):
@@ -128,6 +112,7 @@ class Tool(Generic[AgentDepsT]):
         self.description = description if description is not None else doc_description
         self._is_async = inspect.iscoroutinefunction(function)
         self._validator: Any = None
+        self._single: SingleArgument | None = None
         self._param_names: list[str] = []
         self._tool_def: ToolDefinition | None = None
 
@@ -155,6 +140,10 @@ class Tool(Generic[AgentDepsT]):
             hints = typing.get_type_hints(self.function, include_extras=True)
         except NameError as exc:
             raise UserError(f'Unable to resolve the type annotations of tool {self.name!r}: {exc}') from None
+        single = self._single_argument(params, hints)
+        if single is not None:
+            self._build_single(single, hints)
+            return
         fields: dict[str, Any] = {}
         for param in params:
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -167,7 +156,31 @@ class Tool(Generic[AgentDepsT]):
         config = pydantic.ConfigDict(extra='forbid', arbitrary_types_allowed=True)
         model = pydantic.create_model(f'{self.name}_args', __config__=config, **fields)
         self._validator = model
-        schema = _clean_schema(model.model_json_schema())
+        schema = drop_property_titles(model.model_json_schema())
+        schema.pop('title', None)  # the arguments model's name is ours, not the application's
+        self._define(schema, hints)
+
+    def _single_argument(self, params: list[inspect.Parameter], hints: dict[str, Any]) -> SingleArgument | None:
+        """The lone model-like parameter, if the function has one (see `_schema`, rule 2)."""
+        if len(params) != 1 or params[0].kind in (params[0].VAR_POSITIONAL, params[0].VAR_KEYWORD):
+            return None
+        param = params[0]
+        annotation = hints.get(param.name, Any)
+        if not is_model_like(annotation):
+            return None
+        if param.default is param.empty:
+            return SingleArgument(param.name, annotation)
+        return SingleArgument(param.name, annotation, param.default)
+
+    def _build_single(self, single: SingleArgument, hints: dict[str, Any]) -> None:
+        self._single = single
+        self._param_names.append(single.name)
+        schema = dict(single.schema)
+        if self.description is None:  # the type's docstring describes the tool
+            self.description = schema.pop('description', None)
+        self._define(schema, hints)
+
+    def _define(self, schema: dict[str, Any], hints: dict[str, Any]) -> None:
         self._tool_def = ToolDefinition(
             self.name,
             schema,
@@ -189,14 +202,19 @@ class Tool(Generic[AgentDepsT]):
         annotation = hints.get('return')
         if annotation is None or annotation is type(None) or annotation is Any:
             return None
-        schema = pydantic.TypeAdapter(annotation).json_schema()
-        cleaned = _clean_schema(schema)
-        return {key: cleaned.get(key, value) for key, value in schema.items()}
+        return drop_property_titles(pydantic.TypeAdapter(annotation).json_schema())  # type: ignore[no-any-return]
 
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
         """The arguments as keyword arguments for the function; raises `ToolArgsError`."""
-        if self._validator is None:
+        if self._validator is None and self._single is None:
             self._build()
+        if self._single is not None:
+            import pydantic
+
+            try:
+                return self._single.validate(args)
+            except pydantic.ValidationError as exc:
+                raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
         validated = validate_with(self._validator.__pydantic_validator__, args)
         return {name: getattr(validated, name) for name in self._param_names}
 
