@@ -13,28 +13,7 @@ import pydantic
 import pytest
 from typing_extensions import TypedDict
 
-
-def library(name: str) -> SimpleNamespace:
-    """The names a script imports, from pydantic-ai (`'ref'`) or Threadline (`'ours'`)."""
-    if name == 'ref':
-        from pydantic_ai import Agent, RunContext
-        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
-        from pydantic_ai.models.function import FunctionModel
-        from pydantic_ai.models.test import TestModel
-    else:
-        from threadline import Agent, RunContext
-        from threadline.messages import ModelResponse, TextPart, ToolCallPart
-        from threadline.models.function import FunctionModel
-        from threadline.models.test import TestModel
-    return SimpleNamespace(
-        Agent=Agent,
-        RunContext=RunContext,
-        ModelResponse=ModelResponse,
-        TextPart=TextPart,
-        ToolCallPart=ToolCallPart,
-        FunctionModel=FunctionModel,
-        TestModel=TestModel,
-    )
+from tests.compat._libs import library
 
 
 class Inner(pydantic.BaseModel):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -119,9 +120,13 @@ class _Output:
         self.function: Tool[Any] | None = None
         self.wrapped = False
         self.doc: str | None = None
+        self.single_field: str | None = None
+        """For a function that takes one value (besides a `RunContext`): its parameter's name.
+        Output hooks see that value, not `{name: value}`, as in the reference."""
         if _is_function(target):
             self.function = Tool(target, name=tool_name, description=description)
             self.schema = self.function.tool_def.parameters_json_schema
+            self.single_field = self.function.single_field_name
             self.full_schema = self.schema
             self.description = description if description is not None else self.function.description
             return
@@ -157,14 +162,16 @@ class _Output:
         (raises `ToolArgsError`)."""
 
         if self.function is not None:
-            return self.function.validate_args(args)
+            arguments = self.function.validate_args(args)
+            return arguments[self.single_field] if self.single_field is not None else arguments
         value = validate_with(self.adapter, args)
         return value.response if self.wrapped else value
 
     async def process(self, ctx: RunContext[Any], value: Any) -> Any:
         """The output from a validated value: the output function's result, or the value."""
         if self.function is not None:
-            return await self.function.call(ctx, value)
+            arguments = {self.single_field: value} if self.single_field is not None else value
+            return await self.function.call(ctx, arguments)
         return value
 
 
@@ -286,10 +293,11 @@ class OutputSpec:
         if not self._tools:
             self._build_tools()
         output = self._tools[call.tool_name]
-        if not chain.has_output_hooks():
-            return await output.process(ctx, output.validate(call.args))
-        context = self.context(output, call, self._tool_defs[call.tool_name])
-        return await _lifecycles(ctx, chain, context, call.args, output.validate, output.process)
+        with _validation_is_a_retry():
+            if not chain.has_output_hooks():
+                return await output.process(ctx, output.validate(call.args))
+            context = self.context(output, call, self._tool_defs[call.tool_name])
+            return await _lifecycles(ctx, chain, context, call.args, output.validate, output.process)
 
     # -- JSON text (native / prompted) ------------------------------------------------------------
     def _build_json(self, marker: Any) -> None:
@@ -345,12 +353,13 @@ class OutputSpec:
                 return await chosen[-1].process(ctx, value)
             return await self._text_function(ctx, value)
 
-        if not chain.has_output_hooks():
-            return await process(ctx, validate(text))
-        only = self._json[0] if len(self._json) == 1 else None
-        if self.mode not in ('native', 'prompted'):  # plain text is not validated, only processed
-            return await chain.output_lifecycle(ctx, 'process', self.context(only), text, partial(process, ctx))
-        return await _lifecycles(ctx, chain, self.context(only), text, validate, process)
+        with _validation_is_a_retry():
+            if not chain.has_output_hooks():
+                return await process(ctx, validate(text))
+            only = self._json[0] if len(self._json) == 1 else None
+            if self.mode not in ('native', 'prompted'):  # plain text is not validated, only processed
+                return await chain.output_lifecycle(ctx, 'process', self.context(only), text, partial(process, ctx))
+            return await _lifecycles(ctx, chain, self.context(only), text, validate, process)
 
     async def _text_function(self, ctx: RunContext[Any], text: str) -> Any:
         if self.text_function is None:
@@ -408,3 +417,15 @@ async def _lifecycles(
 
     validated = await chain.output_lifecycle(ctx, 'validate', context, raw, validating)
     return await chain.output_lifecycle(ctx, 'process', context, validated, processing)
+
+
+@contextlib.contextmanager
+def _validation_is_a_retry() -> Iterator[None]:
+    """A `pydantic.ValidationError` raised while an output is validated or processed (by an output
+    hook or an output function) asks the model again, as the output's own validation does."""
+    import pydantic
+
+    try:
+        yield
+    except pydantic.ValidationError as exc:
+        raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]

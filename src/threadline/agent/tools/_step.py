@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -47,10 +48,17 @@ Slots = list['ModelRequestPart | None']
 """Each call's result part, in the order of the calls (None until it has one, or for none)."""
 
 
-async def validate_output(state: RunState, output: Any) -> Any:
+async def validate_output(state: RunState, output: Any, ctx: RunContext[Any] | None = None) -> Any:
+    """`output` through the agent's output validators. Their context describes the output as the
+    reference's does: `retry` is the output's retry count and `max_retries` the agent's output
+    budget; for an output tool, `tool_name` and `tool_call_id` are the call's (`ctx`)."""
+    if not state.output_validators:
+        return output
+    if ctx is None:
+        ctx = replace(state.ctx, retry=state.output_retries, max_retries=state.max_retries)
     for validator in state.output_validators:
         takes_ctx = len(inspect.signature(validator).parameters) >= 2
-        result = validator(state.ctx, output) if takes_ctx else validator(output)
+        result = validator(ctx, output) if takes_ctx else validator(output)
         if inspect.isawaitable(result):
             result = await result
         output = result
@@ -250,7 +258,8 @@ class ToolStep:
             approved=False,
         )
         try:
-            value = await validate_output(self.state, await output.from_call(ctx, self.state.capabilities, call))
+            value = await output.from_call(ctx, self.state.capabilities, call)
+            value = await validate_output(self.state, value, replace(ctx, max_retries=self.state.max_retries))
         except ToolArgsError as exc:
             return self._retry(call, exc.errors, 'validation_error', limit)
         except ModelRetry as retry:

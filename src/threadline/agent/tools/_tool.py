@@ -204,6 +204,16 @@ class Tool(Generic[AgentDepsT]):
             return None
         return drop_property_titles(pydantic.TypeAdapter(annotation).json_schema())  # type: ignore[no-any-return]
 
+    @property
+    def single_field_name(self) -> str | None:
+        """The parameter's name when the function takes exactly one value (a lone model-like
+        parameter, or one plain parameter); else None."""
+        if self._tool_def is None and self._validator is None and self._single is None:
+            self._build()
+        if self._single is not None:
+            return self._single.name
+        return self._param_names[0] if len(self._param_names) == 1 else None
+
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
         """The arguments as keyword arguments for the function; raises `ToolArgsError`."""
         if self._validator is None and self._single is None:

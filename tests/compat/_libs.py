@@ -1,0 +1,64 @@
+"""The names a differential script imports, from pydantic-ai 2.62 or from Threadline, so one script
+body runs on either library."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+def library(name: str) -> SimpleNamespace:
+    """`'ref'`: pydantic-ai's names; `'ours'`: Threadline's, imported as a porting user would."""
+    if name == 'ref':
+        from pydantic_ai import (
+            Agent,
+            ModelRetry,
+            NativeOutput,
+            PromptedOutput,
+            RunContext,
+            ToolOutput,
+        )
+        from pydantic_ai.capabilities import AbstractCapability
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.models.function import FunctionModel
+        from pydantic_ai.models.test import TestModel
+    else:
+        from threadline import (
+            Agent,
+            ModelRetry,
+            NativeOutput,
+            PromptedOutput,
+            RunContext,
+            ToolOutput,
+        )
+        from threadline.capabilities import AbstractCapability
+        from threadline.messages import ModelResponse, TextPart, ToolCallPart
+        from threadline.models.function import FunctionModel
+        from threadline.models.test import TestModel
+    return SimpleNamespace(
+        AbstractCapability=AbstractCapability,
+        Agent=Agent,
+        FunctionModel=FunctionModel,
+        ModelResponse=ModelResponse,
+        ModelRetry=ModelRetry,
+        NativeOutput=NativeOutput,
+        PromptedOutput=PromptedOutput,
+        RunContext=RunContext,
+        TestModel=TestModel,
+        TextPart=TextPart,
+        ToolCallPart=ToolCallPart,
+        ToolOutput=ToolOutput,
+    )
+
+
+def parts_of(messages: list[object], *kinds: str) -> list[list[object]]:
+    """Each part of `kinds` as `[kind, tool name, args or the content's first 90 characters]`."""
+    return [
+        [
+            p.part_kind,  # type: ignore[attr-defined]
+            getattr(p, 'tool_name', None),
+            p.args if p.part_kind == 'tool-call' else str(getattr(p, 'content', ''))[:90],  # type: ignore[attr-defined]
+        ]
+        for m in messages
+        for p in m.parts  # type: ignore[attr-defined]
+        if p.part_kind in kinds
+    ]
