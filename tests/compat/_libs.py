@@ -19,7 +19,7 @@ def library(name: str) -> SimpleNamespace:
         )
         from pydantic_ai.capabilities import AbstractCapability
         from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
-        from pydantic_ai.models.function import FunctionModel
+        from pydantic_ai.models.function import DeltaToolCall, FunctionModel
         from pydantic_ai.models.test import TestModel
     else:
         from threadline import (
@@ -32,10 +32,11 @@ def library(name: str) -> SimpleNamespace:
         )
         from threadline.capabilities import AbstractCapability
         from threadline.messages import ModelResponse, TextPart, ToolCallPart
-        from threadline.models.function import FunctionModel
+        from threadline.models.function import DeltaToolCall, FunctionModel
         from threadline.models.test import TestModel
     return SimpleNamespace(
         AbstractCapability=AbstractCapability,
+        DeltaToolCall=DeltaToolCall,
         Agent=Agent,
         FunctionModel=FunctionModel,
         ModelResponse=ModelResponse,

@@ -407,6 +407,8 @@ class CallToolsNode:
 
     model_response: ModelResponse
     deferred: DeferredToolResults | None = None
+    streamed_text: bool = False
+    """`run_stream` handed this response over as the final one on its text (see `ToolStep`)."""
 
     async def run(self, state: RunState) -> ModelRequestNode | End[FinalResult[Any]]:
         response = self.model_response
@@ -416,19 +418,25 @@ class CallToolsNode:
             calls = _unanswered_calls(state.history, index)
         if not calls:
             return await self._handle_text(state, response)
-        outcome = await ToolStep(state, calls, self.deferred).run()
+        text = ''.join(p.content for p in response.parts if isinstance(p, TextPart))
+        outcome = await ToolStep(state, calls, self.deferred, text=text, streamed_text=self.streamed_text).run()
         return outcome if isinstance(outcome, End) else await _queue_request(state, outcome)
 
     async def _handle_text(self, state: RunState, response: ModelResponse) -> ModelRequestNode | End[FinalResult[Any]]:
         texts = [p.content for p in response.parts if isinstance(p, TextPart)]
-        if texts and state.output.allow_text:
+        if texts and state.output.accepts_text:
             text = ''.join(texts)
             try:
                 output = await validate_output(state, await state.output.from_text(state.ctx, state.capabilities, text))
             except ModelRetry as retry:
                 return await _retry_feedback(state, retry.message, cause='model_retry')
             except ToolArgsError as invalid:
-                return await _retry_feedback(state, invalid.errors, cause='validation_error')
+                # pydantic's own `loc` tuples, as the reference keeps them for a text answer (a
+                # tool call's errors carry lists); both are JSON arrays on the wire.
+                errors = [
+                    {**e, 'loc': tuple(e['loc'])} if isinstance(e.get('loc'), list) else e for e in invalid.errors
+                ]
+                return await _retry_feedback(state, errors, cause='validation_error')
             return End(FinalResult(output))
         message = 'Please return text.' if state.output.allow_text else 'Please include your response in a tool call.'
         return await _retry_feedback(state, message, cause='no_output')

@@ -241,11 +241,11 @@ class RunState:
         return value if value is None else str(value)
 
     async def instructions(self) -> str | None:
-        """The running agent's instructions for this step, joined by blank lines; None if empty."""
+        """The running agent's instructions for this step, joined by blank lines; None if empty.
+        What a request stores: `PromptedOutput`'s schema prompt is not among them (it is the
+        output's, added to what the model is sent: `request_parameters`), as in the reference."""
         texts = [await self._render(source) for source in self.instruction_sources]
         texts.extend(self.capabilities.instructions())
-        if self.output.template:
-            texts.append(self.output.template)
         joined = '\n\n'.join(t for t in texts if t).strip()
         return joined or None
 
@@ -269,7 +269,7 @@ class RunState:
             allow_text_output=self.output.allow_text,
             output_mode=self.output.mode,
             output_object=self.output.output_object,
-            instructions=await self.instructions(),
+            instructions='\n\n'.join(t for t in (await self.instructions(), self.output.template) if t) or None,
         )
 
     def warn_skipped(self, kinds: set[str]) -> None:

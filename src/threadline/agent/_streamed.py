@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from threadline.agent._graph import End, ModelRequestNode
+from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
 from threadline.exceptions import RunCancelled, UserError
@@ -64,6 +64,8 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._iterator = iterator
         self._buffered = buffered
         self._consumed = False
+        self._on_text = False
+        """Handed over on its text: that text is the run's output even beside tool calls."""
         self.is_complete = node is None
 
     # -- history and ids ------------------------------------------------------------------------
@@ -175,6 +177,8 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._node = None
         await self._cm.__aexit__(None, None, None)
         run = self._run
+        if self._on_text and isinstance(node.result, CallToolsNode):
+            node.result.streamed_text = True
         current = await run.advance(node, node.result)
         while not isinstance(current, End):
             current = await run.next(current)
@@ -234,7 +238,9 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
             if isinstance(event, PartStartEvent):
                 part = event.part
                 if isinstance(part, TextPart) and state.output.allow_text and not saw_call:
-                    return StreamedRunResult(agent_run, node, cm, streamed, iterator, buffered)
+                    result = StreamedRunResult(agent_run, node, cm, streamed, iterator, buffered)
+                    result._on_text = True
+                    return result
                 if isinstance(part, ToolCallPart):
                     if part.tool_name in output_tools:
                         return StreamedRunResult(agent_run, node, cm, streamed, iterator, buffered)

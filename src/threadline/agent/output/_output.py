@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import re
 import types
 import typing
 from collections.abc import Awaitable, Callable, Iterator
@@ -13,9 +14,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import typing_extensions
 
 from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
-from threadline.agent.tools._schema import drop_property_titles
+from threadline.agent.tools._schema import drop_property_titles, is_model_like
 from threadline.agent.tools._tool import Tool, ToolArgsError, takes_run_context, validate_with
 from threadline.exceptions import UserError
 from threadline.messages import ToolCallPart
@@ -100,6 +102,29 @@ def _members(output_type: Any) -> list[Any]:
     return [output_type]
 
 
+def _unannotated(annotation: Any) -> Any:
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = annotation.__origin__
+    return annotation
+
+
+def _response_of(annotation: Any) -> Any:
+    """A TypedDict `{"response": annotation}`: how a type that is not an object is asked for."""
+    return typing_extensions.TypedDict('final_result', {'response': annotation})  # type: ignore[operator]
+
+
+_FENCED = re.compile(r'```(?:\w+)?\r?\n(\{.*?\})\s*(?:\r?\n?```|\Z)', flags=re.DOTALL)
+
+
+def _without_fences(text: str) -> str:
+    """A JSON object a model wrapped in a Markdown code fence, unfenced (text that starts with `{`
+    is taken as it is)."""
+    if text.startswith('{'):
+        return text
+    match = _FENCED.search(text)
+    return match.group(1) if match else text
+
+
 def _is_function(target: Any) -> bool:
     return callable(target) and not isinstance(target, type) and typing.get_origin(target) is None
 
@@ -131,12 +156,15 @@ class _Output:
             self.description = description if description is not None else self.function.description
             return
 
-        adapter = pydantic.TypeAdapter(target)
-        schema = adapter.json_schema()
-        if schema.get('type') != 'object' or 'properties' not in schema:  # not model-like (a dict, a list...)
-            self.wrapped = True
-            adapter = pydantic.TypeAdapter(pydantic.create_model('final_result', response=(target, ...)))
+        if is_model_like(_unannotated(target)):
+            adapter = pydantic.TypeAdapter(target)
             schema = adapter.json_schema()
+        else:  # a list, a dict, a primitive...: the model fills in {"response": ...}
+            self.wrapped = True
+            schema = pydantic.TypeAdapter(_response_of(target)).json_schema()
+            # As the reference takes it: the value, or a JSON string of it (some models send one).
+            lenient: Any = typing.Union[target, pydantic.Json[target]]  # type: ignore[misc]  # noqa: UP007
+            adapter = pydantic.TypeAdapter(_response_of(lenient))
         self.adapter = adapter
         doc = inspect.getdoc(target) if isinstance(target, type) and target.__doc__ and not self.wrapped else None
         cleaned = drop_property_titles(schema)
@@ -164,8 +192,8 @@ class _Output:
         if self.function is not None:
             arguments = self.function.validate_args(args)
             return arguments[self.single_field] if self.single_field is not None else arguments
-        value = validate_with(self.adapter, args)
-        return value.response if self.wrapped else value
+        value = validate_with(self.adapter, _without_fences(args) if isinstance(args, str) else args)
+        return value['response'] if self.wrapped else value
 
     async def process(self, ctx: RunContext[Any], value: Any) -> Any:
         """The output from a validated value: the output function's result, or the value."""
@@ -234,14 +262,31 @@ class OutputSpec:
         self._tool_defs: dict[str, ToolDefinition] = {}
         self._json: list[_Output] = []
         self._structured = structured
+        self.auto = False
+        """Only plain types and functions (no `ToolOutput`, no text): the reference's 'auto' mode,
+        output tools that also take the output as JSON text."""
         if modes:
             self._build_json(modes[0])
         elif structured:
             self.mode = 'tool'
+            self.auto = not self.allow_text and not any(isinstance(m, ToolOutput) for m in structured)
+            if self.auto:
+                self._json = [_Output(m, _label(m), None, None, None) for m in structured]
         if not self.allow_text and self.mode == 'text':
             raise UserError('output_type must include `str` or a structured type, not only DeferredToolRequests')
         if self.mode in ('native', 'prompted'):
             self.allow_text = True
+
+    @property
+    def accepts_text(self) -> bool:
+        """Whether a text answer can be the output (as text, or as JSON of a structured one)."""
+        return self.allow_text or self.auto
+
+    @property
+    def structured_text(self) -> bool:
+        """Whether a text answer is validated against a schema (native, prompted, auto): such
+        text, when valid, is a deliberate final result even beside function tool calls."""
+        return self.mode in ('native', 'prompted') or self.auto
 
     # -- output tools ---------------------------------------------------------------------------
     @property
@@ -341,8 +386,10 @@ class OutputSpec:
         capabilities' output hooks."""
         chosen: list[_Output] = []
 
+        as_json = self.mode in ('native', 'prompted') or self.auto
+
         def validate(raw: Any) -> Any:
-            if self.mode not in ('native', 'prompted'):
+            if not as_json:
                 return raw
             output, value = self._json_member(raw)
             chosen.append(output)
@@ -357,7 +404,7 @@ class OutputSpec:
             if not chain.has_output_hooks():
                 return await process(ctx, validate(text))
             only = self._json[0] if len(self._json) == 1 else None
-            if self.mode not in ('native', 'prompted'):  # plain text is not validated, only processed
+            if not as_json:  # plain text is not validated, only processed
                 return await chain.output_lifecycle(ctx, 'process', self.context(only), text, partial(process, ctx))
             return await _lifecycles(ctx, chain, self.context(only), text, validate, process)
 

@@ -72,8 +72,21 @@ class ToolStep:
     output tool produced the final result or calls wait on approval or external execution.
     """
 
-    def __init__(self, state: RunState, calls: list[ToolCallPart], deferred: DeferredToolResults | None) -> None:
+    def __init__(
+        self,
+        state: RunState,
+        calls: list[ToolCallPart],
+        deferred: DeferredToolResults | None,
+        *,
+        text: str = '',
+        streamed_text: bool = False,
+    ) -> None:
         self.state = state
+        self.text = text
+        """The response's text beside its calls: under `'early'`, valid structured text is the output."""
+        self.streamed_text = streamed_text
+        """The response was streamed as the final one on its text (`run_stream`): the text is the
+        output whatever the strategy, and only `'early'` leaves the calls unexecuted."""
         self.calls = calls
         self.deferred = deferred
         self.final: FinalResult[Any] | None = None
@@ -122,16 +135,19 @@ class ToolStep:
             else:
                 slots[index] = self._retry(call, self._unknown_tool_message(call), 'model_retry', None)
             seen.add(call.tool_call_id)
-        if state.end_strategy == 'early':
+        early = state.end_strategy == 'early'
+        text_final = (early or self.streamed_text) and not outputs and await self._text_is_final(functions)
+        if text_final and early:
+            for index in functions:
+                slots[index] = _not_executed(self.calls[index])
+        elif text_final:
+            await self._run_functions(functions, slots)
+        elif early:
             for index in outputs:
                 slots[index] = await self._output_call(self.calls[index])
             if self.final is not None:
                 for index in functions:
-                    slots[index] = ToolReturnPart(
-                        self.calls[index].tool_name,
-                        'Tool not executed - a final result was already processed.',
-                        self.calls[index].tool_call_id,
-                    )
+                    slots[index] = _not_executed(self.calls[index])
             else:
                 await self._run_functions(functions, slots)
             # As the reference records it: the output tools' results first.
@@ -146,6 +162,25 @@ class ToolStep:
         if (self.pending_approvals or self.pending_calls) and state.capabilities.has('handle_deferred_tool_calls'):
             await self._handle_deferred(slots)
         return await self._next(self._assemble(slots))
+
+    async def _text_is_final(self, functions: list[int]) -> bool:
+        """Under `'early'`: whether the response's text, validated against the output's schema
+        (native, prompted, auto; plain text only when it was streamed as the final response, as
+        it may be a preamble otherwise), is the final result.
+        Only beside plain function tools: an approval or an external call still surfaces. Text
+        that fails validation is not retried: running the tools is the correction."""
+        state = self.state
+        if not (self.text and (state.output.structured_text or (self.streamed_text and state.output.allow_text))):
+            return False
+        if any(self.callable[self.calls[i].tool_name].tool_def.kind != 'function' for i in functions):
+            return False
+        try:
+            value = await state.output.from_text(state.ctx, state.capabilities, self.text)
+            value = await validate_output(state, value)
+        except (ToolArgsError, ModelRetry):
+            return False
+        self.final = FinalResult(value)
+        return True
 
     async def _run_functions(self, functions: list[int], slots: Slots) -> None:
         """Run the function tools at `functions` concurrently, their results into `slots`."""
@@ -447,3 +482,9 @@ def _external_result(call: ToolCallPart, value: Any) -> ToolReturnPart:
             call.tool_name, value.message, call.tool_call_id, outcome='retried', retry=RetryInfo('model_retry')
         )
     return ToolReturnPart(call.tool_name, value, call.tool_call_id)
+
+
+def _not_executed(call: ToolCallPart) -> ToolReturnPart:
+    return ToolReturnPart(
+        call.tool_name, 'Tool not executed - a final result was already processed.', call.tool_call_id
+    )
