@@ -11,6 +11,7 @@ def library(name: str) -> SimpleNamespace:
     if name == 'ref':
         from pydantic_ai import (
             Agent,
+            DeferredToolRequests,
             ModelRetry,
             NativeOutput,
             PromptedOutput,
@@ -24,6 +25,7 @@ def library(name: str) -> SimpleNamespace:
     else:
         from threadline import (
             Agent,
+            DeferredToolRequests,
             ModelRetry,
             NativeOutput,
             PromptedOutput,
@@ -38,6 +40,7 @@ def library(name: str) -> SimpleNamespace:
         AbstractCapability=AbstractCapability,
         DeltaToolCall=DeltaToolCall,
         Agent=Agent,
+        DeferredToolRequests=DeferredToolRequests,
         FunctionModel=FunctionModel,
         ModelResponse=ModelResponse,
         ModelRetry=ModelRetry,

@@ -60,6 +60,9 @@ class ToolDefinition:
     """A provider-defined tool to send instead of the function definition, by provider name (e.g.
     Anthropic's `memory` tool, see `threadline.models.anthropic.MemoryTool`); the run still
     executes the calls."""
+    outer_typed_dict_key: str | None = None
+    """For an output tool whose output is not an object: the key its value is asked for under
+    (`'response'`), as pydantic-ai's definition names it."""
 
 
 @dataclass

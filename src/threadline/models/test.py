@@ -5,7 +5,8 @@ On each request:
    the `call_tools` subset) once, with arguments generated from the tool's JSON schema;
 2. else, if the last request retried some tool calls, it calls those tools again;
 3. else it answers: `custom_output_text`, or (for text output) the JSON of every tool result in
-   the history keyed by tool name, or a call to the output tool with `custom_output_args` or
+   the history keyed by tool name, or a call to the output tool with `custom_output_args` (the
+   output's value: wrapped in `{"response": ...}` when the output is not an object) or
    generated arguments.
 Generated arguments depend only on the schema and `seed`: strings are `'a'` (seed 0), `'b'`, ...;
 integers `seed`; floats `float(seed)`; booleans `seed % 2 == 1`; only required properties.
@@ -125,8 +126,20 @@ class TestModel(Model):
                 seen[tool.name] = seen.get(tool.name, 0) + 1
                 suffix = '' if seen[tool.name] == 1 else f'__{seen[tool.name]}'
                 call_id = f'pyd_ai_tool_call_id__{tool.name}{suffix}'
-            calls.append(ToolCallPart(tool.name, generate_args(tool.parameters_json_schema, self.seed), call_id))
+            args = self._output_args(tool) if tool.kind == 'output' else None
+            calls.append(
+                ToolCallPart(tool.name, args or generate_args(tool.parameters_json_schema, self.seed), call_id)
+            )
         return calls
+
+    def _output_args(self, tool: ToolDefinition) -> Any:
+        """`custom_output_args` for output tool `tool` (None when not set): the output's value,
+        wrapped in `{"response": ...}` when the output is not an object."""
+        args = self.custom_output_args
+        if args is None:
+            return None
+        args = args if isinstance(args, dict) else msgspec.to_builtins(args)
+        return {tool.outer_typed_dict_key: args} if tool.outer_typed_dict_key else args
 
     def _output(self, messages: Sequence[ModelMessage], params: ModelRequestParameters) -> Any:
         if self.custom_output_text is not None:
@@ -142,11 +155,9 @@ class TestModel(Model):
             text = _json_text(results) if results else 'success (no tool calls)'
             return TextPart(text)
         tool = params.output_tools[0]
-        args = self.custom_output_args
+        args = self._output_args(tool)
         if args is None:
             args = generate_args(tool.parameters_json_schema, self.seed)
-        elif not isinstance(args, dict):
-            args = msgspec.to_builtins(args)
         return ToolCallPart(tool.name, args, f'pyd_ai_tool_call_id__{tool.name}')
 
     def _response(self, parts: list[Any]) -> ModelResponse:

@@ -18,7 +18,7 @@ import typing_extensions
 
 from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
 from threadline.agent.tools._schema import drop_property_titles, is_model_like
-from threadline.agent.tools._tool import Tool, ToolArgsError, takes_run_context, validate_with
+from threadline.agent.tools._tool import Tool, ToolArgsError, takes_run_context
 from threadline.exceptions import UserError
 from threadline.messages import ToolCallPart
 from threadline.models import OutputObjectDefinition, ToolDefinition
@@ -113,6 +113,7 @@ def _response_of(annotation: Any) -> Any:
     return typing_extensions.TypedDict('final_result', {'response': annotation})  # type: ignore[operator]
 
 
+_NOT_IN_TOOL_NAMES = re.compile(r'[^a-zA-Z0-9_-]')
 _FENCED = re.compile(r'```(?:\w+)?\r?\n(\{.*?\})\s*(?:\r?\n?```|\Z)', flags=re.DOTALL)
 
 
@@ -179,20 +180,36 @@ class _Output:
         self.description = '. '.join(text for text in (description, doc) if text) or None
         self.doc = doc
 
+    @property
+    def object_def(self) -> OutputObjectDefinition:
+        """The output as an object definition (what output hooks are told in tool mode)."""
+        name = self.schema.get('title') or _label(self.target)
+        return OutputObjectDefinition(self.schema, name=name, description=self.description, strict=self.strict)
+
     def tool_def(self, multiple: bool) -> ToolDefinition:
         text = self.description or 'The final response which ends this conversation'
         if multiple and self.description is None:
             text = f'{_label(self.target)}: {text}'
-        return ToolDefinition(self.name, self.schema, text, kind='output', strict=self.strict)
+        return ToolDefinition(
+            self.name,
+            self.schema,
+            text,
+            kind='output',
+            strict=self.strict,
+            outer_typed_dict_key='response' if self.wrapped else None,
+        )
 
     def validate(self, args: Any) -> Any:
         """The model's arguments validated: the type's value, or the function's keyword arguments
-        (raises `ToolArgsError`)."""
+        (raises pydantic's `ValidationError`, which `OutputSpec` turns into a retry)."""
 
         if self.function is not None:
-            arguments = self.function.validate_args(args)
+            arguments = self.function.validate_args_or_raise(args)
             return arguments[self.single_field] if self.single_field is not None else arguments
-        value = validate_with(self.adapter, _without_fences(args) if isinstance(args, str) else args)
+        if isinstance(args, str):
+            value = self.adapter.validate_json(_without_fences(args) or '{}')
+        else:
+            value = self.adapter.validate_python(args or {})
         return value['response'] if self.wrapped else value
 
     async def process(self, ctx: RunContext[Any], value: Any) -> Any:
@@ -253,8 +270,14 @@ class OutputSpec:
             if m not in (str, DeferredToolRequests, None, type(None))
             and not isinstance(m, (TextOutput, NativeOutput, PromptedOutput))
         ]
-        if modes and len(members) > 1:
+        if modes and len([m for m in members if m is not DeferredToolRequests]) > 1:
             raise UserError(f'`{type(modes[0]).__name__}` must be the only output type.')
+        if modes and DeferredToolRequests in _members(modes[0].outputs):
+            kind = type(modes[0]).__name__
+            raise UserError(
+                f'`{kind}` cannot contain `DeferredToolRequests`. Include it alongside the marker instead: '
+                f'`output_type=[{kind}(...), DeferredToolRequests]`'
+            )
         self.mode = 'text'
         self.output_object: OutputObjectDefinition | None = None
         self.template: str | None = None
@@ -302,11 +325,14 @@ class OutputSpec:
         multiple = len(self._structured) > 1
         for member in self._structured:
             spec = member if isinstance(member, ToolOutput) else ToolOutput(member)
-            name = spec.name or (f'final_result_{_label(spec.output)}' if multiple else OUTPUT_TOOL_NAME)
-            if name in self._tools:
-                raise UserError(
-                    f'two output tools would be called {name!r}: give one a name with ToolOutput(..., name=)'
-                )
+            # As the reference names them: a generic's brackets go, and a name taken gets _2, _3...
+            base = spec.name or (
+                f'final_result_{_NOT_IN_TOOL_NAMES.sub("", _label(spec.output))}' if multiple else OUTPUT_TOOL_NAME
+            )
+            name, number = base, 1
+            while name in self._tools:
+                number += 1
+                name = f'{base}_{number}'
             self._tools[name] = _Output(spec.output, name, spec.description, spec.strict, spec.max_retries)
         # Built once: every request offers the same definitions.
         self._tool_defs = {name: o.tool_def(len(self._tools) > 1) for name, o in self._tools.items()}
@@ -323,7 +349,7 @@ class OutputSpec:
         return OutputContext(
             mode=self.mode,
             output_type=target if isinstance(target, type) else None,
-            object_def=self.output_object,
+            object_def=self.output_object or (output.object_def if output is not None else None),
             has_function=function or self.text_function is not None,
             function_name=_label(target) if function else None,
             tool_call=call,

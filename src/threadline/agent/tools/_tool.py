@@ -216,16 +216,24 @@ class Tool(Generic[AgentDepsT]):
 
     def validate_args(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
         """The arguments as keyword arguments for the function; raises `ToolArgsError`."""
+        import pydantic
+
+        try:
+            return self.validate_args_or_raise(args)
+        except pydantic.ValidationError as exc:
+            raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
+
+    def validate_args_or_raise(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
+        """`validate_args`, raising pydantic's `ValidationError` itself (an output hook's handler
+        raises it, as the reference's does)."""
         if self._validator is None and self._single is None:
             self._build()
         if self._single is not None:
-            import pydantic
-
-            try:
-                return self._single.validate(args)
-            except pydantic.ValidationError as exc:
-                raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
-        validated = validate_with(self._validator.__pydantic_validator__, args)
+            return self._single.validate(args)
+        validator = self._validator.__pydantic_validator__
+        validated = (
+            validator.validate_json(args or '{}') if isinstance(args, str) else validator.validate_python(args or {})
+        )
         return {name: getattr(validated, name) for name in self._param_names}
 
     async def check_args(self, ctx: RunContext[Any], args: dict[str, Any]) -> None:
