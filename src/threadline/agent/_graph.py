@@ -409,6 +409,8 @@ class CallToolsNode:
     deferred: DeferredToolResults | None = None
     streamed_text: bool = False
     """`run_stream` handed this response over as the final one on its text (see `ToolStep`)."""
+    streamed_call: str | None = None
+    """... or on this output call (its id)."""
 
     async def run(self, state: RunState) -> ModelRequestNode | End[FinalResult[Any]]:
         response = self.model_response
@@ -419,7 +421,9 @@ class CallToolsNode:
         if not calls:
             return await self._handle_text(state, response)
         text = ''.join(p.content for p in response.parts if isinstance(p, TextPart))
-        outcome = await ToolStep(state, calls, self.deferred, text=text, streamed_text=self.streamed_text).run()
+        outcome = await ToolStep(
+            state, calls, self.deferred, text=text, streamed_text=self.streamed_text, streamed_call=self.streamed_call
+        ).run()
         return outcome if isinstance(outcome, End) else await _queue_request(state, outcome)
 
     async def _handle_text(self, state: RunState, response: ModelResponse) -> ModelRequestNode | End[FinalResult[Any]]:

@@ -66,6 +66,8 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._consumed = False
         self._on_text = False
         """Handed over on its text: that text is the run's output even beside tool calls."""
+        self._on_call: str | None = None
+        """Handed over on this output call: it decides the run's output (see `ToolStep`)."""
         self.is_complete = node is None
 
     # -- history and ids ------------------------------------------------------------------------
@@ -177,8 +179,8 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._node = None
         await self._cm.__aexit__(None, None, None)
         run = self._run
-        if self._on_text and isinstance(node.result, CallToolsNode):
-            node.result.streamed_text = True
+        if isinstance(node.result, CallToolsNode):
+            node.result.streamed_text, node.result.streamed_call = self._on_text, self._on_call
         current = await run.advance(node, node.result)
         while not isinstance(current, End):
             current = await run.next(current)
@@ -243,7 +245,9 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
                     return result
                 if isinstance(part, ToolCallPart):
                     if part.tool_name in output_tools:
-                        return StreamedRunResult(agent_run, node, cm, streamed, iterator, buffered)
+                        result = StreamedRunResult(agent_run, node, cm, streamed, iterator, buffered)
+                        result._on_call = part.tool_call_id
+                        return result
                     saw_call = True
         await cm.__aexit__(None, None, None)
         node = await agent_run.advance(node, node.result)

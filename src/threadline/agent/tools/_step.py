@@ -80,11 +80,14 @@ class ToolStep:
         *,
         text: str = '',
         streamed_text: bool = False,
+        streamed_call: str | None = None,
     ) -> None:
         self.state = state
         self.text = text
         """The response's text beside its calls: under `'early'`, valid structured text is the output."""
         self.streamed_text = streamed_text
+        self.streamed_call = streamed_call
+        """The id of the output call `run_stream` handed the response over on (it decides)."""
         """The response was streamed as the final one on its text (`run_stream`): the text is the
         output whatever the strategy, and only `'early'` leaves the calls unexecuted."""
         self.calls = calls
@@ -114,7 +117,6 @@ class ToolStep:
 
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
-        output_names = {t.name for t in state.output.output_tools}
         runnable = [c for c in self.calls if c.tool_name in self.callable]
         try:
             state.limits.check_tool_calls(state.ctx.usage, len(runnable))
@@ -122,9 +124,34 @@ class ToolStep:
             state.append(ModelRequest(parts=[], state='interrupted', timestamp=now_utc()))
             raise
         slots: Slots = [None] * len(self.calls)
+        outputs, functions, unknown = self._classify(slots)
+        if self.streamed_call is not None:
+            await self._streamed_output(slots, outputs)
+        if state.end_strategy == 'early':
+            slots = await self._early(slots, outputs, functions, unknown)
+        else:
+            self._unknown(slots, unknown)
+            if self.streamed_text and not outputs:
+                await self._text_is_final(functions)
+            await self._run_functions(functions, slots)
+            for index in outputs:
+                if slots[index] is None:
+                    slots[index] = await self._output_call(self.calls[index])
+            retried = any(_retried(slots[i]) for i in functions)
+            if self.final is not None and retried and self.streamed_call is None and not self.streamed_text:
+                self._defer_final(slots)
+        if (self.pending_approvals or self.pending_calls) and state.capabilities.has('handle_deferred_tool_calls'):
+            await self._handle_deferred(slots)
+        return await self._next(self._assemble(slots))
+
+    def _classify(self, slots: Slots) -> tuple[list[int], list[int], list[int]]:
+        """The positions of the output calls, the function calls and the unknown calls (a repeated
+        call id is answered at once)."""
+        output_names = {t.name for t in self.state.output.output_tools}
         seen: set[str] = set()
         outputs: list[int] = []
         functions: list[int] = []
+        unknown: list[int] = []
         for index, call in enumerate(self.calls):
             if call.tool_call_id in seen:
                 slots[index] = self._duplicate(call)
@@ -133,35 +160,47 @@ class ToolStep:
             elif call.tool_name in self.callable:
                 functions.append(index)
             else:
-                slots[index] = self._retry(call, self._unknown_tool_message(call), 'model_retry', None)
+                unknown.append(index)
             seen.add(call.tool_call_id)
-        early = state.end_strategy == 'early'
-        text_final = (early or self.streamed_text) and not outputs and await self._text_is_final(functions)
-        if text_final and early:
-            for index in functions:
-                slots[index] = _not_executed(self.calls[index])
-        elif text_final:
-            await self._run_functions(functions, slots)
-        elif early:
+        return outputs, functions, unknown
+
+    def _unknown(self, slots: Slots, unknown: list[int]) -> None:
+        for index in unknown:
+            slots[index] = self._retry(
+                self.calls[index], self._unknown_tool_message(self.calls[index]), 'model_retry', None
+            )
+
+    async def _early(self, slots: Slots, outputs: list[int], functions: list[int], unknown: list[int]) -> Slots:
+        """`'early'`: the first valid output (an output call in response order, or structured
+        text) is final, and every other call is answered "not executed", in response order after
+        the output calls' results."""
+        text_final = not outputs and await self._text_is_final(functions)
+        if not text_final:
             for index in outputs:
-                slots[index] = await self._output_call(self.calls[index])
-            if self.final is not None:
-                for index in functions:
-                    slots[index] = _not_executed(self.calls[index])
-            else:
-                await self._run_functions(functions, slots)
-            # As the reference records it: the output tools' results first.
-            order = [*outputs, *(i for i in range(len(slots)) if i not in set(outputs))]
-            slots = [slots[i] for i in order]
+                if slots[index] is None:
+                    slots[index] = await self._output_call(self.calls[index])
+        if self.final is None:
+            self._unknown(slots, unknown)
+            await self._run_functions(functions, slots)
         else:
-            await self._run_functions(functions, slots)
-            for index in outputs:
-                slots[index] = await self._output_call(self.calls[index])
-            if self.final is not None and any(_retried(slots[i]) for i in functions):
-                self._defer_final(slots)
-        if (self.pending_approvals or self.pending_calls) and state.capabilities.has('handle_deferred_tool_calls'):
-            await self._handle_deferred(slots)
-        return await self._next(self._assemble(slots))
+            for index in [*functions, *unknown]:
+                slots[index] = _not_executed(self.calls[index])
+        # As the reference records it: the output tools' results first.
+        order = [*outputs, *(i for i in range(len(slots)) if i not in set(outputs))]
+        return [slots[i] for i in order]
+
+    async def _streamed_output(self, slots: Slots, outputs: list[int]) -> None:
+        """`run_stream` handed the response over on an output call: that call decides, first,
+        before any tool runs. It is final even if a sibling tool asks for a retry, and a stream
+        cannot be retried, so an invalid one ends the run (as in the reference)."""
+        index = next((i for i in outputs if self.calls[i].tool_call_id == self.streamed_call), None)
+        if index is None:
+            return
+        slots[index] = await self._output_call(self.calls[index])
+        if self.final is None:
+            raise UnexpectedModelBehavior(
+                'Output validation failed during streaming, and retries are not supported in `run_stream()`'
+            )
 
     async def _text_is_final(self, functions: list[int]) -> bool:
         """Under `'early'`: whether the response's text, validated against the output's schema
