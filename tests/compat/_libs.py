@@ -11,33 +11,53 @@ def library(name: str) -> SimpleNamespace:
     if name == 'ref':
         from pydantic_ai import (
             Agent,
+            ApprovalRequired,
+            CallDeferred,
             DeferredToolRequests,
+            DeferredToolResults,
             ModelRetry,
             NativeOutput,
             PromptedOutput,
             RunContext,
+            ToolApproved,
+            ToolDenied,
             ToolOutput,
         )
-        from pydantic_ai.capabilities import AbstractCapability
-        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
+        from pydantic_ai.exceptions import ToolFailed
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturn
         from pydantic_ai.models.function import DeltaToolCall, FunctionModel
         from pydantic_ai.models.test import TestModel
     else:
         from threadline import (
             Agent,
+            ApprovalRequired,
+            CallDeferred,
             DeferredToolRequests,
+            DeferredToolResults,
             ModelRetry,
             NativeOutput,
             PromptedOutput,
             RunContext,
+            ToolApproved,
+            ToolDenied,
             ToolOutput,
         )
-        from threadline.capabilities import AbstractCapability
-        from threadline.messages import ModelResponse, TextPart, ToolCallPart
+        from threadline.capabilities import AbstractCapability, HandleDeferredToolCalls
+        from threadline.exceptions import ToolFailed
+        from threadline.messages import ModelResponse, TextPart, ToolCallPart, ToolReturn
         from threadline.models.function import DeltaToolCall, FunctionModel
         from threadline.models.test import TestModel
     return SimpleNamespace(
         AbstractCapability=AbstractCapability,
+        ApprovalRequired=ApprovalRequired,
+        CallDeferred=CallDeferred,
+        DeferredToolResults=DeferredToolResults,
+        HandleDeferredToolCalls=HandleDeferredToolCalls,
+        ToolApproved=ToolApproved,
+        ToolDenied=ToolDenied,
+        ToolFailed=ToolFailed,
+        ToolReturn=ToolReturn,
         DeltaToolCall=DeltaToolCall,
         Agent=Agent,
         DeferredToolRequests=DeferredToolRequests,

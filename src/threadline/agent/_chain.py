@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadline.agent._capability import HOOKS, AbstractCapability, ModelRequestContext
 from threadline.agent._context import AgentDepsT
+from threadline.agent.output._output import DeferredToolResults
 from threadline.agent.tools._function import FunctionToolset
 from threadline.agent.tools._load import catalog, check_deferred, load_tool
 from threadline.messages import ModelResponse, ToolCallPart
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
     from threadline.agent._result import AgentRunResult
-    from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, OutputContext
+    from threadline.agent.output._output import DeferredToolRequests, OutputContext
     from threadline.agent.tools._function import FunctionToolset
 
 __all__ = ['CapabilityChain', 'flatten']
@@ -397,12 +398,21 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
     async def handle_deferred_tool_calls(
         self, ctx: RunContext[AgentDepsT], requests: DeferredToolRequests
     ) -> DeferredToolResults | None:
-        """The first capability's answer to the waiting calls, in order (None: none answered)."""
+        """The capabilities' answers to the waiting calls, gathered in order: each is asked about
+        the calls the ones before it left open, and asking stops once none is (None: none
+        answered anything)."""
+        gathered: DeferredToolResults | None = None
+        remaining: DeferredToolRequests | None = requests
         for capability in self._hooked['handle_deferred_tool_calls']:
-            results = await capability.handle_deferred_tool_calls(ctx, requests=requests)
-            if results is not None:
-                return results
-        return None
+            if remaining is None:
+                break
+            results = await capability.handle_deferred_tool_calls(ctx, requests=remaining)
+            if results is None or not (results.calls or results.approvals):
+                continue
+            gathered = gathered or DeferredToolResults()
+            gathered.update(remaining.answered_by(results))
+            remaining = remaining.remaining(results)
+        return gathered
 
 
 def _kept(changed: T | None, current: T) -> T:

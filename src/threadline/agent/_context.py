@@ -53,6 +53,9 @@ class RunContext(Generic[AgentDepsT]):
     retry: int = 0
     max_retries: int = 0
     tool_call_approved: bool = False
+    tool_call_metadata: Any = None
+    """What the application attached to this call when it resumed it
+    (`DeferredToolResults.metadata`), if anything."""
     retries: dict[str, int] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     repair_events: list[RepairEvent] = field(default_factory=list)
@@ -88,7 +91,14 @@ class RunContext(Generic[AgentDepsT]):
         return self.queue.put(items, priority=priority, tool_call_id=self.tool_call_id)  # type: ignore[no-any-return]
 
     def for_tool(
-        self, *, tool_name: str, tool_call_id: str, retry: int, max_retries: int, approved: bool
+        self,
+        *,
+        tool_name: str,
+        tool_call_id: str,
+        retry: int,
+        max_retries: int,
+        approved: bool,
+        metadata: Any = None,
     ) -> RunContext[AgentDepsT]:
         """A copy describing one tool call (the history and usage stay shared)."""
         return replace(
@@ -98,4 +108,5 @@ class RunContext(Generic[AgentDepsT]):
             retry=retry,
             max_retries=max_retries,
             tool_call_approved=approved,
+            tool_call_metadata=metadata,
         )

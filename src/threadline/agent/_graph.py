@@ -80,7 +80,7 @@ class UserPromptNode:
         history = state.history
         state.new_message_index = len(history)
         if state.deferred_results is not None:
-            return self._resume_deferred(state, state.deferred_results)
+            return self._resume_deferred(state, state.deferred_results, self.user_prompt)
         last = history[-1] if history else None
         if self.user_prompt is None:
             if isinstance(last, ModelRequest):
@@ -122,7 +122,7 @@ class UserPromptNode:
         state.resumed_request = resumed
         return ModelRequestNode(resumed, in_history=True)
 
-    def _resume_deferred(self, state: RunState, results: DeferredToolResults) -> CallToolsNode:
+    def _resume_deferred(self, state: RunState, results: DeferredToolResults, prompt: Any) -> CallToolsNode:
         history = state.history
         index = _last_response_index(history)
         if index is None:
@@ -138,7 +138,7 @@ class UserPromptNode:
                 raise UserError(f'Tool call {call_id!r} was already executed and its result cannot be overridden.')
         response = history[index]
         assert isinstance(response, ModelResponse)
-        return CallToolsNode(response, deferred=results)
+        return CallToolsNode(response, deferred=results, user_prompt=prompt)
 
 
 @dataclass
@@ -411,6 +411,8 @@ class CallToolsNode:
     """`run_stream` handed this response over as the final one on its text (see `ToolStep`)."""
     streamed_call: str | None = None
     """... or on this output call (its id)."""
+    user_prompt: Any = None
+    """A prompt given with `deferred_tool_results`: sent after the resumed calls' results."""
 
     async def run(self, state: RunState) -> ModelRequestNode | End[FinalResult[Any]]:
         response = self.model_response
@@ -424,7 +426,11 @@ class CallToolsNode:
         outcome = await ToolStep(
             state, calls, self.deferred, text=text, streamed_text=self.streamed_text, streamed_call=self.streamed_call
         ).run()
-        return outcome if isinstance(outcome, End) else await _queue_request(state, outcome)
+        if isinstance(outcome, End):
+            return outcome
+        if self.user_prompt is not None:
+            outcome.append(UserPromptPart(self.user_prompt))
+        return await _queue_request(state, outcome)
 
     async def _handle_text(self, state: RunState, response: ModelResponse) -> ModelRequestNode | End[FinalResult[Any]]:
         texts = [p.content for p in response.parts if isinstance(p, TextPart)]

@@ -68,7 +68,9 @@ class StreamedRunResult(Generic[OutputDataT]):
         """Handed over on its text: that text is the run's output even beside tool calls."""
         self._on_call: str | None = None
         """Handed over on this output call: it decides the run's output (see `ToolStep`)."""
-        self.is_complete = node is None
+        self.is_complete = False
+        """True once read to its end (also for a run that ended without a streamed response, as
+        when it waits on deferred tool calls: complete once read, as in the reference)."""
 
     # -- history and ids ------------------------------------------------------------------------
     def all_messages(self) -> list[ModelMessage]:
@@ -108,6 +110,7 @@ class StreamedRunResult(Generic[OutputDataT]):
             raise UserError('this stream is being read; a StreamedRunResult is read by one reader at a time')
         self._consumed = True
         if self._node is None:
+            self.is_complete = True
             return
         for event in self._buffered:
             yield event
@@ -122,6 +125,14 @@ class StreamedRunResult(Generic[OutputDataT]):
     async def stream_text(self, *, delta: bool = False, debounce_by: float | None = None) -> AsyncIterator[str]:
         """The text as it grows (`delta=False`), or each new piece (`delta=True`). With
         `debounce_by` (seconds), pieces arriving within that time are yielded together."""
+        if self._node is None and not self._consumed:
+            output = self._run.result.output if self._run.result is not None else None
+            if not isinstance(output, str):
+                raise UserError('stream_text() can only be used with text responses')
+            async for _ in self._events():
+                pass
+            yield output
+            return
         text = pending = ''
         last = time.monotonic()
         async for event in self._events():

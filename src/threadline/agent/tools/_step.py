@@ -4,7 +4,6 @@ output tools, and the capability hooks around each tool body."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -13,7 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._end import End, FinalResult
-from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from threadline.agent.output._output import DeferredToolResults
+from threadline.agent.tools._deferred import Decision, Waiting, decision_for, external_result
+from threadline.agent.tools._lifecycle import ToolLifecycle, deferred_unvalidated
 from threadline.agent.tools._reveal import delta_part, revealed, visible
 from threadline.agent.tools._tool import Tool, ToolArgsError
 from threadline.exceptions import (
@@ -93,27 +94,31 @@ class ToolStep:
         self.calls = calls
         self.deferred = deferred
         self.final: FinalResult[Any] | None = None
-        self.pending_approvals: list[ToolCallPart] = []
-        self.pending_calls: list[ToolCallPart] = []
+        self.waiting = Waiting()
+        self.late: list[ModelRequestPart] = []  # results of calls a deferred-calls hook resolved
         self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
         self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
         self.callable = _callable_tools(state)
-        self.outcomes: dict[str, str] = {}  # tool call id -> 'failed' once an error hook recovered it
+        self.lifecycle = ToolLifecycle(state.capabilities)
         self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
 
-    async def _handle_deferred(self, slots: Slots) -> None:
+    async def _handle_deferred(self) -> None:
         """Let `handle_deferred_tool_calls` hooks answer the calls waiting on approval or an
-        outside result, so the run goes on; calls they leave unanswered still end the run."""
+        outside result, so the run goes on: the answered calls run after the step's others
+        (approvals first); calls left unanswered, or that wait again, still end the run."""
         state = self.state
-        requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
+        requests = self.waiting.requests()
         results = await state.capabilities.handle_deferred_tool_calls(state.ctx, requests)
         if results is None:
             return
-        waiting = {c.tool_call_id for c in (*self.pending_calls, *self.pending_approvals)}
-        self.deferred, self.pending_calls, self.pending_approvals = results, [], []
-        for index, call in enumerate(self.calls):
-            if slots[index] is None and call.tool_call_id in waiting:
-                slots[index] = await self._function_call(call, self.callable[call.tool_name])
+        self.deferred = requests.answered_by(results)
+        resolved = self.waiting.resolved_in_order(self.deferred)
+        self.waiting = self.waiting.without(resolved)
+        for call in resolved:
+            part = await self._function_call(call, self.callable[call.tool_name])
+            if part is not None:
+                self.late.append(part)
+                state.emit(FunctionToolResultEvent(part))
 
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
@@ -140,8 +145,8 @@ class ToolStep:
             retried = any(_retried(slots[i]) for i in functions)
             if self.final is not None and retried and self.streamed_call is None and not self.streamed_text:
                 self._defer_final(slots)
-        if (self.pending_approvals or self.pending_calls) and state.capabilities.has('handle_deferred_tool_calls'):
-            await self._handle_deferred(slots)
+        if self.waiting and state.capabilities.has('handle_deferred_tool_calls'):
+            await self._handle_deferred()
         return await self._next(self._assemble(slots))
 
     def _classify(self, slots: Slots) -> tuple[list[int], list[int], list[int]]:
@@ -253,7 +258,7 @@ class ToolStep:
         shown = revealed(self.state.history) if self.reveals else set()
         parts: list[ModelRequestPart] = []
         kinds = {c.tool_call_id: c.tool_kind for c in self.calls if c.tool_kind} if self.state.typed_tools else {}
-        for part in slots:
+        for part in [*slots, *self.late]:
             if part is None:
                 continue
             if kinds and isinstance(part, ToolReturnPart) and part.tool_kind is None:
@@ -270,7 +275,7 @@ class ToolStep:
         if self.final is not None:
             state.append(ModelRequest(parts=parts, timestamp=now_utc()))
             return End(self.final)
-        if self.pending_approvals or self.pending_calls:
+        if self.waiting:
             if not state.output.allow_deferred:
                 raise UserError(
                     'A tool call needs approval or external execution, but DeferredToolRequests is not among the '
@@ -278,8 +283,7 @@ class ToolStep:
                 )
             if parts:
                 state.append(ModelRequest(parts=parts, timestamp=now_utc()))
-            requests = DeferredToolRequests(calls=self.pending_calls, approvals=self.pending_approvals)
-            return End(FinalResult(requests))
+            return End(FinalResult(self.waiting.requests()))
         return parts
 
     def _unknown_tool_message(self, call: ToolCallPart) -> str:
@@ -345,35 +349,26 @@ class ToolStep:
         return ToolReturnPart(call.tool_name, 'Final result processed.', call.tool_call_id)
 
     async def _function_call(self, call: ToolCallPart, tool: Tool[Any]) -> ToolReturnPart | None:
-        deferred = self.deferred
-        approved = False
-        override: dict[str, Any] | None = None
-        if deferred is not None and call.tool_call_id in deferred.calls:
-            return _external_result(call, deferred.calls[call.tool_call_id])
-        if deferred is not None and call.tool_call_id in deferred.approvals:
-            decision = deferred.approvals[call.tool_call_id]
-            if decision is False or isinstance(decision, ToolDenied):
-                message = decision.message if isinstance(decision, ToolDenied) else ToolDenied().message
-                return ToolReturnPart(call.tool_name, message, call.tool_call_id, outcome='denied')
-            approved = True
-            override = decision.override_args if isinstance(decision, ToolApproved) else None
-        if tool.requires_approval and not approved:
-            self.pending_approvals.append(call)
-            return None
+        """The call's result, or None when it waits outside the run (see `_deferred`)."""
+        decision = decision_for(self.deferred, call)
+        if decision.has_result:
+            answer = external_result(call, decision.result)
+            return self._unpack(call, answer, 'success') if isinstance(answer, ToolReturn) else answer
+        if decision.denied is not None:
+            return ToolReturnPart(call.tool_name, decision.denied, call.tool_call_id, outcome='denied')
+        kind = tool.tool_def.kind
+        wait = kind if kind in ('unapproved', 'external') and not decision.approved else None
         try:
-            return await self._execute(call, tool, approved, override)
-        except ApprovalRequired:
-            if approved:
-                raise UserError(f'tool {call.tool_name!r} asked for approval again after it was approved') from None
-            self.pending_approvals.append(call)
-            return None
-        except CallDeferred:
-            self.pending_calls.append(call)
+            return await self._execute(call, tool, decision, wait)
+        except (ApprovalRequired, CallDeferred) as exc:
+            self.waiting.raised(call, exc)
             return None
 
     async def _execute(
-        self, call: ToolCallPart, tool: Tool[Any], approved: bool, override: dict[str, Any] | None
-    ) -> ToolReturnPart:
+        self, call: ToolCallPart, tool: Tool[Any], decision: Decision, wait: Any
+    ) -> ToolReturnPart | None:
+        """Validate the call's arguments and run the tool; a call that waits (`wait`: its tool's
+        kind) is validated only, as the application is shown valid arguments."""
         state = self.state
         limit = state.max_retries if tool.max_retries is None else tool.max_retries
         tool_ctx = state.ctx.for_tool(
@@ -381,33 +376,41 @@ class ToolStep:
             tool_call_id=call.tool_call_id,
             retry=state.ctx.retries.get(call.tool_name, 0),
             max_retries=limit,
-            approved=approved,
+            approved=decision.approved,
+            metadata=decision.metadata,
         )
-        raw = override if override is not None else call.args
+        raw = decision.override_args if decision.override_args is not None else call.args
         try:
-            return await self._validated_and_run(call, tool, tool_ctx, raw, limit)
+            return await self._validated_and_run(call, tool, tool_ctx, raw, limit, wait)
         except ToolFailed as failed:  # done, and failed for good: no retry asked, none counted
             return ToolReturnPart(call.tool_name, failed.message, call.tool_call_id, outcome='failed')
 
     async def _validated_and_run(
-        self, call: ToolCallPart, tool: Tool[Any], tool_ctx: RunContext[Any], raw: Any, limit: int
-    ) -> ToolReturnPart:
+        self, call: ToolCallPart, tool: Tool[Any], tool_ctx: RunContext[Any], raw: Any, limit: int, wait: Any
+    ) -> ToolReturnPart | None:
         state, chain, tool_def = self.state, self.state.capabilities, tool.tool_def
         try:
             # With no wrap hooks the chain calls the handler straight away.
-            validate = partial(self._validate, tool_ctx, call, tool)
+            validate = partial(self.lifecycle.validate, tool_ctx, call, tool)
             args = await chain.wrap_tool_validate(tool_ctx, call, tool_def, raw, validate)
         except ToolArgsError as exc:
             return self._retry(call, exc.errors, 'validation_error', limit)
         except ModelRetry as retry:
             return self._retry(call, retry.message, 'model_retry', limit)
-        self.outcomes[call.tool_call_id] = 'success'
+        except (ApprovalRequired, CallDeferred) as exc:
+            if call.tool_call_id not in self.lifecycle.validated:
+                raise deferred_unvalidated('wrap_tool_validate', exc) from exc
+            raise
+        if wait is not None:
+            self.waiting.add(call, wait)
+            return None
+        self.lifecycle.outcomes[call.tool_call_id] = 'success'
         try:
-            execute = partial(self._run_tool, tool_ctx, call, tool)
+            execute = partial(self.lifecycle.run_tool, tool_ctx, call, tool)
             result = await chain.wrap_tool_execute(tool_ctx, call, tool_def, args, execute)
         except ModelRetry as retry:
             return self._retry(call, retry.message, 'model_retry', limit)
-        outcome = self.outcomes.pop(call.tool_call_id)
+        outcome = self.lifecycle.outcomes.pop(call.tool_call_id)
         for usage in (state.ctx.usage, state.run_usage):
             usage.tool_calls += 1  # as in the reference: a call counts once it ran, not when it asked for a retry
         if outcome == 'success':
@@ -417,45 +420,6 @@ class ToolStep:
         if isinstance(result, ToolReturn):
             return self._unpack(call, result, outcome)
         return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
-
-    async def _validate(self, ctx: RunContext[Any], call: ToolCallPart, tool: Tool[Any], raw: Any) -> dict[str, Any]:
-        """The validation lifecycle: `before_tool_validate`, validation (errors to the
-        `on_tool_validate_error` hooks), `after_tool_validate`."""
-        chain, tool_def = self.state.capabilities, tool.tool_def
-        raw = await chain.before_tool_validate(ctx, call, tool_def, raw)
-        try:
-            args = tool.validate_args(raw)
-            await tool.check_args(ctx, args)
-        except (ToolArgsError, ModelRetry) as error:
-            if not chain.has('on_tool_validate_error'):
-                raise
-            args = await chain.on_tool_validate_error(ctx, call, tool_def, raw, error)
-        return await chain.after_tool_validate(ctx, call, tool_def, args)
-
-    async def _run_tool(self, ctx: RunContext[Any], call: ToolCallPart, tool: Tool[Any], args: dict[str, Any]) -> Any:
-        """The execution lifecycle: `before_tool_execute`, the tool (errors to the
-        `on_tool_execute_error` hooks; a recovered error records the call as failed),
-        `after_tool_execute`."""
-        chain, tool_def = self.state.capabilities, tool.tool_def
-        try:
-            args = await chain.before_tool_execute(ctx, call, tool_def, args)
-            if chain.has('wrap_tool_body'):
-                result = await chain.wrap_tool_body(ctx, call, tool_def, args, partial(tool.call, ctx))
-            else:
-                result = await tool.call(ctx, args)
-            return await chain.after_tool_execute(ctx, call, tool_def, args, result)
-        except (ApprovalRequired, CallDeferred) as waiting:
-            # Not a failure: the call waits outside the run (see `_function_call`). The error hooks
-            # still hear of it, so a ledger closes the row (nothing was done), whatever they answer.
-            with contextlib.suppress(Exception):
-                await chain.on_tool_execute_error(ctx, call, tool_def, args, waiting)
-            raise
-        except ToolFailed:
-            raise
-        except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
-            result = await chain.on_tool_execute_error(ctx, call, tool_def, args, error)
-            self.outcomes[call.tool_call_id] = 'failed'
-            return result
 
     def _unpack(self, call: ToolCallPart, result: ToolReturn, outcome: str) -> ToolReturnPart:
         if result.tools:
@@ -511,16 +475,6 @@ async def _gather_cancelling(calls: Sequence[Awaitable[T]]) -> list[T]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-def _external_result(call: ToolCallPart, value: Any) -> ToolReturnPart:
-    if isinstance(value, ToolReturnPart):
-        return value
-    if isinstance(value, ModelRetry):
-        return ToolReturnPart(
-            call.tool_name, value.message, call.tool_call_id, outcome='retried', retry=RetryInfo('model_retry')
-        )
-    return ToolReturnPart(call.tool_name, value, call.tool_call_id)
 
 
 def _not_executed(call: ToolCallPart) -> ToolReturnPart:
