@@ -191,6 +191,7 @@ SURFACE: dict[str, set[str]] = {
         'OutputObjectDefinition',
         'PreparedHistory',  # the checked, rendered history a run keeps between requests
         'StreamedResponse',  # what a custom Model's request_stream yields (pydantic_ai.models has it)
+        'CompleteResponseStream',  # a whole response replayed as a stream (a model or hook that does not stream)
         'ToolDefinition',
         'UnknownModel',
         'feedback_text',

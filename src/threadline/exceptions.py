@@ -272,7 +272,12 @@ class RunCancelled(ThreadlineError):
 
 
 class HookTimeoutError(AgentRunError, TimeoutError):
-    """A hook function registered with `timeout=` took longer."""
+    """A hook function registered with `timeout=` took longer (`hook_name`, `func_name` and
+    `timeout` say which, as pydantic-ai's error does)."""
+
+    def __init__(self, hook_name: str, func_name: str, timeout: float) -> None:
+        self.hook_name, self.func_name, self.timeout = hook_name, func_name, timeout
+        super().__init__(f'Hook {hook_name!r} function {func_name!r} timed out after {timeout}s')
 
 
 class UnknownModel(UserError):

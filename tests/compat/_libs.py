@@ -23,11 +23,20 @@ def library(name: str) -> SimpleNamespace:
             ToolDenied,
             ToolOutput,
         )
-        from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
+        from pydantic_ai.capabilities import AbstractCapability, CombinedCapability, HandleDeferredToolCalls, Hooks
         from pydantic_ai.exceptions import ToolFailed
-        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturn
+        from pydantic_ai.messages import (
+            EnqueuedMessagesEvent,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+            ToolReturn,
+            UserPromptPart,
+        )
         from pydantic_ai.models.function import DeltaToolCall, FunctionModel
         from pydantic_ai.models.test import TestModel
+        from pydantic_ai.run import AgentRunResult
     else:
         from threadline import (
             Agent,
@@ -43,13 +52,28 @@ def library(name: str) -> SimpleNamespace:
             ToolDenied,
             ToolOutput,
         )
-        from threadline.capabilities import AbstractCapability, HandleDeferredToolCalls
+        from threadline.agent import AgentRunResult
+        from threadline.capabilities import AbstractCapability, CombinedCapability, HandleDeferredToolCalls, Hooks
         from threadline.exceptions import ToolFailed
-        from threadline.messages import ModelResponse, TextPart, ToolCallPart, ToolReturn
+        from threadline.messages import (
+            EnqueuedMessagesEvent,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+            ToolReturn,
+            UserPromptPart,
+        )
         from threadline.models.function import DeltaToolCall, FunctionModel
         from threadline.models.test import TestModel
     return SimpleNamespace(
         AbstractCapability=AbstractCapability,
+        AgentRunResult=AgentRunResult,
+        CombinedCapability=CombinedCapability,
+        EnqueuedMessagesEvent=EnqueuedMessagesEvent,
+        Hooks=Hooks,
+        ModelRequest=ModelRequest,
+        UserPromptPart=UserPromptPart,
         ApprovalRequired=ApprovalRequired,
         CallDeferred=CallDeferred,
         DeferredToolResults=DeferredToolResults,

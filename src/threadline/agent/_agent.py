@@ -17,6 +17,7 @@ from threadline.agent._capture import captured_messages
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._event_handler import EventStreamHandler, drive_with_handler
 from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptNode
+from threadline.agent._isolated import isolated
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
 from threadline.agent._run_setup import (
@@ -75,6 +76,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     - `'early'`: the first valid output ends the run and the function tools do not run (when every
       output tool fails, they do run, so the model can correct itself).
     - `'exhaustive'`: as `'graceful'`, but every output tool is validated (its side effects run).
+
+    A model name is resolved when the agent is built (an unknown name fails here), unless
+    `defer_model_check=True`: then `agent.model` stays the name until a run resolves it.
     """
 
     def __init__(
@@ -92,8 +96,13 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         retries: int = 1,
         model_settings: ModelSettings | None = None,
         end_strategy: EndStrategy = 'graceful',
+        defer_model_check: bool = False,
     ) -> None:
-        self.model = infer_model(model) if model is not None else None
+        # `defer_model_check=True` keeps a model name as given until a run resolves it (so an
+        # agent can be built before its provider's key is set), as pydantic-ai's does.
+        self.model: Model | str | None = (
+            model if model is None or (defer_model_check and isinstance(model, str)) else infer_model(model)
+        )
         self.output_type = output_type
         self._output = OutputSpec(output_type)
         self._instructions: list[InstructionSource] = as_list(instructions)
@@ -282,12 +291,13 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
                 if state.toolset is not None:
                     await stack.enter_async_context(state.toolset)
                 await state.resolve_tools()
-                if state.capabilities.has('wrap_run') and not wrapped:
-                    start = partial(AgentRun, state, UserPromptNode(user_prompt))
-                    yield await stack.enter_async_context(wrapped_run(state, start))
-                else:
+                if wrapped:
                     await state.capabilities.before_run(state.ctx)
                     yield AgentRun(state, UserPromptNode(user_prompt))
+                else:
+                    start = partial(AgentRun, state, UserPromptNode(user_prompt))
+                    ended = partial(AgentRun.ended, state)
+                    yield await stack.enter_async_context(wrapped_run(state, start, ended))
         finally:
             if captured is not None:
                 captured[:] = state.history
@@ -318,9 +328,10 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             assert agent_run.result is not None
             return agent_run.result
 
+        # A context of its own, so the context variables the run's hooks set do not outlive it here.
         if state.capabilities.has('wrap_run'):
-            return await state.capabilities.wrap_run(state.ctx, lifecycle)
-        return await lifecycle()
+            return await isolated(state.capabilities.wrap_run(state.ctx, lifecycle))
+        return await isolated(lifecycle())
 
     @asynccontextmanager
     async def run_stream(

@@ -120,9 +120,14 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
     def __iter__(self) -> Iterator[AbstractCapability[AgentDepsT]]:
         return iter(self._all)
 
-    async def for_run(self, ctx: RunContext[AgentDepsT]) -> CapabilityChain[AgentDepsT]:
-        """The chain of each capability's `for_run` instance (this chain when none changes)."""
-        instances = [await c.for_run(ctx) for c in self._all]
+    async def for_run(self, ctx: RunContext[AgentDepsT], *, run_level: int = 0) -> CapabilityChain[AgentDepsT]:
+        """The chain of each capability's `for_run` instance (this chain when none changes). The
+        last `run_level` capabilities came with the run: theirs are asked first, as pydantic-ai
+        asks them; the chain's order stays."""
+        split = len(self._all) - run_level
+        order = [*range(split, len(self._all)), *range(split)]
+        made = {i: await self._all[i].for_run(ctx) for i in order}
+        instances = [made[i] for i in range(len(self._all))]
         if all(new is old for new, old in zip(instances, self._all, strict=True)):
             return self
         chain = CapabilityChain(instances)

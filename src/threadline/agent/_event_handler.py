@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from threadline.agent._context import RunContext
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
+from threadline.agent._node_stream import model_events
 from threadline.agent._run import AgentRun
-from threadline.agent._streamed import model_events
 from threadline.messages import AgentStreamEvent, ModelMessage, ModelResponse
 from threadline.models import Model, ModelRequestParameters, ModelSettings, StreamedResponse
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
@@ -23,6 +23,8 @@ from typing import Any
 
 from threadline.agent._capability import ModelRequestContext
 from threadline.agent._history_start import clean_history_at_start, refresh_dynamic_system_prompts
+from threadline.agent._node_stream import stream_request_node, stream_tools_node
+from threadline.agent._request_stream import streamed_request
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._end import End, FinalResult
 from threadline.agent.output._output import DeferredToolResults
@@ -151,22 +153,35 @@ class ModelRequestNode:
     _outcome: str = field(default='complete', repr=False, compare=False)
     _streamed: StreamedResponse | None = field(default=None, repr=False, compare=False)
 
-    async def run(self, state: RunState) -> CallToolsNode:
+    async def run(self, state: RunState) -> CallToolsNode | ModelRequestNode:
+        """The request sent and its response recorded; `ModelRetry` from a hook after the model
+        answered, or from a `wrap_model_request` hook before it did, asks the model again."""
         chain = state.capabilities
         if not chain.has('wrap_model_request'):
             request_context, prepared = await self._prepare(state)
             response = await self._call(state, request_context, prepared)
-            return await self._finish(state, request_context, response)
+            try:
+                return await self._finish(state, request_context, response)
+            except ModelRetry as retry:  # the response stays; the model is asked again
+                self._record(state, request_context.model, response)
+                return await retry_after_hook(state, retry)
         opened = await self._open(state)
         sent: list[ModelRequestContext] = [opened]
+        answered: list[ModelResponse] = []
 
         async def lifecycle(request_context: ModelRequestContext) -> ModelResponse:
             request_context, prepared = await self._before(state, request_context)
             sent.append(request_context)
             response = await self._call(state, request_context, prepared)
+            answered.append(response)
             return await self._after(state, request_context, response)
 
-        response = await chain.wrap_model_request(state.ctx, opened, lifecycle)
+        try:
+            response = await chain.wrap_model_request(state.ctx, opened, lifecycle)
+        except ModelRetry as retry:
+            if answered:
+                self._record(state, sent[-1].model, answered[-1])
+            return await retry_after_hook(state, retry)
         # A wrap may answer without calling its handler: the response is recorded all the same.
         return self._record(state, sent[-1].model, response)
 
@@ -181,28 +196,15 @@ class ModelRequestNode:
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             return await state.capabilities.on_model_request_error(state.ctx, request_context, error)
 
-    @asynccontextmanager
-    async def stream(self, state: RunState) -> AsyncIterator[StreamedResponse]:
-        """Stream this request's response (a `StreamedResponse`). When the block ends the response
-        is recorded like a non-streamed one; `abandon()` or `interrupt()` from inside changes that."""
-        request_context, prepared = await self._prepare(state)
-        model = request_context.model
-        self._outcome = 'complete'
-        async with model.request_stream(
-            prepared, request_context.model_settings, request_context.model_request_parameters
-        ) as streamed:
-            self._streamed = streamed
-            if state.limits.has_token_limits():
-                streamed.watch = lambda so_far: state.limits.check_tokens(state.ctx.usage + so_far)
-            yield streamed
-        if self._outcome == 'abandoned':
-            return
-        response = streamed.get()
-        if self._outcome == 'interrupted':
-            response.state = 'interrupted'
-        elif response.state == 'incomplete':
-            response.state = 'complete'
-        self.result = await self._finish(state, request_context, response)
+    def stream(self, ctx: Any) -> AbstractAsyncContextManager[Any]:
+        """Stream this request's response: with `agent_run.ctx`, a `RequestStream` of the run's
+        events (see `_node_stream`); with the run's state (the run's own streams), the model's
+        `StreamedResponse`. When the block ends the response is recorded like a non-streamed one;
+        `abandon()` or `interrupt()` from inside changes that. The run's `wrap_model_request`
+        hooks enclose it (see `_request_stream`)."""
+        if isinstance(ctx, RunState):
+            return streamed_request(self, ctx, retry_after_hook)
+        return stream_request_node(self, _state_of(ctx))
 
     def abandon(self) -> None:
         """Inside `stream()`: leave the response out of the history (it was never consumed)."""
@@ -384,6 +386,13 @@ def _check_request_messages(messages: list[ModelMessage]) -> None:
         raise UserError('Processed history must end with a `ModelRequest`.')
 
 
+def _state_of(ctx: Any) -> RunState:
+    state = getattr(ctx, '_state', None)  # `agent_run.ctx` (a RunGraphContext) holds the run's state
+    if not isinstance(state, RunState):
+        raise UserError('node.stream() takes the context of the run the node came from: node.stream(agent_run.ctx)')
+    return state
+
+
 def _stamp_last(state: RunState) -> None:
     """After a processor rewrote the history, the message it left last gets the run's ids, and a
     request it built gets a timestamp (as one the run builds itself)."""
@@ -413,6 +422,12 @@ class CallToolsNode:
     """... or on this output call (its id)."""
     user_prompt: Any = None
     """A prompt given with `deferred_tool_results`: sent after the resumed calls' results."""
+    streamed_next: Any = field(default=None, repr=False, compare=False)
+    """The node after this one, once `stream(agent_run.ctx)` ran it."""
+
+    def stream(self, ctx: Any) -> AbstractAsyncContextManager[AsyncIterator[Any]]:
+        """Run the calls with `agent_run.ctx`, and stream their events (see `_node_stream`)."""
+        return stream_tools_node(self, _state_of(ctx))
 
     async def run(self, state: RunState) -> ModelRequestNode | End[FinalResult[Any]]:
         response = self.model_response
@@ -430,7 +445,7 @@ class CallToolsNode:
             return outcome
         if self.user_prompt is not None:
             outcome.append(UserPromptPart(self.user_prompt))
-        return await _queue_request(state, outcome)
+        return await queue_request(state, outcome)
 
     async def _handle_text(self, state: RunState, response: ModelResponse) -> ModelRequestNode | End[FinalResult[Any]]:
         texts = [p.content for p in response.parts if isinstance(p, TextPart)]
@@ -439,20 +454,20 @@ class CallToolsNode:
             try:
                 output = await validate_output(state, await state.output.from_text(state.ctx, state.capabilities, text))
             except ModelRetry as retry:
-                return await _retry_feedback(state, retry.message, cause='model_retry')
+                return await retry_feedback(state, retry.message, cause='model_retry')
             except ToolArgsError as invalid:
                 # pydantic's own `loc` tuples, as the reference keeps them for a text answer (a
                 # tool call's errors carry lists); both are JSON arrays on the wire.
                 errors = [
                     {**e, 'loc': tuple(e['loc'])} if isinstance(e.get('loc'), list) else e for e in invalid.errors
                 ]
-                return await _retry_feedback(state, errors, cause='validation_error')
+                return await retry_feedback(state, errors, cause='validation_error')
             return End(FinalResult(output))
         message = 'Please return text.' if state.output.allow_text else 'Please include your response in a tool call.'
-        return await _retry_feedback(state, message, cause='no_output')
+        return await retry_feedback(state, message, cause='no_output')
 
 
-async def _queue_request(state: RunState, parts: list[ModelRequestPart]) -> ModelRequestNode:
+async def queue_request(state: RunState, parts: list[ModelRequestPart]) -> ModelRequestNode:
     """Add the next request (tool results, feedback) to the history now, so the boundary after the
     node that produced it is settled: a store sees the results before the next model call."""
     request = ModelRequest(parts=parts, timestamp=now_utc())
@@ -463,14 +478,20 @@ async def _queue_request(state: RunState, parts: list[ModelRequestPart]) -> Mode
     return ModelRequestNode(request, in_history=True)
 
 
-async def _retry_feedback(state: RunState, message: str | list[dict[str, Any]], *, cause: str) -> ModelRequestNode:
+async def retry_feedback(state: RunState, message: str | list[dict[str, Any]], *, cause: str) -> ModelRequestNode:
     state.output_retries += 1
     if state.output_retries > state.max_retries:
         raise UnexpectedModelBehavior(f'Exceeded maximum output retries ({state.max_retries})')
     part = RetryFeedbackPart(
         message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_retries)
     )
-    return await _queue_request(state, [part])
+    return await queue_request(state, [part])
+
+
+async def retry_after_hook(state: RunState, retry: ModelRetry) -> ModelRequestNode:
+    """A model request hook raised `ModelRetry`: its message goes back to the model as a retry
+    prompt (counted against the output retries, as pydantic-ai 2.62 counts it)."""
+    return await retry_feedback(state, retry.message, cause='model_retry')
 
 
 AgentNode = UserPromptNode | ModelRequestNode | CallToolsNode

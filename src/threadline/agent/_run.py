@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Generic
 
-from threadline.agent._graph import AgentNode, End, FinalResult, ModelRequestNode, NodeResult
+from threadline.agent._graph import AgentNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
+from threadline.agent._isolated import isolated
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._state import RunState
 from threadline.exceptions import UserError
@@ -25,6 +26,19 @@ class AgentRun(Generic[OutputDataT]):
         self._next_node: AgentNode | End[FinalResult[Any]] = start
         self._started = False
         self._result: AgentRunResult[OutputDataT] | None = None
+
+    @classmethod
+    def ended(cls, state: RunState, result: AgentRunResult[OutputDataT]) -> AgentRun[OutputDataT]:
+        """A run that a `wrap_run` hook skipped: it has already ended with `result`, yields no nodes."""
+        run = cls(state, UserPromptNode(None))
+        run._started, run._result, run._next_node = True, result, End(FinalResult(result.output))
+        return run
+
+    def _recovered(self, result: AgentRunResult[OutputDataT] | None) -> None:
+        """The result a `wrap_run` hook ended the run with (the run's own, or a recovery)."""
+        if result is not None:
+            self._result = result
+            self._next_node = End(FinalResult(result.output))
 
     @property
     def ctx(self) -> RunGraphContext:
@@ -64,12 +78,22 @@ class AgentRun(Generic[OutputDataT]):
     async def next(self, node: AgentNode) -> NodeResult:
         """Run `node` and return the node after it. Calling it with the run's `End` is an error: a
         loop that never sees the end (testing `pydantic_graph.End` instead of `threadline.End`,
-        say) stops with a clear message instead of spinning."""
+        say) stops with a clear message instead of spinning.
+
+        The node runs in a context of its own, as pydantic-ai's graph runs each node in a task:
+        context variables its hooks, model or tools set are seen later in the same node, not by
+        the nodes after it or by the caller."""
         if isinstance(node, End):
             raise UserError(
                 'this run has ended: stop when the node is a threadline.End (from threadline import End; '
                 'pydantic_graph.End is a different class), then read agent_run.result'
             )
+        return await isolated(self._run_node(node))
+
+    async def _run_node(self, node: AgentNode) -> NodeResult:
+        ran = node.result if isinstance(node, ModelRequestNode) else getattr(node, 'streamed_next', None)
+        if ran is not None:  # its caller streamed it (`node.stream(agent_run.ctx)`)
+            return await self.advance(node, ran)
         chain = self._state.capabilities
         if chain.has('before_node_run') or chain.has('wrap_node_run') or chain.has('on_node_run_error'):
             try:

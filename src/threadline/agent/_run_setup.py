@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
 
 from threadline.agent._capability import AbstractCapability
-from threadline.agent._chain import CapabilityChain
+from threadline.agent._chain import CapabilityChain, flatten
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._limits import UsageLimits
@@ -129,7 +129,9 @@ def new_state(
     run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
     agent_settings = overridden.get('model_settings', agent.model_settings)
     settings = {**(agent_settings or {}), **(model_settings or {})} or None
-    chain = CapabilityChain([*agent.capabilities, *capabilities])
+    # As at the agent's construction, so a run-level capability may adapt itself to the agent.
+    run_level = [c.for_agent(agent) for c in capabilities]
+    chain = CapabilityChain([*agent.capabilities, *run_level])
     ctx: RunContext[Any] = RunContext(
         deps=deps,
         model=resolved_model,
@@ -159,6 +161,7 @@ def new_state(
         deferred_results=deferred_tool_results,
         end_strategy=agent.end_strategy,
         prepared=_prepared_for(agent, history),
+        run_level_capabilities=len(flatten(run_level)),
     )
     run_toolsets = [*overridden.get('toolsets', agent.toolsets), *toolsets]
     if run_toolsets:
@@ -178,7 +181,7 @@ def _prepared_for(agent: Agent[Any, Any], history: list[ModelMessage]) -> Prepar
 
 async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:
     """`state` with each capability's `for_run` instance (and those instances' tools)."""
-    chain = await state.capabilities.for_run(state.ctx)
+    chain = await state.capabilities.for_run(state.ctx, run_level=state.run_level_capabilities)
     if chain is not state.capabilities:
         state.capabilities = chain
         state.use_tools(_tools_of(agent, chain))

@@ -87,6 +87,8 @@ class RunState:
     prepared_tools: list[str] = field(default_factory=list)
     """The static tools with a `prepare` function (reshaped before each request)."""
     """The tools that do not change during the run (the agent's and its capabilities')."""
+    run_level_capabilities: int = 0
+    """How many of `capabilities` (at its end) came with the run rather than the agent."""
     end_strategy: str = 'graceful'
     """What happens to function tool calls beside an output tool call (see `Agent`)."""
     typed_tools: bool = False

@@ -15,18 +15,19 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
+from threadline.agent._node_stream import model_events
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
 from threadline.exceptions import RunCancelled, UserError
 from threadline.messages import (
     AgentRunResultEvent,
     AgentStreamEvent,
-    FinalResultEvent,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
@@ -37,10 +38,9 @@ from threadline.messages import (
     TextPartDelta,
     ToolCallPart,
 )
-from threadline.models import StreamedResponse
 
 if TYPE_CHECKING:
-    from threadline.agent._state import RunState
+    pass
 
 __all__ = ['EventStream', 'RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
 
@@ -233,8 +233,14 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
         if not isinstance(node, ModelRequestNode):
             node = await agent_run.next(node)
             continue
-        cm = node.stream(state)
         try:
+            if state.capabilities.has('before_node_run'):  # the node streams, so no wrap_node_run
+                changed = await state.capabilities.before_node_run(state.ctx, node)
+                if not isinstance(changed, ModelRequestNode):  # a hook swapped the node: run that
+                    node = changed
+                    continue
+                node = changed
+            cm = node.stream(state)
             streamed = await cm.__aenter__()
         except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
             node = await agent_run._failed(error)
@@ -242,10 +248,14 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
         iterator = streamed.__aiter__()
         buffered: list[Any] = []
         saw_call = False
+        failed: Exception | None = None
         while True:
             try:
                 event = await iterator.__anext__()
             except StopAsyncIteration:
+                break
+            except Exception as error:  # noqa: BLE001 - on_run_error hooks may recover
+                failed = error
                 break
             buffered.append(event)
             if isinstance(event, PartStartEvent):
@@ -260,8 +270,18 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
                         result._on_call = part.tool_call_id
                         return result
                     saw_call = True
+        if failed is not None:
+            await _left(cm, failed)
+            node = await agent_run._failed(failed)
+            continue
         await cm.__aexit__(None, None, None)
         node = await agent_run.advance(node, node.result)
+
+
+async def _left(cm: Any, error: Exception) -> None:
+    """The model's stream failed before the final response began: leave it with the error."""
+    with contextlib.suppress(Exception):  # the stream's own error is the one the run hears
+        await cm.__aexit__(type(error), error, error.__traceback__)
 
 
 async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
@@ -297,24 +317,6 @@ async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEv
             yield event
         pending.clear()
     yield AgentRunResultEvent(agent_run.result)
-
-
-async def model_events(state: RunState, streamed: StreamedResponse) -> AsyncIterator[AgentStreamEvent]:
-    """A model response's stream events, with a `FinalResultEvent` after the first part that can
-    be the output (text when text is allowed, or a call to an output tool)."""
-
-    output_tools = {t.name for t in state.output.output_tools}
-    final_sent = False
-    async for event in streamed:
-        yield event
-        if not final_sent and isinstance(event, PartStartEvent):
-            part = event.part
-            if isinstance(part, ToolCallPart) and part.tool_name in output_tools:
-                final_sent = True
-                yield FinalResultEvent(part.tool_name, part.tool_call_id)
-            elif isinstance(part, TextPart) and state.output.allow_text:
-                final_sent = True
-                yield FinalResultEvent(None, None)
 
 
 E = TypeVar('E')

@@ -9,7 +9,10 @@ Rules:
 - Use it as a `with` block on the thread that made it; leaving the block ends the run as leaving
   `run_stream`'s block does (an unfinished stream is recorded as interrupted), and an error in
   the block is raised inside `run_stream`'s block too.
-- It cannot run inside a running event loop (use `run_stream` there): a clear `UserError`.
+- Or read it without `with`: the first read starts the run, and the run ends (as the block would
+  end) once the stream has been read to its end, or when a read fails.
+- It cannot run inside a running event loop (use `run_stream` there): a clear `UserError` when
+  it is made.
 - An error inside the run is raised from the call that was waiting for it.
 """
 
@@ -53,35 +56,49 @@ class _Raise:
     error: BaseException
 
 
+def _refuse_a_running_loop() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UserError('run_stream_sync() cannot be called from a running event loop; use `agent.run_stream(...)`.')
+
+
 class StreamedRunResultSync(Generic[OutputT]):
     """A streamed run driven from synchronous code; the same methods as `StreamedRunResult`."""
 
     def __init__(
         self, opening: AbstractAsyncContextManager[StreamedRunResult[OutputT]], loop: asyncio.AbstractEventLoop
     ) -> None:
+        _refuse_a_running_loop()
         self._opening, self._loop = opening, loop
         # Each request's answer is of its own type; `_ask` hands it back typed.
         self._requests: asyncio.Queue[_Request | _Raise | None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._streamed: StreamedRunResult[OutputT] | None = None
+        self._in_with = False
 
     def __enter__(self) -> StreamedRunResultSync[OutputT]:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise UserError(
-                'run_stream_sync() cannot be called from a running event loop; use `agent.run_stream(...)`.'
-            )
+        _refuse_a_running_loop()
+        self._in_with = True
+        self._start()
+        return self
+
+    def _start(self) -> None:
+        if self._task is not None:
+            return
         opened: asyncio.Future[StreamedRunResult[OutputT]] = self._loop.create_future()
         self._requests = asyncio.Queue()
         self._task = self._loop.create_task(self._serve(opened))
         self._streamed = self._loop.run_until_complete(opened)
-        return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self._end(exc)
+
+    def _end(self, exc: BaseException | None) -> None:
         assert self._requests is not None and self._task is not None
+        if self._task.done():
+            return
         if exc is None:
             self._requests.put_nowait(None)
             self._loop.run_until_complete(self._task)
@@ -111,10 +128,21 @@ class StreamedRunResultSync(Generic[OutputT]):
                 raise
 
     def _ask(self, work: Callable[[StreamedRunResult[OutputT]], Awaitable[T]]) -> T:
-        assert self._requests is not None, 'use run_stream_sync(...) as a `with` block'
+        self._start()
+        assert self._requests is not None and self._task is not None
+        if self._task.done():
+            raise UserError('this streamed run has ended: read what it produced with get_output() or all_messages()')
         answer: asyncio.Future[T] = self._loop.create_future()
         self._requests.put_nowait((work, answer))
-        return self._loop.run_until_complete(answer)
+        try:
+            value = self._loop.run_until_complete(answer)
+        except BaseException as exc:
+            if not self._in_with:
+                self._end(exc)
+            raise
+        if not self._in_with and self._live.is_complete:
+            self._end(None)  # read to its end: the run ends as the block would
+        return value
 
     def _iterate(self, make: Callable[[StreamedRunResult[OutputT]], AsyncIterator[T]]) -> Iterator[T]:
         holder: list[AsyncIterator[T]] = []
@@ -132,7 +160,8 @@ class StreamedRunResultSync(Generic[OutputT]):
 
     @property
     def _live(self) -> StreamedRunResult[OutputT]:
-        assert self._streamed is not None, 'use run_stream_sync(...) as a `with` block'
+        self._start()
+        assert self._streamed is not None
         return self._streamed
 
     def stream_text(self, *, delta: bool = False, debounce_by: float | None = None) -> Iterator[str]:
@@ -145,7 +174,13 @@ class StreamedRunResultSync(Generic[OutputT]):
         return self._iterate(lambda s: s.stream_response())
 
     def get_output(self) -> OutputT:
+        if self._task is not None and self._task.done() and self._live.result is not None:
+            return self._live.result.output  # the run has ended (read without `with`)
         return self._ask(lambda s: s.get_output())
+
+    @property
+    def is_complete(self) -> bool:
+        return self._live.is_complete
 
     def cancel(self) -> None:
         self._ask(lambda s: s.cancel())

@@ -12,7 +12,9 @@ Rules:
   lifecycle's bare name (`run`, `node_run`, `model_request`, `tool_validate`, `tool_execute`) and
   the error hook as `x_error`. The capability method names (`wrap_run`, `on_run_error`, ...) are
   accepted too.
-- Each function is called exactly as the hook it stands for (same arguments), and may be sync.
+- Each function is called exactly as the hook it stands for (same arguments), and may be sync:
+  a sync function runs in a worker thread (in a copy of the caller's context variables), so it
+  does not stall the event loop and its `timeout=` can fire; an awaitable it returns is awaited.
 - Several functions for one hook run in registration order, under `CapabilityChain`'s rules (a
   `Hooks` is a `CombinedCapability` of one-function capabilities).
 - `tools=[...]` limits a tool hook to those tool names; other calls pass through untouched.
@@ -23,6 +25,8 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -58,6 +62,13 @@ class CombinedCapability(AbstractCapability[CapabilityDepsT]):
     def combined(self) -> list[AbstractCapability[Any]]:
         return self.capabilities
 
+    def for_agent(self, agent: Any) -> AbstractCapability[CapabilityDepsT]:
+        """Each member's `for_agent` (itself when none changes)."""
+        members = [c.for_agent(agent) for c in self.capabilities]
+        if all(new is old for new, old in zip(members, self.capabilities, strict=True)):
+            return self
+        return CombinedCapability(members)
+
     def __repr__(self) -> str:
         return f'{type(self).__name__}({self.capabilities!r})'
 
@@ -67,6 +78,8 @@ class _OneHook(AbstractCapability[Any]):
 
     def __init__(self, method: str, fn: Callable[..., Any], tools: Sequence[str] | None, timeout: float | None) -> None:
         self.method, self.fn, self.timeout = method, fn, timeout
+        # An async function, or an object whose `__call__` is one.
+        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
         self.tools = frozenset(tools) if tools is not None else None
         if self.tools is not None and 'tool_' not in method:
             raise TypeError(f'tools= only applies to tool hooks, not {method!r}')
@@ -81,15 +94,22 @@ class _OneHook(AbstractCapability[Any]):
     async def _call(self, *args: Any, **kwargs: Any) -> Any:
         if self.tools is not None and kwargs['call'].tool_name not in self.tools:
             return await _pass_through(self.method, kwargs)
-        result = self.fn(*args, **kwargs)
-        if inspect.isawaitable(result):
-            if self.timeout is None:
-                return await result
-            try:
-                return await asyncio.wait_for(result, self.timeout)
-            except TimeoutError:
-                raise HookTimeoutError(f'hook {self.method} ({self.fn!r}) took longer than {self.timeout}s') from None
-        return result
+        if self.timeout is None:
+            return await self._called(args, kwargs)
+        try:
+            return await asyncio.wait_for(self._called(args, kwargs), self.timeout)
+        except TimeoutError:
+            name = getattr(self.fn, '__name__', repr(self.fn))
+            raise HookTimeoutError(self.method, name, self.timeout) from None
+
+    async def _called(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self._is_async:
+            return await self.fn(*args, **kwargs)
+        # A thread, so a slow sync hook neither blocks the loop nor escapes its timeout (the
+        # thread itself runs on; Python cannot stop it).
+        call = functools.partial(contextvars.copy_context().run, self.fn, *args, **kwargs)
+        result = await asyncio.get_running_loop().run_in_executor(None, call)
+        return await result if inspect.isawaitable(result) else result
 
 
 async def _pass_through(method: str, kwargs: dict[str, Any]) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable
@@ -56,7 +57,8 @@ class ProcessHistory(AbstractCapability[CapabilityDepsT]):
             result = await self.processor(*args)
         else:
             loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(None, functools.partial(self.processor, *args))
+            call = functools.partial(contextvars.copy_context().run, self.processor, *args)
+            result = await loop.run_in_executor(None, call)
             if inspect.isawaitable(result):
                 result = await result
         processed: list[ModelMessage] = list(result)

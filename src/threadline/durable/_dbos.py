@@ -127,6 +127,12 @@ ENQUEUE_REFUSED = (
     'any step, so a replay after a crash would not see it; start a new run (a new workflow) with it instead'
 )
 
+STREAM_REFUSED = (
+    'a streamed model request inside a DBOS workflow cannot be made durable (its response is consumed '
+    'outside any step); use agent.run() in the workflow (with event_stream_handler= to see its events), '
+    'or stream outside it'
+)
+
 _in_step_request: contextvars.ContextVar[bool] = contextvars.ContextVar('threadline_durable_request', default=False)
 
 
@@ -154,6 +160,8 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
     ) -> ModelResponse:
         if DBOS.workflow_id is None:
             return await handler(request_context)
+        if getattr(handler, 'streams_to_caller', False):
+            raise UserError(STREAM_REFUSED)
 
         async def request() -> str:
             token = _in_step_request.set(True)
@@ -175,11 +183,7 @@ class DBOSDurability(AbstractCapability[CapabilityDepsT]):
         self, ctx: RunContext[CapabilityDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         if DBOS.workflow_id is not None and not _in_step_request.get():
-            raise UserError(
-                'a streamed model request inside a DBOS workflow cannot be made durable (its response is consumed '
-                'outside any step); use agent.run() in the workflow (with event_stream_handler= to see its events), '
-                'or stream outside it'
-            )
+            raise UserError(STREAM_REFUSED)
         return request_context
 
     async def wrap_run(self, ctx: RunContext[CapabilityDepsT], *, handler: Any) -> Any:

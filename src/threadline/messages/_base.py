@@ -134,6 +134,10 @@ def install_dataclass_shim(cls: type[msgspec.Struct]) -> None:
         specs.append((public_for.get(info.name, info.name), Any, spec))
     config = cls.__struct_config__
     if config.tag_field is not None and isinstance(config.tag, str):  # `part_kind`, `kind`: part of the value
-        specs.insert(0, (config.tag_field, Any, dataclasses.field(default=config.tag)))
+        # Where pydantic-ai's dataclass declares it (`asdict` order): after `_tag_after`, else last.
+        after = getattr(cls, '_tag_after', None)
+        names = [name for name, _, _ in specs]
+        at = names.index(after) + 1 if after in names else len(specs)
+        specs.insert(at, (config.tag_field, Any, dataclasses.field(default=config.tag)))
     shadow = dataclasses.make_dataclass(cls.__name__, specs, kw_only=True)
     cls.__dataclass_fields__ = shadow.__dataclass_fields__  # type: ignore[attr-defined]

@@ -1,14 +1,15 @@
 """Events a streamed run emits: parts starting, growing and ending, tool calls and results, the
 final result, delivered enqueued messages, and the run's result."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the classes are shown as `threadline.messages`'s, so
+# pydantic (a user's `TypeAdapter` of an event) could not resolve string annotations here.
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from threadline.messages._messages import ModelMessage, ModelRequestPart, ModelResponsePart
-    from threadline.messages._parts import ToolCallPart
+# At run time, not only for type checkers: pydantic resolves these names when a user builds a
+# `TypeAdapter` of an event.
+from threadline.messages._messages import ModelMessage, ModelRequestPart, ModelResponsePart
+from threadline.messages._parts import ToolCallPart
 
 __all__ = [
     'AgentRunResultEvent',

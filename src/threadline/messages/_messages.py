@@ -98,6 +98,7 @@ class ModelRequest(_RequestFields, kw_only=True, tag='request'):
     state: ModelRequestState = 'complete'
 
     kind: ClassVar[str] = 'request'
+    _tag_after: ClassVar[str] = 'instructions'  # where `asdict` shows `kind`, as pydantic-ai's
 
     @classmethod
     def user_text_prompt(cls, user_prompt: str, *, instructions: str | None = None) -> ModelRequest:
@@ -140,6 +141,7 @@ class ModelResponse(_ResponseFields, kw_only=True, tag='response'):
     _legacy_vendor_id: LegacyName | UnsetType = legacy_field('vendor_id')
 
     kind: ClassVar[str] = 'response'
+    _tag_after: ClassVar[str] = 'timestamp'
 
     @property
     def text(self) -> str | None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = ['ToolReturn']
 
+ReturnValueT = TypeVar('ReturnValueT')
+
 
 @dataclass
-class ToolReturn:
+class ToolReturn(Generic[ReturnValueT]):
     """A tool's result with extras. Rules (as pydantic-ai records them, checked against it):
     - `return_value` is the `ToolReturnPart`'s content, `metadata` its metadata (kept in the
       history, never sent to the model);
@@ -22,7 +24,7 @@ class ToolReturn:
       a deferred tool is kept verbatim and has no effect.
     """
 
-    return_value: Any
+    return_value: ReturnValueT
     _: KW_ONLY
     content: str | Sequence[Any] | None = None
     metadata: Any = None

@@ -26,12 +26,13 @@ from threadline.models._base import (
 )
 from threadline.models._prepared import PreparedHistory
 from threadline.models._render import feedback_text, render_history
-from threadline.models._stream import StreamedResponse
+from threadline.models._stream import CompleteResponseStream, StreamedResponse
 from threadline.models.demo import DemoModel
 from threadline.models.fallback import FallbackModel
 from threadline.models.test import TestModel
 
 __all__ = [
+    'CompleteResponseStream',
     'FallbackExceptionGroup',
     'FallbackModel',
     'Model',

@@ -157,9 +157,11 @@ class Model(ABC):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
+        run_context: object = None,
     ) -> AsyncIterator[StreamedResponse]:
         """Stream the response (a `StreamedResponse`). Models that cannot stream replay their
-        whole response as one event per part."""
+        whole response as one event per part. `run_context` is accepted as pydantic-ai's
+        signature has it; Threadline's models do not need it."""
 
         response = await self.request(messages, model_settings, model_request_parameters)
         yield CompleteResponseStream(response)

@@ -131,6 +131,7 @@ class ProviderModel(Model, Generic[ProviderT]):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
+        run_context: object = None,
     ) -> AsyncIterator[StreamedResponse]:
         body = {**self.request_body(messages, model_settings, model_request_parameters), **self.stream_fields}
         stream = await self._post(body, model_settings, stream=True)

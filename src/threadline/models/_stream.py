@@ -75,11 +75,8 @@ class PartsManager:
         index = self._index.get(key)
         if index is None:
             self._index[key] = len(self.parts)
-            part = (
-                ToolCallPart(name or '', args or '', tool_call_id)
-                if tool_call_id
-                else ToolCallPart(name or '', args or '')
-            )
+            # No arguments yet stays None (a call that never gets any has args=None, as pydantic-ai's).
+            part = ToolCallPart(name or '', args, tool_call_id) if tool_call_id else ToolCallPart(name or '', args)
             self.parts.append(part)
             return PartStartEvent(len(self.parts) - 1, part)
         part = self.parts[index]

@@ -114,6 +114,7 @@ class FallbackModel(Model):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
+        run_context: object = None,
     ) -> AsyncIterator[Any]:
         errors: list[Exception] = []
         for model in self.models:

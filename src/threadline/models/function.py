@@ -7,6 +7,8 @@ model's profile) and an `AgentInfo` describing what the agent offers on this req
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -103,7 +105,9 @@ class FunctionModel(Model):
         if inspect.iscoroutinefunction(self.function):
             response = await self.function(message_list, info)
         else:
-            response = await asyncio.get_running_loop().run_in_executor(None, self.function, message_list, info)
+            # In a copy of the caller's context, so context variables set by hooks reach the function.
+            call = functools.partial(contextvars.copy_context().run, self.function, message_list, info)
+            response = await asyncio.get_running_loop().run_in_executor(None, call)
             if inspect.isawaitable(response):
                 response = await response
         if not isinstance(response, ModelResponse):
@@ -119,6 +123,7 @@ class FunctionModel(Model):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
+        run_context: object = None,
     ) -> AsyncIterator[Any]:
         if self.stream_function is None:
             async with super().request_stream(messages, model_settings, model_request_parameters) as stream:

@@ -187,6 +187,7 @@ class GoogleModel(ProviderModel[GoogleProvider]):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
+        run_context: object = None,
     ) -> AsyncIterator[StreamedResponse]:
         body = self.request_body(messages, model_settings, model_request_parameters)
         with _errors(self._model_name):

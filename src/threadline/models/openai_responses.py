@@ -206,6 +206,7 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
+        run_context: object = None,
     ) -> AsyncIterator[StreamedResponse]:
         async with super().request_stream(messages, model_settings, model_request_parameters) as streamed:
             assert isinstance(streamed, _ResponsesStream)

@@ -85,6 +85,7 @@ class TestModel(Model):
         messages: Sequence[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
+        run_context: object = None,
     ) -> AsyncIterator[Any]:
         """Streams text word by word (a single long word in two halves); calls arrive whole. Usage
         starts from the estimate of `messages` and grows with each word."""

@@ -98,7 +98,7 @@ def decision_for(results: DeferredToolResults | None, call: ToolCallPart) -> Dec
     return Decision(approved=True, override_args=override, metadata=metadata)
 
 
-def external_result(call: ToolCallPart, value: Any) -> ToolReturnPart | ToolReturn:
+def external_result(call: ToolCallPart, value: Any) -> ToolReturnPart | ToolReturn[Any]:
     """An outside result as the call's answer; a `ToolReturn` is left for the step to unpack."""
     if isinstance(value, (ToolReturnPart, ToolReturn)):
         return value

@@ -139,7 +139,7 @@ def load_tool(deferred: dict[str, AbstractCapability[Any]], tools_of: dict[str, 
     `tools_of[id]` names each one's tools (revealed by the load). Its schema and validator are
     built once (`_load_template`); each run's tool only brings its own function."""
 
-    async def load_capability(ctx: RunContext[Any], id: str) -> ToolReturn:
+    async def load_capability(ctx: RunContext[Any], id: str) -> ToolReturn[Any]:
         if id not in deferred:
             raise ModelRetry(f'No capability found with id {id!r}.')
         if id in loaded_capabilities(ctx.messages):

@@ -421,7 +421,7 @@ class ToolStep:
             return self._unpack(call, result, outcome)
         return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
 
-    def _unpack(self, call: ToolCallPart, result: ToolReturn, outcome: str) -> ToolReturnPart:
+    def _unpack(self, call: ToolCallPart, result: ToolReturn[Any], outcome: str) -> ToolReturnPart:
         if result.tools:
             self.reveals[call.tool_call_id] = list(result.tools)
         if result.content:
