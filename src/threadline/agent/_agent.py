@@ -36,6 +36,7 @@ from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
 from threadline.agent.output._end import End
 from threadline.agent.output._output import OutputSpec
+from threadline.agent.tools._function import FunctionToolset
 from threadline.agent.tools._tool import Tool
 from threadline.agent.tools._toolsets import AbstractToolset
 from threadline.exceptions import UserError
@@ -112,7 +113,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self.deps_type = deps_type
         self.name = name
         self.capabilities = list(capabilities)
-        self.toolsets: list[AbstractToolset[AgentDepsT]] = list(toolsets)
+        self._toolsets: list[AbstractToolset[AgentDepsT]] = list(toolsets)
+        # The agent's own tools as a toolset (the same dict), first in `toolsets` as pydantic-ai has it.
+        self._function_toolset: FunctionToolset[AgentDepsT] = FunctionToolset()
         self._overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
             f'threadline_agent_overrides_{id(self)}', default=_NO_OVERRIDES
         )
@@ -127,7 +130,15 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self._output_validators: list[Callable[..., Any]] = []
         for tool in tools:
             self._register(tool if isinstance(tool, Tool) else Tool(tool))
+        self._function_toolset.tools = self._tools
         self.capabilities = [c.for_agent(self) for c in self.capabilities]
+
+    @property
+    def toolsets(self) -> list[AbstractToolset[AgentDepsT]]:
+        """The agent's toolsets: its own tools' first, then those it was given (or, inside
+        `override(toolsets=...)`, the overriding ones)."""
+        given = self._overrides.get().get('toolsets', self._toolsets)
+        return [self._function_toolset, *given]
 
     def __repr__(self) -> str:
         return f'Agent(model={self.model!r}, name={self.name!r}, tools={list(self._tools)})'
@@ -174,10 +185,20 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
         return AgentRealtime(self, model)
 
-    def instructions(self, func: F, /) -> F:
-        """Register a function (optionally taking the `RunContext`) whose text joins the instructions."""
-        self._instructions.append(func)
-        return func
+    @overload
+    def instructions(self, func: F, /) -> F: ...
+    @overload
+    def instructions(self, /) -> Callable[[F], F]: ...
+
+    def instructions(self, func: F | None = None, /) -> F | Callable[[F], F]:
+        """Register a function (optionally taking the `RunContext`) whose text joins the
+        instructions; `@agent.instructions` and `@agent.instructions()` both work."""
+
+        def register(fn: F) -> F:
+            self._instructions.append(fn)
+            return fn
+
+        return register(func) if func is not None else register
 
     @overload
     def system_prompt(self, func: F, /) -> F: ...
@@ -295,8 +316,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
                     await state.capabilities.before_run(state.ctx)
                     yield AgentRun(state, UserPromptNode(user_prompt))
                 else:
-                    start = partial(AgentRun, state, UserPromptNode(user_prompt))
-                    ended = partial(AgentRun.ended, state)
+                    first = UserPromptNode(user_prompt)
+                    start: Callable[[], AgentRun[Any]] = lambda: AgentRun(state, first)  # noqa: E731
+                    ended = partial(AgentRun[Any].ended, state)
                     yield await stack.enter_async_context(wrapped_run(state, start, ended))
         finally:
             if captured is not None:

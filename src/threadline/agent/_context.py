@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar  # PEP 696 defaults (3.13 has them in typing)
 
 from threadline._uuid import uuid7
 from threadline.exceptions import UserError
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ['AgentDepsT', 'CrashRetry', 'RunContext']
 
-AgentDepsT = TypeVar('AgentDepsT')
+AgentDepsT = TypeVar('AgentDepsT', default=None)
 
 
 @dataclass(frozen=True)

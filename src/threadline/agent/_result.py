@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Generic, get_args
 
 import msgspec
+from typing_extensions import TypeVar  # PEP 696 defaults (3.13 has them in typing)
 
 from threadline.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, RunUsage
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ['AgentRunResult', 'OutputDataT', 'RunResult']
 
-OutputDataT = TypeVar('OutputDataT')
+OutputDataT = TypeVar('OutputDataT', default=str)  # `Agent[Deps]` is `Agent[Deps, str]`, as pydantic-ai's
 
 
 class AgentRunResult(Generic[OutputDataT]):

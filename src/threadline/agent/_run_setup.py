@@ -127,8 +127,11 @@ def new_state(
     limits.check_cost_known(resolved_model)
     history = check_history(message_history)
     run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
-    agent_settings = overridden.get('model_settings', agent.model_settings)
-    settings = {**(agent_settings or {}), **(model_settings or {})} or None
+    # An override wins over the run's own settings, as pydantic-ai's does.
+    if 'model_settings' in overridden:
+        settings = {**(model_settings or {}), **(overridden['model_settings'] or {})} or None
+    else:
+        settings = {**(agent.model_settings or {}), **(model_settings or {})} or None
     # As at the agent's construction, so a run-level capability may adapt itself to the agent.
     run_level = [c.for_agent(agent) for c in capabilities]
     chain = CapabilityChain([*agent.capabilities, *run_level])
@@ -163,7 +166,7 @@ def new_state(
         prepared=_prepared_for(agent, history),
         run_level_capabilities=len(flatten(run_level)),
     )
-    run_toolsets = [*overridden.get('toolsets', agent.toolsets), *toolsets]
+    run_toolsets = [*overridden.get('toolsets', agent._toolsets), *toolsets]
     if run_toolsets:
         state.toolset = CombinedToolset(run_toolsets)
     ctx.queue = state.queue

@@ -177,9 +177,7 @@ def _agent_info(settings: ModelSettings | None, params: ModelRequestParameters) 
 
 
 def _name_of(function: Any) -> str:
-    """A function's name; callable objects and `functools.partial` have none of their own."""
+    """A function's name; a callable object (a `functools.partial` too) goes by its class's, as
+    pydantic-ai names it."""
     name = getattr(function, '__name__', None)
-    if isinstance(name, str):
-        return name
-    inner = getattr(function, 'func', None)  # functools.partial
-    return _name_of(inner) if inner is not None else type(function).__name__
+    return name if isinstance(name, str) else type(function).__name__
