@@ -210,7 +210,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
         def register(fn: F) -> F:
             if dynamic:
-                self._dynamic_system_prompts[fn.__name__] = fn
+                self._dynamic_system_prompts[fn.__qualname__] = fn  # the part's `dynamic_ref`, as pydantic-ai's
             else:
                 self._system_prompts.append(fn)
             return fn

@@ -6,7 +6,8 @@
         except UnexpectedModelBehavior:
             print(messages)  # what was sent and received before the failure
 
-The list holds the history of the last run started in the block, as it stood when the run ended.
+The list holds the history of the first run started in the block (as pydantic-ai's does), as it
+stood when that run ended; runs started after it leave the list alone.
 """
 
 from __future__ import annotations
@@ -19,22 +20,36 @@ from threadline.messages import ModelMessage
 
 __all__ = ['capture_run_messages', 'captured_messages']
 
-_CAPTURED: contextvars.ContextVar[list[ModelMessage] | None] = contextvars.ContextVar(
+
+class _Capture:
+    __slots__ = ('claimed', 'messages')
+
+    def __init__(self) -> None:
+        self.messages: list[ModelMessage] = []
+        self.claimed = False
+
+
+_CAPTURED: contextvars.ContextVar[_Capture | None] = contextvars.ContextVar(
     'threadline_captured_messages', default=None
 )
 
 
 @contextmanager
 def capture_run_messages() -> Iterator[list[ModelMessage]]:
-    """A list that receives the messages of the run made inside the block."""
-    messages: list[ModelMessage] = []
-    token = _CAPTURED.set(messages)
+    """A list that receives the messages of the first run made inside the block."""
+    capture = _Capture()
+    token = _CAPTURED.set(capture)
     try:
-        yield messages
+        yield capture.messages
     finally:
         _CAPTURED.reset(token)
 
 
 def captured_messages() -> list[ModelMessage] | None:
-    """The list a surrounding `capture_run_messages()` block collects into, if any."""
-    return _CAPTURED.get()
+    """For a run starting now: the list a surrounding `capture_run_messages()` block collects
+    into, if any and if no run before it in the block took it."""
+    capture = _CAPTURED.get()
+    if capture is None or capture.claimed:
+        return None
+    capture.claimed = True
+    return capture.messages

@@ -204,7 +204,7 @@ class ModelRequestNode:
         hooks enclose it (see `_request_stream`)."""
         if isinstance(ctx, RunState):
             return streamed_request(self, ctx, retry_after_hook)
-        return stream_request_node(self, _state_of(ctx))
+        return stream_request_node(self, ctx)
 
     def abandon(self) -> None:
         """Inside `stream()`: leave the response out of the history (it was never consumed)."""
@@ -263,7 +263,7 @@ class ModelRequestNode:
         state.refresh_loaded(request_context.messages)
         _check_request_messages(request_context.messages)
         if _history_shape(state) != before:
-            _stamp_last(state)
+            _stamp_last(state, request_context.messages)
             state.recompute_new_message_index()
         # Processors may leave adjacent requests; the model always gets the repaired shape.
         prepared, skipped = state.prepared.prepare(request_context.messages, request_context.model.profile)
@@ -386,16 +386,10 @@ def _check_request_messages(messages: list[ModelMessage]) -> None:
         raise UserError('Processed history must end with a `ModelRequest`.')
 
 
-def _state_of(ctx: Any) -> RunState:
-    state = getattr(ctx, '_state', None)  # `agent_run.ctx` (a RunGraphContext) holds the run's state
-    if not isinstance(state, RunState):
-        raise UserError('node.stream() takes the context of the run the node came from: node.stream(agent_run.ctx)')
-    return state
-
-
-def _stamp_last(state: RunState) -> None:
+def _stamp_last(state: RunState, sent: list[ModelMessage]) -> None:
     """After a processor rewrote the history, the message it left last gets the run's ids, and a
-    request it built gets a timestamp (as one the run builds itself)."""
+    request it built gets a timestamp (as one the run builds itself), in the history and in what
+    is `sent`."""
     if state.history:
         last = state.history[-1]
         undated = isinstance(last, ModelRequest) and last.timestamp is None
@@ -408,6 +402,8 @@ def _stamp_last(state: RunState) -> None:
             if undated:
                 stamped.timestamp = now_utc()
             state.history[-1] = stamped
+            if sent and sent[-1] is last:
+                sent[-1] = stamped
 
 
 @dataclass
@@ -427,7 +423,7 @@ class CallToolsNode:
 
     def stream(self, ctx: Any) -> AbstractAsyncContextManager[AsyncIterator[Any]]:
         """Run the calls with `agent_run.ctx`, and stream their events (see `_node_stream`)."""
-        return stream_tools_node(self, _state_of(ctx))
+        return stream_tools_node(self, ctx)
 
     async def run(self, state: RunState) -> ModelRequestNode | End[FinalResult[Any]]:
         response = self.model_response

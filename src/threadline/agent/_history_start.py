@@ -54,8 +54,8 @@ async def refresh_dynamic_system_prompts(state: RunState) -> None:
         for j, part in enumerate(parts):
             ref = getattr(part, 'dynamic_ref', None)
             if isinstance(part, SystemPromptPart) and ref in state.dynamic_system_prompts:
-                text = await state.render(state.dynamic_system_prompts[ref])
-                if text is not None and text != part.content:
+                text = await state.render(state.dynamic_system_prompts[ref]) or ''
+                if text != part.content:
                     parts[j], changed = replace(part, content=text), True
         if changed:
             state.history[index] = replace(message, parts=parts)

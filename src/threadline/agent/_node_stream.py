@@ -19,6 +19,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from threadline.agent._state import RunState
+from threadline.exceptions import UserError
 from threadline.messages import (
     AgentStreamEvent,
     FinalResultEvent,
@@ -34,7 +36,6 @@ from threadline.models import StreamedResponse
 
 if TYPE_CHECKING:
     from threadline.agent._graph import CallToolsNode, ModelRequestNode
-    from threadline.agent._state import RunState
 
 __all__ = ['RequestStream', 'model_events', 'stream_request_node', 'stream_tools_node']
 
@@ -88,15 +89,24 @@ class RequestStream:
                 yield piece if delta else text
 
 
+def _state_of(ctx: object) -> RunState:
+    state = getattr(ctx, '_state', None)  # `agent_run.ctx` (a RunGraphContext) holds the run's state
+    if not isinstance(state, RunState):
+        raise UserError('node.stream() takes the context of the run the node came from: node.stream(agent_run.ctx)')
+    return state
+
+
 @contextlib.asynccontextmanager
-async def stream_request_node(node: ModelRequestNode, state: RunState) -> AsyncIterator[RequestStream]:
+async def stream_request_node(node: ModelRequestNode, ctx: object) -> AsyncIterator[RequestStream]:
+    state = _state_of(ctx)
     async with node.stream(state) as streamed:
         yield RequestStream(state, streamed)
 
 
 @contextlib.asynccontextmanager
-async def stream_tools_node(node: CallToolsNode, state: RunState) -> AsyncIterator[AsyncIterator[AgentStreamEvent]]:
+async def stream_tools_node(node: CallToolsNode, ctx: object) -> AsyncIterator[AsyncIterator[AgentStreamEvent]]:
     """Run the node's calls, then yield the events they made, in order."""
+    state = _state_of(ctx)
     earlier = state.events
     events: list[AgentStreamEvent] = []
     state.events = events

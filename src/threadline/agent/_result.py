@@ -127,14 +127,18 @@ class AgentRunResult(Generic[OutputDataT]):
     @classmethod
     def _from_wire(cls, data: dict[str, Any]) -> AgentRunResult[Any]:
         usage = msgspec.convert(data.get('usage') or {}, RunUsage)
+        messages = ModelMessagesTypeAdapter.validate_python(data['messages'])
+        # Not on the wire (the reference has no such field): the model that answered last.
+        answered = [m.model_name for m in messages if isinstance(m, ModelResponse)]
         return cls(
             data['output'],
-            ModelMessagesTypeAdapter.validate_python(data['messages']),
+            messages,
             int(data.get('new_message_index') or 0),
             data.get('run_id'),
             data.get('conversation_id'),
             usage,
             usage,
+            model_name=answered[-1] if answered else None,
             output_tool_name=data.get('output_tool_name'),
         )
 

@@ -258,9 +258,8 @@ class RunState:
             if text:
                 parts.append(SystemPromptPart(text))
         for name, fn in self.dynamic_system_prompts.items():
-            text = await self._render(fn)
-            if text:
-                parts.append(SystemPromptPart(text, dynamic_ref=name))
+            # Kept when empty, as pydantic-ai keeps it: a later run may render it with text.
+            parts.append(SystemPromptPart(await self._render(fn) or '', dynamic_ref=name))
         return parts
 
     async def request_parameters(self) -> ModelRequestParameters:

@@ -1,0 +1,88 @@
+"""History and messages as in pydantic-ai 2.62, one script body on both libraries: what a history
+processor's request carries when sent, dynamic system prompts, `capture_run_messages`, a run
+result through a `TypeAdapter`, and the field order `dataclasses.asdict` shows."""
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import pydantic
+
+from tests.compat._libs import library
+
+LIBS = ('ref', 'ours')
+
+
+def _extras(name: str) -> SimpleNamespace:
+    if name == 'ref':
+        from pydantic_ai import capture_run_messages
+        from pydantic_ai.capabilities import ProcessHistory
+        from pydantic_ai.messages import SystemPromptPart
+    else:
+        from threadline import capture_run_messages
+        from threadline.capabilities import ProcessHistory
+        from threadline.messages import SystemPromptPart
+    return SimpleNamespace(
+        capture_run_messages=capture_run_messages, ProcessHistory=ProcessHistory, SystemPromptPart=SystemPromptPart
+    )
+
+
+def history_behaviour(name: str) -> dict[str, Any]:
+    lib, extra = library(name), _extras(name)
+    out: dict[str, Any] = {'sent': []}
+
+    def model(messages: list[Any], info: Any) -> Any:
+        out['sent'].append([(m.kind, m.run_id is not None, m.conversation_id is not None) for m in messages])
+        return lib.ModelResponse(parts=[lib.TextPart('ok')])
+
+    def rebuild(messages: list[Any]) -> list[Any]:
+        return [lib.ModelRequest(parts=[lib.UserPromptPart('rebuilt')])]
+
+    rebuilt = lib.Agent(lib.FunctionModel(model), capabilities=[extra.ProcessHistory(rebuild)])
+    out['new after a rebuilt history'] = [m.kind for m in rebuilt.run_sync('x').new_messages()]
+
+    def make_agent() -> Any:
+        agent = lib.Agent(lib.FunctionModel(model))
+
+        @agent.system_prompt(dynamic=True)
+        def nothing_yet() -> None:
+            return None
+
+        return agent
+
+    agent = make_agent()
+    result = agent.run_sync('x')
+    out['dynamic'] = [
+        (p.content, p.dynamic_ref)
+        for m in result.all_messages()
+        for p in m.parts
+        if isinstance(p, extra.SystemPromptPart)
+    ]
+
+    with extra.capture_run_messages() as captured:
+        agent.run_sync('first')
+        agent.run_sync('second')
+    out['captured'] = [p.content for m in captured for p in m.parts if p.part_kind in ('user-prompt', 'text')]
+
+    adapter = pydantic.TypeAdapter(type(result))
+    out['result round trip'] = adapter.validate_json(adapter.dump_json(result)) == result
+
+    out['asdict'] = [
+        list(dataclasses.asdict(value))
+        for value in (
+            lib.ToolCallPart('t', {}, 'c'),
+            lib.TextPart('t'),
+            lib.UserPromptPart('u'),
+            lib.ModelRequest(parts=[]),
+        )
+    ]
+    return out
+
+
+def test_history_behaviour_matches_the_reference() -> None:
+    ref, ours = (history_behaviour(name) for name in LIBS)
+    assert ours == ref
+    assert all(sent[0][1:] == (True, True) for sent in ours['sent'])  # stamped before it is sent
+    assert ours['dynamic'] == [('', 'history_behaviour.<locals>.make_agent.<locals>.nothing_yet')]
+    assert ours['captured'] == ['first', 'ok']
+    assert ours['result round trip'] is True
