@@ -119,3 +119,59 @@ async def a_streamed_call_without_arguments(lib: SimpleNamespace) -> Any:
 def test_a_streamed_call_without_arguments_has_args_none() -> None:
     ref, ours = (asyncio.run(a_streamed_call_without_arguments(library(name))) for name in LIBS)
     assert ours == ref == ['done', [('t', None)]]
+
+
+async def a_handler_and_a_tool_that_raises(lib: SimpleNamespace) -> Any:
+    async def stream(messages: list[Any], info: Any) -> Any:
+        yield {0: lib.DeltaToolCall(name='t', json_args='{}', tool_call_id='c1')}
+
+    agent = lib.Agent(lib.FunctionModel(lambda m, i: None, stream_function=stream))
+
+    @agent.tool_plain
+    def t() -> str:
+        raise RuntimeError('broke')
+
+    seen: list[str] = []
+
+    async def handler(ctx: Any, events: Any) -> None:
+        async for event in events:
+            seen.append(type(event).__name__)
+
+    try:
+        await agent.run('x', event_stream_handler=handler)
+    except RuntimeError:
+        seen.append('raised')
+    return seen
+
+
+def test_event_stream_handler_sees_the_calls_before_a_tool_error() -> None:
+    ref, ours = (asyncio.run(a_handler_and_a_tool_that_raises(library(name))) for name in LIBS)
+    assert ours == ref
+    assert ours[-2:] == ['FunctionToolCallEvent', 'raised']
+
+
+async def breaking_out_of_stream_text(lib: SimpleNamespace) -> Any:
+    log: list[str] = []
+
+    async def stream(messages: list[Any], info: Any) -> Any:
+        try:
+            for i in range(5):
+                yield f'w{i} '
+                await asyncio.sleep(0.05)
+        finally:
+            log.append('model stream closed')
+
+    agent = lib.Agent(lib.FunctionModel(lambda m, i: None, stream_function=stream))
+    async with agent.run_stream('x') as result:
+        async for text in result.stream_text(delta=True, debounce_by=None):
+            log.append(text)
+            break
+        log.append('after break')
+    log.append('after the block')
+    return log
+
+
+def test_breaking_out_of_stream_text_closes_the_model_stream() -> None:
+    ref, ours = (asyncio.run(breaking_out_of_stream_text(library(name))) for name in LIBS)
+    assert ours == ref
+    assert ours == ['w0 ', 'after break', 'model stream closed', 'after the block']

@@ -16,6 +16,7 @@ Rules (as in the reference):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -54,7 +55,14 @@ async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandl
             node = await agent_run.advance(node, node.result)
             continue
         tools_step = isinstance(node, CallToolsNode)
-        node = await agent_run.next(node)
+        try:
+            node = await agent_run.next(node)
+        except Exception:
+            if tools_step and pending:  # a tool raised: the handler still hears the calls before it
+                events, pending[:] = list(pending), []
+                with contextlib.suppress(Exception):  # the tool's error is the one the run raises
+                    await handler(state.ctx, _replay(events))
+            raise
         if tools_step:
             events, pending[:] = list(pending), []
             await handler(state.ctx, _replay(events))

@@ -130,9 +130,13 @@ class FunctionModel(Model):
                 yield stream
             return
         info = _agent_info(model_settings, model_request_parameters)
-        yield _FunctionStream(
-            self, self.stream_function(messages if type(messages) is list else list(messages), info), messages
-        )
+        source = self.stream_function(messages if type(messages) is list else list(messages), info)
+        try:
+            yield _FunctionStream(self, source, messages)
+        finally:  # a stream left before its end is closed now, so its `finally` runs now
+            aclose = getattr(source, 'aclose', None)
+            if aclose is not None:
+                await aclose()
 
 
 class _FunctionStream(StreamedResponse):
