@@ -459,6 +459,8 @@ class CallToolsNode:
                 ]
                 return await retry_feedback(state, errors, cause='validation_error')
             return End(FinalResult(output))
+        if not response.parts and response.finish_reason == 'length':  # a retry would hit the same limit
+            raise UnexpectedModelBehavior(LENGTH_BEFORE_ANY_RESPONSE)
         message = 'Please return text.' if state.output.allow_text else 'Please include your response in a tool call.'
         return await retry_feedback(state, message, cause='no_output')
 
@@ -490,5 +492,9 @@ async def retry_after_hook(state: RunState, retry: ModelRetry) -> ModelRequestNo
     return await retry_feedback(state, retry.message, cause='model_retry')
 
 
+LENGTH_BEFORE_ANY_RESPONSE = (
+    'Model token limit (provider default) exceeded before any response was generated. Increase the `max_tokens` '
+    'model setting or simplify the prompt.'
+)
 AgentNode = UserPromptNode | ModelRequestNode | CallToolsNode
 NodeResult = ModelRequestNode | CallToolsNode | End[FinalResult[Any]]

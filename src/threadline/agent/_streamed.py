@@ -329,6 +329,7 @@ class EventStream(Generic[E]):
 
     def __init__(self, events: AsyncGenerator[E]) -> None:
         self._events = events
+        self._entered = False
 
     def __aiter__(self) -> EventStream[E]:
         return self
@@ -337,6 +338,9 @@ class EventStream(Generic[E]):
         return await self._events.__anext__()
 
     async def __aenter__(self) -> EventStream[E]:
+        if self._entered:  # one run, one stream: pydantic-ai refuses it the same way
+            raise RuntimeError('`run_stream_events()` context manager cannot be entered more than once')
+        self._entered = True
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

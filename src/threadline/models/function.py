@@ -153,6 +153,14 @@ class _FunctionStream(StreamedResponse):
         self.usage = self.usage + RequestUsage(output_tokens=estimate_tokens(text))
 
     async def _events(self) -> AsyncIterator[ModelStreamEvent]:
+        empty = True
+        async for item in self._events_of():
+            empty = False
+            yield item
+        if empty:
+            raise ValueError('Stream function must return at least one item')
+
+    async def _events_of(self) -> AsyncIterator[ModelStreamEvent]:
         async for item in self._source:
             if isinstance(item, str):
                 self._count(item)

@@ -297,6 +297,8 @@ class OutputSpec:
         members = _members(output_type)
         if all(m is None or m is type(None) for m in members):
             raise UserError('At least one output type must be provided other than `None`.')
+        if sum(1 for m in members if m is str or isinstance(m, TextOutput)) > 1:
+            raise UserError('Only one `str` or `TextOutput` is allowed.')
         self.allow_deferred = DeferredToolRequests in members
         self.text_function: Any = next((m.output_function for m in members if isinstance(m, TextOutput)), None)
         self.allow_text = str in members or self.text_function is not None

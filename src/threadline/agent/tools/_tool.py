@@ -35,6 +35,33 @@ def validate_with(validator: Any, args: str | dict[str, Any] | None) -> Any:
         raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
 
 
+def _check_signature(function: Callable[..., object], takes_ctx: bool) -> None:
+    """At registration, as pydantic-ai checks it: a tool that takes the context has it first
+    (unannotated, or annotated `RunContext[...]`), and one that does not has no `RunContext`
+    parameter. Annotations that cannot be resolved yet are left to the schema to report."""
+    target = function if inspect.isfunction(function) or inspect.ismethod(function) else type(function).__call__
+    try:
+        hints = typing.get_type_hints(target)
+        params = list(inspect.signature(function).parameters.values())
+    except (NameError, TypeError, ValueError):
+        return
+    name = getattr(function, '__qualname__', repr(function))
+    for index, param in enumerate(params):
+        hint = hints.get(param.name)
+        is_ctx = hint is RunContext or typing.get_origin(hint) is RunContext
+        if takes_ctx and index == 0:
+            if param.name in hints and not is_ctx:
+                raise UserError(
+                    f'Error generating schema for {name}: the first parameter of a tool that takes the context '
+                    'must be annotated with RunContext[...] (or register it with tool_plain)'
+                )
+        elif is_ctx:
+            raise UserError(
+                f'Error generating schema for {name}: RunContext annotations can only be used with tools that '
+                'take context (register it with tool, not tool_plain)'
+            )
+
+
 def takes_run_context(function: Callable[..., object]) -> bool:
     """Whether the first parameter's resolved annotation is `RunContext` (or `RunContext[...]`).
 
@@ -104,6 +131,9 @@ class Tool(Generic[AgentDepsT]):
         self.sequential, self.metadata = sequential, metadata
         self.include_return_schema = include_return_schema
         self.takes_ctx = takes_run_context(function) if takes_ctx is None else takes_ctx
+        _check_signature(function, self.takes_ctx)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise UserError(f'timeout must be > 0, got {timeout!r}')
         self.name = name or function.__name__
         self.max_retries = max_retries
         self.requires_approval = requires_approval
