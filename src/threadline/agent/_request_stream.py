@@ -27,9 +27,9 @@ import asyncio
 import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from threadline.agent._wrap_run import Changes, context_changes
+from threadline.agent._wrap_run import Changes, context_changes, handed_over_or_done
 from threadline.agent.capability import ModelRequestContext
 from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UserError
 from threadline.messages import ModelMessage, ModelResponse
@@ -125,14 +125,7 @@ async def _wrapped(node: ModelRequestNode, state: RunState, retry: _Retry) -> As
     handler.streams_to_caller = True  # type: ignore[attr-defined]
     opened = await node._open(state)
     hooks = asyncio.ensure_future(state.capabilities.wrap_model_request(state.ctx, opened, handler))
-    try:
-        waiting: list[asyncio.Future[Any]] = [ready, hooks]
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        hooks.cancel()
-        with contextlib.suppress(BaseException):
-            await hooks
-        raise
+    await handed_over_or_done(ready, hooks)
     for var, value in changes:
         var.set(value)
     if not ready.done():

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from threadline.agent._run import AgentRun
     from threadline.agent._state import RunState
 
-__all__ = ['Changes', 'context_changes', 'wrapped_run']
+__all__ = ['Changes', 'context_changes', 'handed_over_or_done', 'wrapped_run']
 
 Changes = list[tuple[contextvars.ContextVar[object], object]]
 """Context variables and the values to set them to."""
@@ -44,6 +44,18 @@ _NEVER_RECOVERED = (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt, Sy
 def context_changes(before: contextvars.Context, after: contextvars.Context) -> Changes:
     """The variables `after` holds that `before` did not, or holds with another value."""
     return [(var, value) for var, value in after.items() if var not in before or before[var] is not value]
+
+
+async def handed_over_or_done(handed: asyncio.Future[Any], hooks: asyncio.Future[Any]) -> None:
+    """Wait until the hooks' handler hands over (`handed` is set) or the hooks end without it;
+    cancelled while waiting, the hooks are cancelled too and waited for."""
+    try:
+        await asyncio.wait([handed, hooks], return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        hooks.cancel()
+        with contextlib.suppress(BaseException):
+            await hooks
+        raise
 
 
 @contextlib.asynccontextmanager
@@ -71,14 +83,7 @@ async def wrapped_run(
                 var.set(value)
 
     hooks = asyncio.ensure_future(state.capabilities.wrap_run(state.ctx, lifecycle))
-    try:
-        first: list[asyncio.Future[Any]] = [entered, hooks]
-        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        hooks.cancel()
-        with contextlib.suppress(BaseException):
-            await hooks
-        raise
+    await handed_over_or_done(entered, hooks)
     if not entered.done():
         entered.cancel()
         yield ended(await hooks)  # `await hooks` raises what a hook (or before_run) raised
