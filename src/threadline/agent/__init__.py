@@ -21,7 +21,7 @@ from threadline.agent._result import AgentRunResult, RunResult
 from threadline.agent._run import AgentRun
 from threadline.agent._streamed import EventStream, RunCancelled, StreamedRunResult
 from threadline.agent._streamed_sync import StreamedRunResultSync
-from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from threadline.agent.output._deferred_types import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
 from threadline.agent.tools._tool import Tool
 

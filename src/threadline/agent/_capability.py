@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
     from threadline.agent._result import AgentRunResult
-    from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, OutputContext
+    from threadline.agent.output._deferred_types import DeferredToolRequests, DeferredToolResults
+    from threadline.agent.output._output import OutputContext
     from threadline.agent.tools._function import FunctionToolset
 
 __all__ = ['AbstractCapability', 'CapabilityDepsT', 'ModelRequestContext', 'overridden_hooks']

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadline.agent._capability import HOOKS, AbstractCapability, ModelRequestContext
 from threadline.agent._context import AgentDepsT
-from threadline.agent.output._output import DeferredToolResults
+from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.tools._function import FunctionToolset
 from threadline.agent.tools._load import catalog, check_deferred, load_tool
 from threadline.messages import ModelResponse, ToolCallPart
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
     from threadline.agent._result import AgentRunResult
-    from threadline.agent.output._output import DeferredToolRequests, OutputContext
+    from threadline.agent.output._deferred_types import DeferredToolRequests
+    from threadline.agent.output._output import OutputContext
     from threadline.agent.tools._function import FunctionToolset
 
 __all__ = ['CapabilityChain', 'flatten']

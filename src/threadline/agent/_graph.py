@@ -26,8 +26,8 @@ from threadline.agent._history_start import clean_history_at_start, refresh_dyna
 from threadline.agent._node_stream import stream_request_node, stream_tools_node
 from threadline.agent._request_stream import streamed_request
 from threadline.agent._state import RunState, now_utc
+from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._end import End, FinalResult
-from threadline.agent.output._output import DeferredToolResults
 from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._step import ToolStep, validate_output
 from threadline.agent.tools._tool import ToolArgsError

@@ -20,7 +20,7 @@ from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._limits import UsageLimits
 from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
 from threadline.agent._state import InstructionSource, RunState
-from threadline.agent.output._output import DeferredToolResults
+from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.tools._function import merge_tools
 from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset
 from threadline.exceptions import UserError

@@ -13,7 +13,8 @@ from threadline.agent._chain import CapabilityChain
 from threadline.agent._context import RunContext
 from threadline.agent._enqueue import EnqueueQueue
 from threadline.agent._limits import UsageLimits
-from threadline.agent.output._output import DeferredToolResults, OutputSpec
+from threadline.agent.output._deferred_types import DeferredToolResults
+from threadline.agent.output._output import OutputSpec
 from threadline.agent.tools._load import loaded_capabilities
 from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._tool import Tool

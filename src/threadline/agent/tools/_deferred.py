@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from threadline.agent.output._output import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from threadline.agent.output._deferred_types import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from threadline.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed
 from threadline.messages import RetryInfo, ToolCallPart, ToolReturn, ToolReturnPart
 

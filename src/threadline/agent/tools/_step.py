@@ -11,8 +11,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadline.agent._state import RunState, now_utc
+from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._end import End, FinalResult
-from threadline.agent.output._output import DeferredToolResults
 from threadline.agent.tools._deferred import Decision, Waiting, decision_for, external_result
 from threadline.agent.tools._lifecycle import ToolLifecycle, deferred_unvalidated
 from threadline.agent.tools._reveal import delta_part, revealed, visible
