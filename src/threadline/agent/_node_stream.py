@@ -37,7 +37,7 @@ from threadline.models import StreamedResponse
 if TYPE_CHECKING:
     from threadline.agent._graph import CallToolsNode, ModelRequestNode
 
-__all__ = ['RequestStream', 'model_events', 'stream_request_node', 'stream_tools_node']
+__all__ = ['RequestStream', 'model_events', 'stream_request_node', 'stream_tools_node', 'text_of']
 
 
 async def model_events(state: RunState, streamed: StreamedResponse) -> AsyncIterator[AgentStreamEvent]:
@@ -56,6 +56,15 @@ async def model_events(state: RunState, streamed: StreamedResponse) -> AsyncIter
             elif isinstance(part, TextPart) and state.output.allow_text:
                 final_sent = True
                 yield FinalResultEvent(None, None)
+
+
+def text_of(event: AgentStreamEvent) -> str | None:
+    """The text an event adds (a text part starting, or a text delta); None for any other."""
+    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+        return event.part.content
+    if isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+        return event.delta.content_delta
+    return None
 
 
 class RequestStream:
@@ -78,12 +87,7 @@ class RequestStream:
         """The text as it grows, or (`delta=True`) each new piece."""
         text = ''
         async for event in self:
-            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                piece = event.part.content
-            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                piece = event.delta.content_delta
-            else:
-                continue
+            piece = text_of(event)
             if piece:
                 text += piece
                 yield piece if delta else text

@@ -18,10 +18,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
-from threadline.agent._node_stream import model_events
+from threadline.agent._node_stream import model_events, text_of
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
 from threadline.exceptions import RunCancelled, UserError
@@ -31,16 +31,11 @@ from threadline.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
-    PartDeltaEvent,
     PartStartEvent,
     RunUsage,
     TextPart,
-    TextPartDelta,
     ToolCallPart,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ['EventStream', 'RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
 
@@ -136,7 +131,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         text = pending = ''
         last = time.monotonic()
         async for event in self._events():
-            piece = _text_of(event)
+            piece = text_of(event)
             if not piece:
                 continue
             text += piece
@@ -151,7 +146,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         """The output as it grows (text output), then the validated final output."""
         text = ''
         async for event in self._events():
-            piece = _text_of(event)
+            piece = text_of(event)
             if piece:
                 text += piece
                 yield text
@@ -211,14 +206,6 @@ class StreamedRunResult(Generic[OutputDataT]):
         self.is_complete = True
         if node._outcome == 'interrupted':
             await self._run._state_cancelled(RunCancelled('the stream was cancelled'))
-
-
-def _text_of(event: AgentStreamEvent) -> str | None:
-    if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-        return event.part.content
-    if isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-        return event.delta.content_delta
-    return None
 
 
 async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
