@@ -12,6 +12,7 @@ def library(name: str) -> SimpleNamespace:
         from pydantic_ai import (
             Agent,
             ApprovalRequired,
+            BinaryImage,
             CallDeferred,
             DeferredToolRequests,
             DeferredToolResults,
@@ -41,6 +42,7 @@ def library(name: str) -> SimpleNamespace:
         from threadline import (
             Agent,
             ApprovalRequired,
+            BinaryImage,
             CallDeferred,
             DeferredToolRequests,
             DeferredToolResults,
@@ -75,6 +77,7 @@ def library(name: str) -> SimpleNamespace:
         ModelRequest=ModelRequest,
         UserPromptPart=UserPromptPart,
         ApprovalRequired=ApprovalRequired,
+        BinaryImage=BinaryImage,
         CallDeferred=CallDeferred,
         DeferredToolResults=DeferredToolResults,
         HandleDeferredToolCalls=HandleDeferredToolCalls,

@@ -5,7 +5,9 @@ Rules (the reference's): under `'early'` the first valid output call in response
 and every other call, unknown ones included, is answered "not executed", the output calls' results
 first. `run_stream` hands a response over on its first output call, which decides before any
 tool runs: it is final even when a sibling tool asks for a retry, and an invalid one ends the run
-(a stream cannot be retried)."""
+(a stream cannot be retried). Results bind to function and unknown calls by id, so an id repeated
+among them fails the step before any tool runs; a repeat of the final output call's id is answered
+as the final call."""
 
 import asyncio
 import json
@@ -39,6 +41,9 @@ def _calls(lib: SimpleNamespace, scenario: str, names: list[str]) -> list[Any]:
         ],
         'an unknown tool after the output': [call(names[0], {'a': 1}, 'o1'), call('nope', {}, 'n1')],
         'a retrying sibling': [call('r', {}, 'r1'), call(names[0], {'a': 1}, 'o1')],
+        'two outputs with one id': [call(names[0], {'a': 1}, 'o1'), call(names[1], {'b': 2}, 'o1')],
+        'an output and a tool with one id': [call(names[0], {'a': 1}, 'o1'), call('f', {}, 'o1')],
+        'two tools with one id': [call('f', {}, 'f1'), call('g', {}, 'f1'), call(names[0], {'a': 1}, 'o1')],
     }[scenario]
 
 
@@ -107,6 +112,9 @@ SCENARIOS = [
     'an invalid output first',
     'an unknown tool after the output',
     'a retrying sibling',
+    'two outputs with one id',
+    'an output and a tool with one id',
+    'two tools with one id',
 ]
 
 

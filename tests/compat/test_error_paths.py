@@ -82,6 +82,73 @@ def a_tool_name_taken_twice(lib: SimpleNamespace) -> Any:
         return ''
 
 
+def a_tool_with_negative_retries(lib: SimpleNamespace) -> Any:
+    agent = lib.Agent('test')
+
+    @agent.tool_plain(retries=-1)
+    def lookup() -> str:
+        return ''
+
+
+def an_output_tool_with_negative_retries(lib: SimpleNamespace) -> Any:
+    return lib.ToolOutput(int, max_retries=-1)
+
+
+def a_native_output_holding_an_image(lib: SimpleNamespace) -> Any:
+    return lib.Agent('test', output_type=lib.NativeOutput([lib.BinaryImage]))
+
+
+def a_prompted_output_holding_an_image(lib: SimpleNamespace) -> Any:
+    return lib.Agent('test', output_type=lib.PromptedOutput([int, lib.BinaryImage]))
+
+
+def a_native_output_holding_deferred_requests(lib: SimpleNamespace) -> Any:
+    return lib.Agent('test', output_type=lib.NativeOutput([int, lib.DeferredToolRequests]))
+
+
+def _repeating_call_ids(lib: SimpleNamespace, second_tool: str, output_type: Any) -> Any:
+    ran: list[str] = []
+
+    def model(messages: list[Any], info: Any) -> Any:
+        calls = [lib.ToolCallPart('lookup', {}, tool_call_id='a'), lib.ToolCallPart(second_tool, {}, tool_call_id='a')]
+        return lib.ModelResponse(parts=calls if len(messages) == 1 else [lib.TextPart('done')])
+
+    agent = lib.Agent(lib.FunctionModel(model), output_type=output_type)
+
+    @agent.tool_plain
+    def lookup() -> str:
+        ran.append('lookup')
+        if output_type is not str:
+            raise lib.CallDeferred()
+        return 'found'
+
+    try:
+        return agent.run_sync('x').output
+    finally:
+        assert ran == []  # refused before any call runs
+
+
+def two_tool_calls_with_one_id(lib: SimpleNamespace) -> Any:
+    return _repeating_call_ids(lib, 'lookup', str)
+
+
+def a_tool_call_and_an_unknown_call_with_one_id(lib: SimpleNamespace) -> Any:
+    return _repeating_call_ids(lib, 'no_such_tool', str)
+
+
+def two_deferred_calls_with_one_id(lib: SimpleNamespace) -> Any:
+    return _repeating_call_ids(lib, 'lookup', [str, lib.DeferredToolRequests])
+
+
+def invalid_output_arguments_in_run_stream(lib: SimpleNamespace) -> Any:
+    async def run() -> Any:
+        agent = lib.Agent(lib.TestModel(custom_output_args={'not': 'a number'}), output_type=int)
+        async with agent.run_stream('x') as result:
+            return await result.get_output()
+
+    return asyncio.run(run())
+
+
 SCENARIOS = [
     two_text_outputs,
     a_context_tool_whose_first_parameter_is_not_the_context,
@@ -91,6 +158,15 @@ SCENARIOS = [
     an_empty_response_cut_by_the_token_limit,
     run_stream_events_entered_twice,
     a_tool_name_taken_twice,
+    a_tool_with_negative_retries,
+    an_output_tool_with_negative_retries,
+    a_native_output_holding_an_image,
+    a_prompted_output_holding_an_image,
+    a_native_output_holding_deferred_requests,
+    two_tool_calls_with_one_id,
+    a_tool_call_and_an_unknown_call_with_one_id,
+    two_deferred_calls_with_one_id,
+    invalid_output_arguments_in_run_stream,
 ]
 
 

@@ -21,7 +21,7 @@ from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOut
 from threadline.agent.tools._schema import drop_property_titles, is_model_like
 from threadline.agent.tools._tool import Tool, ToolArgsError, takes_run_context
 from threadline.exceptions import UserError
-from threadline.messages import ToolCallPart
+from threadline.messages import BinaryImage, ToolCallPart
 from threadline.models import OutputObjectDefinition, ToolDefinition
 
 if TYPE_CHECKING:
@@ -31,6 +31,18 @@ if TYPE_CHECKING:
 __all__ = ['OutputSpec']
 
 OUTPUT_TOOL_NAME = 'final_result'
+
+
+def _refuse_markers_inside(mode: NativeOutput | PromptedOutput) -> None:
+    """`DeferredToolRequests` and `BinaryImage` are never JSON the model writes: they go beside a
+    native or prompted output marker, not inside it (a `UserError` naming the fix)."""
+    kind = type(mode).__name__
+    for marker in (DeferredToolRequests, BinaryImage):
+        if marker in _members(mode.outputs):
+            raise UserError(
+                f'`{kind}` cannot contain `{marker.__name__}`. Include it alongside the marker instead: '
+                f'`output_type=[{kind}(...), {marker.__name__}]`'
+            )
 
 
 def _members(output_type: Any) -> list[Any]:
@@ -213,12 +225,8 @@ class OutputSpec:
         ]
         if modes and len([m for m in members if m is not DeferredToolRequests]) > 1:
             raise UserError(f'`{type(modes[0]).__name__}` must be the only output type.')
-        if modes and DeferredToolRequests in _members(modes[0].outputs):
-            kind = type(modes[0]).__name__
-            raise UserError(
-                f'`{kind}` cannot contain `DeferredToolRequests`. Include it alongside the marker instead: '
-                f'`output_type=[{kind}(...), DeferredToolRequests]`'
-            )
+        if modes:
+            _refuse_markers_inside(modes[0])
         self.mode = 'text'
         self.output_object: OutputObjectDefinition | None = None
         self.template: str | None = None

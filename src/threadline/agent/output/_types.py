@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from threadline.exceptions import UserError
+
 __all__ = ['NativeOutput', 'PromptedOutput', 'TextOutput', 'ToolOutput']
 
 
@@ -39,6 +41,8 @@ class ToolOutput:
         max_retries: int | None = None,
         strict: bool | None = None,
     ) -> None:
+        if max_retries is not None and max_retries < 0:
+            raise UserError(f'max_retries must be >= 0, got {max_retries!r}')
         self.output, self.name, self.description = type_, name, description
         self.max_retries, self.strict = max_retries, strict
 

@@ -31,7 +31,6 @@ from threadline.messages import (
     FunctionToolResultEvent,
     ModelRequest,
     ModelRequestPart,
-    RetryFeedbackPart,
     RetryInfo,
     ToolCallPart,
     ToolReturn,
@@ -135,6 +134,7 @@ class ToolStep:
         if state.end_strategy == 'early':
             slots = await self._early(slots, outputs, functions, unknown)
         else:
+            self._refuse_repeated_ids(functions, unknown)
             self._unknown(slots, unknown)
             if self.streamed_text and not outputs:
                 await self._text_is_final(functions)
@@ -150,24 +150,35 @@ class ToolStep:
         return await self._next(self._assemble(slots))
 
     def _classify(self, slots: Slots) -> tuple[list[int], list[int], list[int]]:
-        """The positions of the output calls, the function calls and the unknown calls (a repeated
-        call id is answered at once)."""
+        """The positions of the output calls, the function calls and the unknown calls."""
         output_names = {t.name for t in self.state.output.output_tools}
-        seen: set[str] = set()
         outputs: list[int] = []
         functions: list[int] = []
         unknown: list[int] = []
         for index, call in enumerate(self.calls):
-            if call.tool_call_id in seen:
-                slots[index] = self._duplicate(call)
-            elif call.tool_name in output_names:
+            if call.tool_name in output_names:
                 outputs.append(index)
             elif call.tool_name in self.callable:
                 functions.append(index)
             else:
                 unknown.append(index)
-            seen.add(call.tool_call_id)
         return outputs, functions, unknown
+
+    def _refuse_repeated_ids(self, functions: list[int], unknown: list[int]) -> None:
+        """Results are bound to function and unknown calls by id, so a repeated id there would be
+        ambiguous: the step fails before any of them runs (`UnexpectedModelBehavior`, as in the
+        reference). Output calls are not bound by id and are answered as usual."""
+        seen: set[str] = set()
+        repeated: list[str] = []
+        for index in sorted([*functions, *unknown]):
+            call_id = self.calls[index].tool_call_id
+            if call_id in seen and call_id not in repeated:
+                repeated.append(call_id)
+            seen.add(call_id)
+        if repeated:
+            raise UnexpectedModelBehavior(
+                f'Function tool calls must have unique `tool_call_id` values; duplicate `tool_call_id`s: {repeated}'
+            )
 
     def _unknown(self, slots: Slots, unknown: list[int]) -> None:
         for index in unknown:
@@ -185,6 +196,7 @@ class ToolStep:
                 if slots[index] is None:
                     slots[index] = await self._output_call(self.calls[index])
         if self.final is None:
+            self._refuse_repeated_ids(functions, unknown)
             self._unknown(slots, unknown)
             await self._run_functions(functions, slots)
         else:
@@ -291,16 +303,6 @@ class ToolStep:
         available = ', '.join(repr(n) for n in names) if names else 'none'
         return f'Unknown tool name: {call.tool_name!r}. Available tools: {available}'
 
-    def _duplicate(self, call: ToolCallPart) -> RetryFeedbackPart:
-        message = (
-            f'Tool call id {call.tool_call_id!r} appears more than once in your response; the repeated call was '
-            'not run. Give every tool call its own id.'
-        )
-        self.state.output_retries += 1
-        if self.state.output_retries > self.state.max_retries:
-            raise UnexpectedModelBehavior(f'Exceeded maximum retries ({self.state.max_retries}): {message}')
-        return RetryFeedbackPart(message, retry=RetryInfo('model_retry', attempt=self.state.output_retries))
-
     def _retry(self, call: ToolCallPart, content: Any, cause: str, max_retries: int | None) -> ToolReturnPart:
         state = self.state
         limit = state.max_retries if max_retries is None else max_retries
@@ -322,6 +324,9 @@ class ToolStep:
 
     async def _output_call(self, call: ToolCallPart) -> ToolReturnPart:
         exhaustive = self.state.end_strategy == 'exhaustive'
+        if self.final is not None and call.tool_call_id == self.final.tool_call_id:
+            # The reference binds output results by id: a repeat of the final call's id is answered as it.
+            return ToolReturnPart(call.tool_name, 'Final result processed.', call.tool_call_id)
         if self.final is not None and not exhaustive:
             return ToolReturnPart(
                 call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id

@@ -134,6 +134,8 @@ class Tool(Generic[AgentDepsT]):
         _check_signature(function, self.takes_ctx)
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise UserError(f'timeout must be > 0, got {timeout!r}')
+        if max_retries is not None and max_retries < 0:
+            raise UserError(f'max_retries must be >= 0, got {max_retries!r}')
         self.name = name or function.__name__
         self.max_retries = max_retries
         self.requires_approval = requires_approval
