@@ -57,3 +57,23 @@ def test_an_unknown_format_is_both_errors_the_reference_raises() -> None:
     with pytest.raises(UnknownMediaType, match='Unknown image media type: video/mp4') as caught:
         _ = ours.ImageUrl(url='https://x/a.mp4').format
     assert isinstance(caught.value, KeyError) and isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_a_url_without_a_known_type_runs_dumps_null_and_refuses_a_format_in_both(kind: str) -> None:
+    """The kept difference stays small: only reading `.media_type` differs (None here, a ValueError
+    there); a run over the file, its JSON (`"media_type": null`) and `.format` (a ValueError) match."""
+    from pydantic_ai import Agent as TheirAgent
+
+    from threadline import Agent as OurAgent
+
+    url = 'https://example.com/file.unknownext'
+    dumps = []
+    for agent, module in ((TheirAgent('test'), reference), (OurAgent('test'), ours)):
+        item = getattr(module, kind)(url=url)
+        with pytest.raises(ValueError):
+            _ = item.format
+        request = agent.run_sync(['look', item]).all_messages()[0]
+        dumps.append(module.ModelMessagesTypeAdapter.dump_python([request], mode='json')[0]['parts'][0]['content'][1])
+    assert dumps[1]['media_type'] is None
+    assert dumps[1] == {key: dumps[0][key] for key in dumps[1]}

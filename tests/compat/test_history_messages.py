@@ -86,3 +86,47 @@ def test_history_behaviour_matches_the_reference() -> None:
     assert ours['dynamic'] == [('', 'history_behaviour.<locals>.make_agent.<locals>.nothing_yet')]
     assert ours['captured'] == ['first', 'ok']
     assert ours['result round trip'] is True
+
+
+def _loaded_content_types(name: str) -> list[str]:
+    """The class each file in a stored history loads as: a user prompt's, a tool result's and a
+    model's file part, an image and a sound each."""
+    messages = __import__('pydantic_ai.messages' if name == 'ref' else 'threadline.messages', fromlist=['_'])
+    png = messages.BinaryContent(data=b'\x89PNG', media_type='image/png')
+    wav = messages.BinaryContent(data=b'RIFF', media_type='audio/wav')
+    history = [
+        messages.ModelRequest(parts=[messages.UserPromptPart(content=['look', png, wav])]),
+        messages.ModelResponse(parts=[messages.FilePart(content=png), messages.FilePart(content=wav)]),
+        messages.ModelRequest(parts=[messages.ToolReturnPart('draw', [png, wav], 'c1')]),
+    ]
+    adapter = messages.ModelMessagesTypeAdapter
+    out = []
+    for loaded in (
+        adapter.validate_json(adapter.dump_json(history)),
+        adapter.validate_python(adapter.dump_python(history)),
+    ):
+        user, files, tool = (m.parts for m in loaded)
+        out += [type(c).__name__ for c in [*user[0].content[1:], *(p.content for p in files), *tool[0].content]]
+    return out
+
+
+def test_a_loaded_image_is_a_binary_image_as_in_the_reference() -> None:
+    ref, ours = (_loaded_content_types(name) for name in LIBS)
+    assert ours == ref
+    assert ours[:2] == ['BinaryImage', 'BinaryContent']
+
+
+def _older_usage(name: str, usage: dict[str, Any]) -> Any:
+    messages = __import__('pydantic_ai.messages' if name == 'ref' else 'threadline.messages', fromlist=['_'])
+    document = [{'kind': 'response', 'parts': [{'part_kind': 'text', 'content': 'x'}], 'usage': usage}]
+    [response] = messages.ModelMessagesTypeAdapter.validate_python(document)
+    return response.usage.input_tokens, response.usage.output_tokens, response.usage.details
+
+
+def test_older_usage_json_loads() -> None:
+    """The names pydantic-ai wrote before `input_tokens` (and `details: null`) load as it loads them;
+    null counts, which older writers also left, load as 0 here (the reference refuses them)."""
+    older = {'request_tokens': 3, 'response_tokens': 4, 'total_tokens': 7, 'details': None}
+    ref, ours = (_older_usage(name, older) for name in LIBS)
+    assert ours == ref == (3, 4, {})
+    assert _older_usage('ours', {'input_tokens': None, 'output_tokens': None, 'details': None}) == (0, 0, {})

@@ -14,7 +14,9 @@ Loading takes one of two paths:
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
 
 import msgspec
 
@@ -22,6 +24,7 @@ from threadline.exceptions import MessageValidationError
 from threadline.messages._base import LEGACY_PREFIX, LegacyName
 from threadline.messages._content import (
     FILE_URL_KINDS,
+    LOADING,
     Base64Bytes,
     BinaryContent,
     CachePoint,
@@ -124,6 +127,25 @@ _ALIASES: dict[type, dict[str, str]] = {
 _ENCODE_NAMES: dict[type, frozenset[str]] = {}
 
 
+P = ParamSpec('P')
+R = TypeVar('R')
+
+
+def _loading(load: Callable[P, R]) -> Callable[P, R]:
+    """`load` with `LOADING` set, so the image bytes it loads are `BinaryImage`s."""
+
+    @wraps(load)
+    def loading(*args: P.args, **kwargs: P.kwargs) -> R:
+        token = LOADING.set(True)
+        try:
+            return load(*args, **kwargs)
+        finally:
+            LOADING.reset(token)
+
+    return loading
+
+
+@_loading
 def decode_messages(data: bytes | bytearray | memoryview | str) -> list[ModelMessage]:
     """Load a JSON history: the fast typed decoder first, the careful loader for anything else."""
     try:
@@ -186,6 +208,7 @@ def json_depth(data: bytes | bytearray | memoryview | str | msgspec.Raw) -> int:
     return deepest
 
 
+@_loading
 def load_messages(items: object) -> list[ModelMessage]:
     """Load a history from Python objects (dicts as `dump_python` writes them, or messages)."""
     if isinstance(items, (str, bytes, dict)) or not isinstance(items, (list, tuple)):
@@ -201,6 +224,7 @@ def _load_message_bounded(item: object, loc: str) -> ModelMessage:
         raise MessageValidationError(loc, f'nested deeper than {MAX_JSON_DEPTH} levels (the limit)') from None
 
 
+@_loading
 def load_struct(cls: type, value: object, location: str) -> Any:
     """Load one wire struct of type `cls` (a message, part, content item or usage) from Python data."""
     if isinstance(value, cls):

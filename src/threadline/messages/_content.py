@@ -9,6 +9,7 @@ import mimetypes
 import os
 import re
 import urllib.parse
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlparse
@@ -26,6 +27,7 @@ __all__ = [
     'FileUrl',
     'ForceDownloadMode',
     'ImageUrl',
+    'LOADING',
     'MultiModalContent',
     'TextContent',
     'UploadedFile',
@@ -73,6 +75,11 @@ _EXTRA_MEDIA_TYPES = {
     '.xlsx': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
 }
 _YOUTUBE_HOSTS = ('youtu.be', 'youtube.com', 'www.youtube.com', 'm.youtube.com')
+
+LOADING: ContextVar[bool] = ContextVar('threadline_loading_messages', default=False)
+"""True while the codec loads a history: `BinaryContent` with an image media type then becomes a
+`BinaryImage`, as pydantic-ai's loader narrows it. Constructed content keeps the class it was made
+with, so a history bridged from pydantic-ai keeps its exact types."""
 
 
 _MEDIA_TYPE = re.compile(r'[A-Za-z0-9][\w!#$&^.+-]*/[A-Za-z0-9][\w!#$&^.+-]*')
@@ -223,6 +230,10 @@ class BinaryContent(_BinaryFields, kw_only=True, tag='binary'):
             self.data = data = Base64Bytes(data)
         if self.identifier is None:
             self.identifier = _short_sha1(data)
+        if type(self) is BinaryContent and self.media_type.startswith('image/') and LOADING.get():
+            # Loaded (decoded or converted, never constructed) image bytes are a `BinaryImage`, as
+            # pydantic-ai's validator narrows them; the layout is the same, so the class can change.
+            self.__class__ = BinaryImage
 
     @property
     def is_image(self) -> bool:
@@ -294,8 +305,9 @@ class BinaryContent(_BinaryFields, kw_only=True, tag='binary'):
 
 
 class BinaryImage(BinaryContent, kw_only=True, tag='binary'):
-    """`BinaryContent` that is an image (image generation returns these); on the wire it is the
-    same `binary` content, and it loads back as `BinaryContent`."""
+    """`BinaryContent` that is an image: what image generation returns, `from_path`/`from_data_uri`
+    make for an image, and image bytes load as (see `LOADING`). On the wire it is the same `binary`
+    content."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
