@@ -130,3 +130,49 @@ def test_older_usage_json_loads() -> None:
     ref, ours = (_older_usage(name, older) for name in LIBS)
     assert ours == ref == (3, 4, {})
     assert _older_usage('ours', {'input_tokens': None, 'output_tokens': None, 'details': None}) == (0, 0, {})
+
+
+def _captured_when_a_step_stops(name: str, how: str) -> list[Any]:
+    """What `capture_run_messages` holds after a tool raises or the run is cancelled mid-tool,
+    one tool having finished first."""
+    import asyncio
+
+    lib, extra = library(name), _extras(name)
+
+    def model(messages: list[Any], info: Any) -> Any:
+        calls = [lib.ToolCallPart('quick', {}, 'q1'), lib.ToolCallPart('slow', {}, 's1')]
+        return lib.ModelResponse(parts=calls if len(messages) == 1 else [lib.TextPart('done')])
+
+    agent = lib.Agent(lib.FunctionModel(model))
+
+    @agent.tool_plain
+    async def quick() -> str:
+        return 'quick result'
+
+    @agent.tool_plain
+    async def slow() -> str:
+        await asyncio.sleep(0.05 if how == 'raises' else 30)
+        raise RuntimeError('the tool failed')
+
+    async def run() -> list[Any]:
+        with extra.capture_run_messages() as messages:
+            task = asyncio.ensure_future(agent.run('hi'))
+            if how == 'cancelled':
+                await asyncio.sleep(0.1)
+                task.cancel()
+            try:
+                await task
+            except (RuntimeError, asyncio.CancelledError):
+                pass
+        return messages
+
+    return [
+        [m.kind, m.state, [(p.part_kind, getattr(p, 'content', None)) for p in m.parts]] for m in asyncio.run(run())[1:]
+    ]
+
+
+def test_capture_keeps_the_interrupted_request_of_a_step_that_stopped() -> None:
+    for how in ('raises', 'cancelled'):
+        ref, ours = (_captured_when_a_step_stops(name, how) for name in LIBS)
+        assert ours == ref
+        assert ours[-1] == ['request', 'interrupted', [('tool-return', 'quick result')]]

@@ -23,7 +23,6 @@ from threadline.exceptions import (
     ModelRetry,
     ToolFailed,
     UnexpectedModelBehavior,
-    UsageLimitExceeded,
     UserError,
 )
 from threadline.messages import (
@@ -95,6 +94,7 @@ class ToolStep:
         self.final: FinalResult[Any] | None = None
         self.waiting = Waiting()
         self.late: list[ModelRequestPart] = []  # results of calls a deferred-calls hook resolved
+        self.finished: list[ModelRequestPart] = []  # function results, as they finish
         self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
         self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
         self.callable = _callable_tools(state)
@@ -120,13 +120,22 @@ class ToolStep:
                 state.emit(FunctionToolResultEvent(part))
 
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
+        """The step; when it fails or is cancelled, the history ends on a request with
+        `state='interrupted'` holding the function results finished so far (in the order they
+        finished), as the reference records it: the marker that the other calls will never be
+        answered, for `capture_run_messages` and for the repair a resumed run makes."""
+        length = len(self.state.history)
+        try:
+            return await self._run()
+        except BaseException:
+            if len(self.state.history) == length:
+                self.state.append(ModelRequest(parts=self.finished, state='interrupted', timestamp=now_utc()))
+            raise
+
+    async def _run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         state = self.state
         runnable = [c for c in self.calls if c.tool_name in self.callable]
-        try:
-            state.limits.check_tool_calls(state.ctx.usage, len(runnable))
-        except UsageLimitExceeded:
-            state.append(ModelRequest(parts=[], state='interrupted', timestamp=now_utc()))
-            raise
+        state.limits.check_tool_calls(state.ctx.usage, len(runnable))
         slots: Slots = [None] * len(self.calls)
         outputs, functions, unknown = self._classify(slots)
         if self.streamed_call is not None:
@@ -244,12 +253,18 @@ class ToolStep:
         for index in functions:
             state.emit(FunctionToolCallEvent(self.calls[index]))
         for batch in _batches(functions, lambda i: self.callable[self.calls[i].tool_name].tool_def.sequential):
-            tasks = [self._function_call(self.calls[i], self.callable[self.calls[i].tool_name]) for i in batch]
+            tasks = [self._finished_call(self.calls[i]) for i in batch]
             results = await _gather_cancelling(tasks)
             for index, result in zip(batch, results, strict=True):
                 slots[index] = result
                 if result is not None:
                     state.emit(FunctionToolResultEvent(result))
+
+    async def _finished_call(self, call: ToolCallPart) -> ToolReturnPart | None:
+        result = await self._function_call(call, self.callable[call.tool_name])
+        if result is not None:
+            self.finished.append(result)  # what an interrupted step still records
+        return result
 
     def _defer_final(self, slots: Slots) -> None:
         """A function tool asked for a retry in the step that produced the output: the output is
