@@ -136,6 +136,7 @@ def _captured_when_a_step_stops(name: str, how: str) -> list[Any]:
     """What `capture_run_messages` holds after a tool raises or the run is cancelled mid-tool,
     one tool having finished first."""
     import asyncio
+    import contextlib
 
     lib, extra = library(name), _extras(name)
 
@@ -160,10 +161,8 @@ def _captured_when_a_step_stops(name: str, how: str) -> list[Any]:
             if how == 'cancelled':
                 await asyncio.sleep(0.1)
                 task.cancel()
-            try:
+            with contextlib.suppress(RuntimeError, asyncio.CancelledError):
                 await task
-            except (RuntimeError, asyncio.CancelledError):
-                pass
         return messages
 
     return [
