@@ -19,8 +19,9 @@ __all__ = ['UsageLimits']
 
 @dataclass
 class UsageLimits:
-    """Limits checked as the run goes: requests before each request, tool calls before tools run,
-    tokens and cost after each response (the response that crosses a limit is kept, marked
+    """Limits checked as the run goes: requests (and usage a continued run already carries over a
+    token or cost ceiling) before each request, tool calls before tools run, tokens and cost after
+    each response (the response that crosses a limit is kept, marked
     `state='interrupted'`).
 
     `cost_limit` (US dollars) needs a price for the model: genai-prices' (extra `prices`) for every
@@ -44,6 +45,20 @@ class UsageLimits:
                 limit='request_limit',
                 value=usage.requests,
             )
+        # A run continued with `usage=` may already be over a token or cost ceiling: refuse before paying
+        # for another request, as pydantic-ai does (`>`, as after a response).
+        checks = (
+            ('input_tokens_limit', self.input_tokens_limit, usage.input_tokens),
+            ('total_tokens_limit', self.total_tokens_limit, usage.total_tokens),
+            ('cost_limit', self.cost_limit, usage.cost),
+        )
+        for name, limit, value in checks:
+            if limit is not None and value is not None and value > Decimal(str(limit)):
+                raise UsageLimitExceeded(
+                    f'The next request would exceed the {name} of {limit} ({name[:-6]}={value}).',
+                    limit=name,
+                    value=value,
+                )
 
     def check_tool_calls(self, usage: RunUsage, new_calls: int) -> None:
         if self.tool_calls_limit is not None and usage.tool_calls + new_calls > self.tool_calls_limit:
