@@ -27,7 +27,7 @@ def test_run_stream_sync_streams_and_stores_from_code_without_a_loop(tmp_path: P
     store = SQLiteStore(tmp_path / 'x.db')
     agent = Agent(FunctionModel(stream_function=stream_words), capabilities=[StepPersistence(store, scope='me')])
     with agent.run_stream_sync('tell me') as result:
-        deltas = list(result.stream_text(delta=True))
+        deltas = list(result.stream_text(delta=True, debounce_by=None))
     assert deltas == ['Once ', 'upon ', 'a ', 'time']
     assert result.result is not None and result.result.output == 'Once upon a time'
     stored = store.sync.load(result.conversation_id, scope='me')

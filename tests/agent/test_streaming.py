@@ -34,7 +34,7 @@ async def test_spec_streamed_run_result_messages() -> None:
     async with agent.run_stream('Tell me a joke.') as result:
         before = result.all_messages()
         assert [type(m) for m in before] == [ModelRequest] and not result.is_complete
-        texts = [text async for text in result.stream_text()]
+        texts = [text async for text in result.stream_text(debounce_by=None)]
         assert texts[0] == 'Did ' and texts[-1] == JOKE and len(texts) == len(JOKE.split())
         after = result.all_messages()
         assert [type(m) for m in after] == [ModelRequest, ModelResponse] and after[1].parts == [TextPart(JOKE)]
@@ -44,7 +44,7 @@ async def test_spec_streamed_run_result_messages() -> None:
 
 async def test_delta_text_still_records_the_assembled_response() -> None:
     async with joke_agent().run_stream('Tell me a joke.') as result:
-        deltas = [d async for d in result.stream_text(delta=True)]
+        deltas = [d async for d in result.stream_text(delta=True, debounce_by=None)]
         assert ''.join(deltas) == JOKE and deltas[1] == 'you '
         assert result.all_messages()[-1].parts == [TextPart(JOKE)]
 
@@ -70,7 +70,7 @@ async def test_unread_stream_is_left_out_and_cancel_is_interrupted() -> None:
     assert len(result.all_messages()) == 1
     agent = joke_agent()
     async with agent.run_stream('x') as result:
-        async for _ in result.stream_text():
+        async for _ in result.stream_text(debounce_by=None):
             await result.cancel()
             break
     last = result.all_messages()[-1]

@@ -31,10 +31,15 @@ JOKE = 'Did you hear about the toothpaste scandal? They called it Colgate.'
 
 
 def streaming_joke_model() -> FunctionModel:
-    """Stands in for 'openai:gpt-5.2' when streaming: the joke in the chunks the spec prints."""
+    """Stands in for 'openai:gpt-5.2' when streaming: the joke in the chunks the spec prints, as
+    far apart as a network model's (past the 0.1 s that `stream_text()` coalesces by default)."""
 
     async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
-        for chunk in ('Did you hear', ' about the toothpaste', ' scandal? They called', ' it Colgate.'):
+        for index, chunk in enumerate(
+            ('Did you hear', ' about the toothpaste', ' scandal? They called', ' it Colgate.')
+        ):
+            if index:
+                await asyncio.sleep(0.15)
             yield chunk
 
     return FunctionModel(stream_function=stream, model_name='gpt-5.2')

@@ -19,7 +19,8 @@ from threadline.agent._graph import (
 from threadline.agent._limits import UsageLimits
 from threadline.agent._result import AgentRunResult, RunResult
 from threadline.agent._run import AgentRun
-from threadline.agent._streamed import EventStream, RunCancelled, StreamedRunResult
+from threadline.agent._run_events import EventStream
+from threadline.agent._streamed import RunCancelled, StreamedRunResult
 from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent.output._deferred_types import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import contextvars
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from types import MappingProxyType
@@ -20,6 +20,7 @@ from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptN
 from threadline.agent._isolated import isolated
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
+from threadline.agent._run_events import EventStream
 from threadline.agent._run_setup import (
     EndStrategy,
     InstructionsArg,
@@ -31,7 +32,7 @@ from threadline.agent._run_setup import (
     new_state,
 )
 from threadline.agent._state import InstructionSource, RunState
-from threadline.agent._streamed import EventStream, StreamedRunResult, open_stream, stream_events
+from threadline.agent._streamed import StreamedRunResult, open_stream
 from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
 from threadline.agent.output._end import End
@@ -393,17 +394,11 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     ) -> EventStream[AgentStreamEvent | AgentRunResultEvent]:
         """Run the agent and yield every event as it happens: part start / delta / end of each
         response, tool calls and their results, the final result, delivered enqueued messages, and
-        last an `AgentRunResultEvent` with the result (same arguments as `run`). Iterate it
-        directly, or enter it with `async with` (as pydantic-ai's is) so leaving the block closes
-        the run."""
-        return EventStream(self._events(user_prompt, **kwargs))
-
-    async def _events(
-        self, user_prompt: str | Sequence[UserContent] | None, **kwargs: Unpack[RunOptions[AgentDepsT]]
-    ) -> AsyncGenerator[AgentStreamEvent | AgentRunResultEvent]:
-        async with self.iter(user_prompt, **kwargs) as agent_run:
-            async for event in stream_events(agent_run):
-                yield event
+        last an `AgentRunResultEvent` with the result (same arguments as `run`). The run is
+        `run(event_stream_handler=...)` in a background task started by the first read (see
+        `threadline.agent._run_events`). Iterate it directly, or enter it with `async with` (as
+        pydantic-ai's is) so leaving the block stops the run."""
+        return EventStream(partial(self.run, user_prompt, **kwargs))
 
     def run_sync(
         self,

@@ -59,6 +59,9 @@ class RunContext(Generic[AgentDepsT]):
     """What the application attached to this call when it resumed it
     (`DeferredToolResults.metadata`), if anything."""
     retries: dict[str, int] = field(default_factory=dict)
+    partial_output: bool = False
+    """True while a streamed output is still arriving (`stream_output()`, `stream_text()`):
+    output functions, hooks and validators then see an incomplete value and should not act on it."""
     metadata: dict[str, Any] = field(default_factory=dict)
     repair_events: list[RepairEvent] = field(default_factory=list)
     """What repairing the given history at run start changed (`RepairEvent`s), for audit records."""

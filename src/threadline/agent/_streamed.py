@@ -1,5 +1,5 @@
-"""Streaming runs: `StreamedRunResult` (from `Agent.run_stream`) and the event stream of
-`Agent.run_stream_events`.
+"""Streaming runs: `StreamedRunResult`, from `Agent.run_stream` (`_run_events` has the event
+stream of `Agent.run_stream_events`).
 
 Rules:
 - steps before the final response (tool calls and their results) are in `all_messages()` when
@@ -9,6 +9,8 @@ Rules:
   added because the text is never assembled, but Threadline assembles it anyway and adds it (as
   the reference does), so a streamed conversation always stores a complete history;
 - a stream is read once: a second read raises `UserError`;
+- `debounce_by` (0.1 s by default, as in the reference) coalesces what arrives close together
+  (`_debounce`); `stream_output()` yields partial values (`ctx.partial_output`), then the final;
 - `cancel()`, breaking out of a read, or an error mid-stream records what arrived as a response
   with `state='interrupted'` (the next run repairs it); leaving without reading leaves it out.
 """
@@ -16,28 +18,42 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
+from threadline.agent._debounce import Debounced
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
-from threadline.agent._node_stream import model_events, text_of
+from threadline.agent._node_stream import text_of
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
-from threadline.exceptions import RunCancelled, UserError
+from threadline.agent.tools._step import validate_output
+from threadline.agent.tools._tool import ToolArgsError
+from threadline.exceptions import ModelRetry, RunCancelled, UserError
 from threadline.messages import (
-    AgentRunResultEvent,
-    AgentStreamEvent,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
     PartStartEvent,
     RunUsage,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
 )
 
-__all__ = ['EventStream', 'RunCancelled', 'StreamedRunResult', 'open_stream', 'stream_events']
+__all__ = ['RunCancelled', 'StreamedRunResult', 'open_stream']
+
+T = TypeVar('T')
+_NOT_YET = object()
+"""A partial output that does not validate yet (`stream_output()` skips it)."""
+
+
+def _has_content(part: Any) -> bool:
+    if isinstance(part, (TextPart, ThinkingPart)):
+        return bool(part.content)
+    if isinstance(part, ToolCallPart):
+        return bool(part.args)
+    return True
 
 
 class StreamedRunResult(Generic[OutputDataT]):
@@ -59,6 +75,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._iterator = iterator
         self._buffered = buffered
         self._consumed = False
+        self._debounced: Debounced[Any] | None = None
         self._on_text = False
         """Handed over on its text: that text is the run's output even beside tool calls."""
         self._on_call: str | None = None
@@ -98,67 +115,139 @@ class StreamedRunResult(Generic[OutputDataT]):
         return self._run.result
 
     # -- reading ----------------------------------------------------------------------------------
-    async def _events(self) -> AsyncIterator[Any]:
+    def _begin(self) -> bool:
+        """Start the one read of this stream; False when there is nothing left to stream."""
         if self._consumed:
             if self.is_complete:
-                return  # read to its end already: get_output() after stream_output() has the result
+                return False  # read to its end already: get_output() after stream_output() has the result
             raise UserError('this stream is being read; a StreamedRunResult is read by one reader at a time')
         self._consumed = True
         if self._node is None:
             self.is_complete = True
-            return
-        for event in self._buffered:
-            yield event
+            return False
+        return True
+
+    async def _model_events(self, *, buffered: bool = True) -> AsyncIterator[Any]:
+        """The response's events: those that arrived before the hand-over (`buffered`), then the rest."""
+        if buffered:
+            for event in self._buffered:
+                yield event
         while True:
             try:
                 event = await self._iterator.__anext__()
             except StopAsyncIteration:
-                break
+                return
             yield event
+
+    async def _grouped(self, source: AsyncIterator[T], debounce_by: float | None) -> AsyncIterator[list[T]]:
+        """`source` coalesced by time (see `_debounce`); then the run goes on to its end, here in
+        the reader's task so the context variables its hooks set stay the run's."""
+        self._debounced = Debounced(source, debounce_by)
+        try:
+            async for group in self._debounced:
+                yield group
+        finally:
+            await self._debounced.aclose()
         await self._complete()
 
-    async def stream_text(self, *, delta: bool = False, debounce_by: float | None = None) -> AsyncIterator[str]:
-        """The text as it grows (`delta=False`), or each new piece (`delta=True`). With
-        `debounce_by` (seconds), pieces arriving within that time are yielded together."""
+    async def _events(self) -> AsyncIterator[Any]:
+        if self._begin():
+            async for group in self._grouped(self._model_events(), None):
+                yield group[0]
+
+    async def _texts(self) -> AsyncIterator[str]:
+        """The response's text pieces, read as each event arrives (a started part grows in place)."""
+        async for event in self._model_events():
+            piece = text_of(event)
+            if piece:
+                yield piece
+
+    async def stream_text(self, *, delta: bool = False, debounce_by: float | None = 0.1) -> AsyncIterator[str]:
+        """The text as it grows (`delta=False`), or each new piece (`delta=True`). Pieces arriving
+        within `debounce_by` seconds of the first of them are yielded together (None: each
+        piece). The growing text passes through the output validators with `ctx.partial_output`."""
         if self._node is None and not self._consumed:
             output = self._run.result.output if self._run.result is not None else None
             if not isinstance(output, str):
                 raise UserError('stream_text() can only be used with text responses')
-            async for _ in self._events():
-                pass
+            self._begin()
             yield output
             return
-        text = pending = ''
-        last = time.monotonic()
-        async for event in self._events():
-            piece = text_of(event)
-            if not piece:
-                continue
-            text += piece
-            pending += piece
-            if debounce_by is None or time.monotonic() - last >= debounce_by:
-                yield pending if delta else text
-                pending, last = '', time.monotonic()
-        if pending:
-            yield pending if delta else text
-
-    async def stream_output(self) -> AsyncIterator[Any]:
-        """The output as it grows (text output), then the validated final output."""
+        if not self._begin():
+            return
         text = ''
-        async for event in self._events():
-            piece = text_of(event)
-            if piece:
-                text += piece
-                yield text
+        async for pieces in self._grouped(self._texts(), debounce_by):
+            piece = ''.join(pieces)
+            text += piece
+            yield piece if delta else await self._validated_text(text)
+
+    async def _validated_text(self, text: str) -> str:
+        state = self._run._state
+        if not state.output_validators:
+            return text
+        ctx = replace(state.ctx, retry=state.output_retries, max_retries=state.max_retries, partial_output=True)
+        return await validate_output(state, text, ctx)  # type: ignore[no-any-return]
+
+    async def stream_output(self, *, debounce_by: float | None = 0.1) -> AsyncIterator[Any]:
+        """The output as it grows, validated as a partial value (`ctx.partial_output` is True for
+        output functions, hooks and validators; a snapshot that does not validate yet is skipped),
+        then always the final output, validated in full."""
+        last: list[Any] | None = None
+        async for response in self._snapshots(debounce_by):
+            if self.is_complete or response.parts == last:
+                continue
+            last = response.parts
+            value = await self._partial_output(response)
+            if value is not _NOT_YET:
+                yield value
         result = self._run.result
         if result is not None:
             yield result.output
 
-    async def stream_response(self) -> AsyncIterator[ModelResponse]:
-        """Snapshots of the response (`state='incomplete'`), then the final one."""
-        async for _ in self._events():
-            yield self._streamed.get() if not self.is_complete else self._final_response()
+    async def stream_response(self, *, debounce_by: float | None = 0.1) -> AsyncIterator[ModelResponse]:
+        """Snapshots of the response (`state='incomplete'`): what arrived before this call (if
+        anything), one per `debounce_by` group, then the final response."""
+        async for response in self._snapshots(debounce_by):
+            yield response
         yield self._final_response()
+
+    async def _snapshots(self, debounce_by: float | None) -> AsyncIterator[ModelResponse]:
+        if not self._begin():
+            return
+        streamed = self._streamed
+        if any(_has_content(part) for part in streamed.parts.parts):
+            yield streamed.snapshot()
+        async for _ in self._grouped(self._model_events(buffered=False), debounce_by):
+            yield streamed.snapshot()
+
+    async def _partial_output(self, response: ModelResponse) -> Any:
+        """The output `response` holds so far, or `_NOT_YET` when it does not validate yet."""
+        import pydantic
+
+        state = self._run._state
+        try:
+            if self._on_call is not None:
+                call = next(
+                    p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == self._on_call
+                )
+                limit = state.output.max_retries(call.tool_name)
+                ctx = state.ctx.for_tool(
+                    tool_name=call.tool_name,
+                    tool_call_id=call.tool_call_id,
+                    retry=state.ctx.retries.get(call.tool_name, 0),
+                    max_retries=state.max_retries if limit is None else limit,
+                    approved=False,
+                )
+                ctx = replace(ctx, partial_output=True)
+                value = await state.output.from_call(ctx, state.capabilities, call)
+                return await validate_output(state, value, replace(ctx, max_retries=state.max_retries))
+            text = ''.join(p.content for p in response.parts if isinstance(p, TextPart))
+            ctx = replace(state.ctx, partial_output=True)
+            value = await state.output.from_text(ctx, state.capabilities, text)
+            ctx = replace(ctx, retry=state.output_retries, max_retries=state.max_retries)
+            return await validate_output(state, value, ctx)
+        except (ToolArgsError, ModelRetry, pydantic.ValidationError, StopIteration):
+            return _NOT_YET
 
     async def get_output(self) -> OutputDataT:
         """Read the whole stream and return the validated output."""
@@ -198,6 +287,8 @@ class StreamedRunResult(Generic[OutputDataT]):
         if node is None:
             return
         self._node = None
+        if self._debounced is not None:  # a reader left mid-group: stop its read of the model first
+            await self._debounced.aclose()
         if self._consumed or interrupted:
             node.interrupt()
         else:
@@ -269,69 +360,3 @@ async def _left(cm: Any, error: Exception) -> None:
     """The model's stream failed before the final response began: leave it with the error."""
     with contextlib.suppress(Exception):  # the stream's own error is the one the run hears
         await cm.__aexit__(type(error), error, error.__traceback__)
-
-
-async def stream_events(agent_run: AgentRun[Any]) -> AsyncIterator[AgentStreamEvent | AgentRunResultEvent]:
-    """Every event of `agent_run`, node by node (see `Agent.run_stream_events`)."""
-    state = agent_run._state
-    pending: list[Any] = []
-    state.events = pending
-    node = agent_run.next_node
-    while not isinstance(node, End):
-        if not isinstance(node, ModelRequestNode):
-            node = await agent_run.next(node)
-            for event in pending:
-                yield event
-            pending.clear()
-            continue
-        finished = False
-        async with node.stream(state) as streamed:
-            try:
-                for event in pending:
-                    yield event
-                pending.clear()
-                async for event in model_events(state, streamed):
-                    yield event
-                finished = True
-            finally:
-                if not finished:
-                    node.interrupt()
-        if not finished:
-            await agent_run._state_cancelled(RunCancelled('the event stream was closed'))
-            return
-        node = await agent_run.advance(node, node.result)
-        for event in pending:
-            yield event
-        pending.clear()
-    yield AgentRunResultEvent(agent_run.result)
-
-
-E = TypeVar('E')
-
-
-class EventStream(Generic[E]):
-    """A run's events: an async iterator that is also an async context manager, so both
-    `async for e in agent.run_stream_events(...)` and `async with ... as events:` work; leaving the
-    `async with` block (or calling `aclose`) closes the run, whatever was not read."""
-
-    def __init__(self, events: AsyncGenerator[E]) -> None:
-        self._events = events
-        self._entered = False
-
-    def __aiter__(self) -> EventStream[E]:
-        return self
-
-    async def __anext__(self) -> E:
-        return await self._events.__anext__()
-
-    async def __aenter__(self) -> EventStream[E]:
-        if self._entered:  # one run, one stream: pydantic-ai refuses it the same way
-            raise RuntimeError('`run_stream_events()` context manager cannot be entered more than once')
-        self._entered = True
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self._events.aclose()
-
-    async def aclose(self) -> None:
-        await self._events.aclose()

@@ -164,14 +164,14 @@ class StreamedRunResultSync(Generic[OutputT]):
         assert self._streamed is not None
         return self._streamed
 
-    def stream_text(self, *, delta: bool = False, debounce_by: float | None = None) -> Iterator[str]:
+    def stream_text(self, *, delta: bool = False, debounce_by: float | None = 0.1) -> Iterator[str]:
         return self._iterate(lambda s: s.stream_text(delta=delta, debounce_by=debounce_by))
 
-    def stream_output(self) -> Iterator[Any]:
-        return self._iterate(lambda s: s.stream_output())
+    def stream_output(self, *, debounce_by: float | None = 0.1) -> Iterator[Any]:
+        return self._iterate(lambda s: s.stream_output(debounce_by=debounce_by))
 
-    def stream_response(self) -> Iterator[ModelResponse]:
-        return self._iterate(lambda s: s.stream_response())
+    def stream_response(self, *, debounce_by: float | None = 0.1) -> Iterator[ModelResponse]:
+        return self._iterate(lambda s: s.stream_response(debounce_by=debounce_by))
 
     def get_output(self) -> OutputT:
         if self._task is not None and self._task.done() and self._live.result is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
@@ -129,15 +130,24 @@ class StreamedResponse:
             yield event
 
     def get(self) -> ModelResponse:
+        return self._as_response(list(self.parts.parts))
+
+    def snapshot(self) -> ModelResponse:
+        """The response so far with copies of its parts (the parts themselves keep growing in
+        place, and a snapshot a reader keeps must not change under it), `state='incomplete'`
+        until the run has recorded it."""
+        return self._as_response([copy.copy(part) for part in self.parts.parts], complete=False)
+
+    def _as_response(self, parts: list[Any], *, complete: bool | None = None) -> ModelResponse:
         return ModelResponse(
-            parts=list(self.parts.parts),
+            parts=parts,
             usage=self.usage,
             model_name=self.model_name,
             timestamp=self.timestamp,
             provider_name=self.provider_name,
             provider_response_id=self.provider_response_id,
             finish_reason=self.finish_reason,
-            state='complete' if self.complete else 'incomplete',
+            state='complete' if (self.complete if complete is None else complete) else 'incomplete',
         )
 
 

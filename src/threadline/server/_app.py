@@ -73,7 +73,7 @@ from threadline.server._requests import (
     query_int,
 )
 from threadline.server._stateless import DEFAULT_TTL, read_body, signed_chunks, verified_history
-from threadline.server._turns import TurnBusy, TurnGate, turn_response
+from threadline.server._turns import TurnBusy, TurnGate, closing_events, turn_response
 from threadline.server._views import hit_json, summary_json
 from threadline.storage import AsyncStore, StoredConversation, SyncStore
 from threadline.trust import Keyring
@@ -330,7 +330,7 @@ class _Server:
             earlier = earlier_turns(body, messages)  # a regenerate or an edit answers that turn again
             cut = branch_point(verified.messages, earlier) if earlier is not None else None
             history = verified.messages[:cut]
-            events = self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid)
+            events = closing_events(self.agent.run_stream_events(prompt, message_history=history, conversation_id=cid))
             chunks = signed_chunks(
                 events, cid, scope, self.trust, self.envelope_ttl, request_id_of(request), verified=verified
             )
@@ -467,7 +467,7 @@ class _Server:
             conversation_id=cid,
             deferred_tool_results=deferred,
         )
-        async for event in runs:
+        async for event in closing_events(runs):
             if isinstance(event, AgentRunResultEvent):
                 await self._save(event.result, cid, scope, stored, branch)
                 if stored is None:

@@ -30,6 +30,7 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TypeVar
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -37,7 +38,9 @@ from starlette.types import Receive, Scope, Send
 from threadline.exceptions import TurnBusy
 from threadline.storage import AsyncStore, SyncStore
 
-__all__ = ['TurnBusy', 'TurnGate', 'TurnResponse', 'turn_response']
+__all__ = ['TurnBusy', 'TurnGate', 'TurnResponse', 'closing_events', 'turn_response']
+
+T = TypeVar('T')
 
 logger = logging.getLogger('threadline.server')
 
@@ -149,3 +152,15 @@ def turn_response(
 ) -> TurnResponse:
     """The response of one turn: `body` streamed, then `leave` (see `TurnResponse`)."""
     return TurnResponse(body, leave, headers)
+
+
+async def closing_events(events: AsyncIterator[T]) -> AsyncIterator[T]:
+    """`events`, closed when the reading stops: a client that leaves mid-turn stops the run too
+    (`run_stream_events()` runs in a background task until it is read to its end or closed)."""
+    try:
+        async for event in events:
+            yield event
+    finally:
+        close = getattr(events, 'aclose', None)
+        if close is not None:
+            await close()

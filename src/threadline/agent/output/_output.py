@@ -150,17 +150,21 @@ class _Output:
             outer_typed_dict_key='response' if self.wrapped else None,
         )
 
-    def validate(self, args: Any) -> Any:
+    def validate(self, args: Any, *, partial: bool = False) -> Any:
         """The model's arguments validated: the type's value, or the function's keyword arguments
-        (raises pydantic's `ValidationError`, which `OutputSpec` turns into a retry)."""
+        (raises pydantic's `ValidationError`, which `OutputSpec` turns into a retry). `partial`:
+        the arguments are still streaming, so truncated JSON and a last item cut short pass."""
 
         if self.function is not None:
-            arguments = self.function.validate_args_or_raise(args)
+            arguments = self.function.validate_args_or_raise(args, partial=partial)
             return arguments[self.single_field] if self.single_field is not None else arguments
         if isinstance(args, str):
-            value = self.adapter.validate_json(_without_fences(args) or '{}')
+            text = _without_fences(args) or '{}'
+            value = self.adapter.validate_json(
+                text, experimental_allow_partial='trailing-strings' if partial else 'off'
+            )
         else:
-            value = self.adapter.validate_python(args or {})
+            value = self.adapter.validate_python(args or {}, experimental_allow_partial=partial)
         return value['response'] if self.wrapped else value
 
     async def process(self, ctx: RunContext[Any], value: Any) -> Any:
@@ -313,11 +317,12 @@ class OutputSpec:
         if not self._tools:
             self._build_tools()
         output = self._tools[call.tool_name]
+        validate = partial(output.validate, partial=ctx.partial_output)
         with _validation_is_a_retry():
             if not chain.has_output_hooks():
-                return await output.process(ctx, output.validate(call.args))
+                return await output.process(ctx, validate(call.args))
             context = self.context(output, call, self._tool_defs[call.tool_name])
-            return await _lifecycles(ctx, chain, context, call.args, output.validate, output.process)
+            return await _lifecycles(ctx, chain, context, call.args, validate, output.process)
 
     # -- JSON text (native / prompted) ------------------------------------------------------------
     def _build_json(self, marker: Any) -> None:
@@ -366,7 +371,7 @@ class OutputSpec:
         def validate(raw: Any) -> Any:
             if not as_json:
                 return raw
-            output, value = self._json_member(raw)
+            output, value = self._json_member(raw, partial=ctx.partial_output)
             chosen.append(output)
             return value
 
@@ -391,15 +396,15 @@ class OutputSpec:
         result = fn(ctx, text) if takes_run_context(fn) else fn(text)
         return await result if inspect.isawaitable(result) else result
 
-    def _json_member(self, text: str) -> tuple[_Output, Any]:
-        """The member a JSON answer is for, and its validated value."""
+    def _json_member(self, text: str, *, partial: bool) -> tuple[_Output, Any]:
+        """The member a JSON answer is for, and its validated value (`partial`: still streaming)."""
 
         if len(self._json) == 1:
-            return self._json[0], self._json[0].validate(text)
+            return self._json[0], self._json[0].validate(text, partial=partial)
 
         try:
-            document = msgspec.json.decode(text)
-        except msgspec.DecodeError as exc:
+            document = _partial_json(text) if partial else msgspec.json.decode(text)
+        except (msgspec.DecodeError, ValueError) as exc:
             raise ToolArgsError(
                 [{'type': 'json_invalid', 'loc': [], 'msg': f'Invalid JSON: {exc}', 'input': text}]
             ) from None
@@ -418,7 +423,14 @@ class OutputSpec:
                     }
                 ]
             )
-        return chosen, chosen.validate(result.get('data'))
+        return chosen, chosen.validate(result.get('data'), partial=partial)
+
+
+def _partial_json(text: str) -> Any:
+    """JSON that may be cut short (a streaming answer): what has arrived, as a value."""
+    import pydantic_core
+
+    return pydantic_core.from_json(_without_fences(text), allow_partial='trailing-strings')
 
 
 async def _lifecycles(

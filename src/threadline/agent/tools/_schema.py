@@ -75,20 +75,25 @@ class SingleArgument:
         self.schema: dict[str, Any] = schema
         self._keys = set(schema.get('properties', ()))
 
-    def validate(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
-        """`{name: value}`; raises `pydantic.ValidationError` (bad JSON included)."""
+    def validate(self, args: str | dict[str, Any] | None, *, partial: bool = False) -> dict[str, Any]:
+        """`{name: value}`; raises `pydantic.ValidationError` (bad JSON included). `partial`: the
+        arguments are still streaming (truncated JSON, a last item cut short)."""
         import pydantic
 
-        value: Any = pydantic.TypeAdapter(Any).validate_json(args) if isinstance(args, str) and args else (args or {})
+        value: Any = args or {}
+        if isinstance(args, str) and args:
+            value = pydantic.TypeAdapter(Any).validate_json(
+                args, experimental_allow_partial='trailing-strings' if partial else 'off'
+            )
         wrapped = isinstance(value, dict) and list(value) == [self.name]
         if not wrapped:
-            return {self.name: self.adapter.validate_python(value)}
+            return {self.name: self.adapter.validate_python(value, experimental_allow_partial=partial)}
         if self.name not in self._keys:
-            return {self.name: self.adapter.validate_python(value[self.name])}
+            return {self.name: self.adapter.validate_python(value[self.name], experimental_allow_partial=partial)}
         try:  # the parameter's name is also a field: unwrapped input, unless that fails
-            return {self.name: self.adapter.validate_python(value)}
+            return {self.name: self.adapter.validate_python(value, experimental_allow_partial=partial)}
         except pydantic.ValidationError:
-            return {self.name: self.adapter.validate_python(value[self.name])}
+            return {self.name: self.adapter.validate_python(value[self.name], experimental_allow_partial=partial)}
 
 
 def _with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:

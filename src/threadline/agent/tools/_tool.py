@@ -255,16 +255,18 @@ class Tool(Generic[AgentDepsT]):
         except pydantic.ValidationError as exc:
             raise ToolArgsError(list(exc.errors(include_url=False, include_context=False))) from None  # type: ignore[arg-type]
 
-    def validate_args_or_raise(self, args: str | dict[str, Any] | None) -> dict[str, Any]:
+    def validate_args_or_raise(self, args: str | dict[str, Any] | None, *, partial: bool = False) -> dict[str, Any]:
         """`validate_args`, raising pydantic's `ValidationError` itself (an output hook's handler
-        raises it, as the reference's does)."""
+        raises it, as the reference's does); `partial`: arguments still streaming."""
         if self._validator is None and self._single is None:
             self._build()
         if self._single is not None:
-            return self._single.validate(args)
+            return self._single.validate(args, partial=partial)
         validator = self._validator.__pydantic_validator__
         validated = (
-            validator.validate_json(args or '{}') if isinstance(args, str) else validator.validate_python(args or {})
+            validator.validate_json(args or '{}', allow_partial='trailing-strings' if partial else 'off')
+            if isinstance(args, str)
+            else validator.validate_python(args or {}, allow_partial=partial)
         )
         return {name: getattr(validated, name) for name in self._param_names}
 
