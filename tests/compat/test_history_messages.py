@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pydantic
+import pytest
 
 from tests.compat._libs import library
 
@@ -175,3 +176,27 @@ def test_capture_keeps_the_interrupted_request_of_a_step_that_stopped() -> None:
         ref, ours = (_captured_when_a_step_stops(name, how) for name in LIBS)
         assert ours == ref
         assert ours[-1] == ['request', 'interrupted', [('tool-return', 'quick result')]]
+
+
+def _new_after_rewrite(name: str, how: str) -> list[Any]:
+    import asyncio
+
+    lib, extra = library(name), _extras(name)
+    first = lib.Agent(lib.TestModel()).run_sync('one')
+
+    def rewrite(messages: list[Any]) -> list[Any]:
+        if how == 'keep-last':
+            return messages[-1:]
+        run_id = 'someone-else' if how == 'foreign' else None
+        return [dataclasses.replace(m, run_id=run_id) for m in messages]
+
+    agent = lib.Agent(lib.TestModel(), capabilities=[extra.ProcessHistory(rewrite)])
+    result = asyncio.run(agent.run('two', message_history=first.all_messages()))
+    new = [(m.kind, [p.part_kind for p in m.parts], m.run_id == result.run_id) for m in result.new_messages()]
+    return [len(result.all_messages()), new, [m.run_id for m in result.all_messages()].count('someone-else')]
+
+
+@pytest.mark.parametrize('how', ['foreign', 'cleared', 'keep-last'])
+def test_new_messages_after_a_processor_rewrote_every_run_id(how: str) -> None:
+    ref, ours = (_new_after_rewrite(name, how) for name in ('ref', 'ours'))
+    assert ours == ref

@@ -368,8 +368,8 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             streamed = await open_stream(agent_run)
             try:
                 yield streamed
-            except BaseException:
-                await streamed._close(interrupted=True)
+            except BaseException as error:
+                await streamed._close(interrupted=True, error=error)
                 raise
             await streamed._close(interrupted=False)
 

@@ -210,9 +210,10 @@ class ModelRequestNode:
         """Inside `stream()`: leave the response out of the history (it was never consumed)."""
         self._outcome = 'abandoned'
 
-    def interrupt(self) -> None:
-        """Inside `stream()`: record what arrived so far as an interrupted response."""
-        self._outcome = 'interrupted'
+    def interrupt(self, *, failed: bool = False) -> None:
+        """Inside `stream()`: record what arrived so far as an interrupted response; `failed`:
+        the reading stopped on an error, so no `after_model_request` hook hears of it."""
+        self._outcome = 'failed' if failed else 'interrupted'
 
     async def _prepare(self, state: RunState) -> tuple[ModelRequestContext, list[ModelMessage]]:
         return await self._before(state, await self._open(state))

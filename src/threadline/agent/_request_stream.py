@@ -58,7 +58,8 @@ async def streamed_request(node: ModelRequestNode, state: RunState, retry: _Retr
             yield streamed
         response = _settled(node, streamed)
         if node._outcome != 'abandoned':
-            await _after(node, state, request_context, response)
+            if node._outcome != 'failed':
+                await _after(node, state, request_context, response)
             node.result = node._record(state, request_context.model, response)
         return
     async with _wrapped(node, state, retry) as streamed:
@@ -80,7 +81,7 @@ async def _model_stream(
 
 def _settled(node: ModelRequestNode, streamed: StreamedResponse) -> ModelResponse:
     response = streamed.get()
-    if node._outcome == 'interrupted':
+    if node._outcome in ('interrupted', 'failed'):
         response.state = 'interrupted'
     elif response.state == 'incomplete':
         response.state = 'complete'
@@ -118,7 +119,7 @@ async def _wrapped(node: ModelRequestNode, state: RunState, retry: _Retry) -> As
             await done
         response = _settled(node, streamed)
         answered.append(response)
-        if node._outcome == 'abandoned':
+        if node._outcome in ('abandoned', 'failed'):
             return response
         return await node._after(state, request_context, response)
 

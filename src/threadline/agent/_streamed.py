@@ -281,21 +281,26 @@ class StreamedRunResult(Generic[OutputDataT]):
             current = await run.next(current)
         self.is_complete = True
 
-    async def _close(self, *, interrupted: bool) -> None:
-        """Leave the stream: unread → left out of the history; partly read → interrupted."""
+    async def _close(self, *, interrupted: bool, error: BaseException | None = None) -> None:
+        """Leave the stream: unread → left out of the history; partly read → interrupted. Left on
+        an `error` (the model's stream or the reader's block raised): the `on_run_error` hooks
+        hear that error, as in the reference, and no `after_model_request` hook runs."""
         node = self._node
         if node is None:
             return
         self._node = None
         if self._debounced is not None:  # a reader left mid-group: stop its read of the model first
             await self._debounced.aclose()
+        failed = isinstance(error, Exception)
         if self._consumed or interrupted:
-            node.interrupt()
+            node.interrupt(failed=failed)
         else:
             node.abandon()
         await self._cm.__aexit__(None, None, None)
         self.is_complete = True
-        if node._outcome == 'interrupted':
+        if isinstance(error, Exception):
+            await self._run._state_cancelled(error)
+        elif node._outcome == 'interrupted':
             await self._run._state_cancelled(RunCancelled('the stream was cancelled'))
 
 
