@@ -51,7 +51,11 @@ async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandl
                 state.stream_in_request = None
             continue
         if isinstance(node, ModelRequestNode):
-            await _model_step(state, node, handler, pending)
+            try:
+                await _model_step(state, node, handler, pending)
+            except Exception as error:  # noqa: BLE001 - the run's on_run_error hooks hear it (and may recover)
+                node = await agent_run._failed(error)
+                continue
             node = await agent_run.advance(node, node.result)
             continue
         tools_step = isinstance(node, CallToolsNode)

@@ -76,6 +76,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._buffered = buffered
         self._consumed = False
         self._debounced: Debounced[Any] | None = None
+        self._stream_error: Exception | None = None
         self._on_text = False
         """Handed over on its text: that text is the run's output even beside tool calls."""
         self._on_call: str | None = None
@@ -137,6 +138,9 @@ class StreamedRunResult(Generic[OutputDataT]):
                 event = await self._iterator.__anext__()
             except StopAsyncIteration:
                 return
+            except Exception as error:  # noqa: BLE001 - settled in the reader's task (`_grouped`)
+                self._stream_error = error
+                return
             yield event
 
     async def _grouped(self, source: AsyncIterator[T], debounce_by: float | None) -> AsyncIterator[list[T]]:
@@ -148,7 +152,22 @@ class StreamedRunResult(Generic[OutputDataT]):
                 yield group
         finally:
             await self._debounced.aclose()
+        if self._stream_error is not None:
+            await self._stream_failed(self._stream_error)
+            return
         await self._complete()
+
+    async def _stream_failed(self, error: Exception) -> None:
+        """The model's stream raised mid-read: what arrived is kept as interrupted, and the run's
+        `on_run_error` hooks, chained, hear the error. The error the last raises reaches the
+        reader; a hook that returns a result ends the run with it, and the stream ends there."""
+        node = self._node
+        assert node is not None
+        self._node = None
+        node.interrupt(failed=True)
+        await self._cm.__aexit__(None, None, None)
+        self.is_complete = True
+        await self._run._failed(error)
 
     async def _events(self) -> AsyncIterator[Any]:
         if self._begin():
@@ -281,6 +300,15 @@ class StreamedRunResult(Generic[OutputDataT]):
             current = await run.next(current)
         self.is_complete = True
 
+    async def _heard(self, error: Exception) -> None:
+        """The `on_run_error` hooks, chained, hear `error`: the error the last of them raises is the
+        one the reader's block raises; one that returns a result cannot undo the block's error."""
+        try:
+            await self._run._recover(error)
+        except Exception as chained:
+            if chained is not error:
+                raise chained from error
+
     async def _close(self, *, interrupted: bool, error: BaseException | None = None) -> None:
         """Leave the stream: unread → left out of the history; partly read → interrupted. Left on
         an `error` (the model's stream or the reader's block raised): the `on_run_error` hooks
@@ -299,7 +327,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         await self._cm.__aexit__(None, None, None)
         self.is_complete = True
         if isinstance(error, Exception):
-            await self._run._state_cancelled(error)
+            await self._heard(error)
         elif node._outcome == 'interrupted':
             await self._run._state_cancelled(RunCancelled('the stream was cancelled'))
 
