@@ -77,6 +77,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._consumed = False
         self._debounced: Debounced[Any] | None = None
         self._stream_error: Exception | None = None
+        self._cancelled = False
         self._on_text = False
         """Handed over on its text: that text is the run's output even beside tool calls."""
         self._on_call: str | None = None
@@ -133,7 +134,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         if buffered:
             for event in self._buffered:
                 yield event
-        while True:
+        while self._node is not None:  # None once cancel() left the stream
             try:
                 event = await self._iterator.__anext__()
             except StopAsyncIteration:
@@ -154,8 +155,8 @@ class StreamedRunResult(Generic[OutputDataT]):
             await self._debounced.aclose()
         if self._stream_error is not None:
             await self._stream_failed(self._stream_error)
-            return
-        await self._complete()
+        elif self._node is not None:  # not left by cancel() mid-read
+            await self._complete()
 
     async def _stream_failed(self, error: Exception) -> None:
         """The model's stream raised mid-read: what arrived is kept as interrupted, and the run's
@@ -273,12 +274,30 @@ class StreamedRunResult(Generic[OutputDataT]):
         async for _ in self._events():
             pass
         result = self._run.result
-        assert result is not None
+        if result is None:
+            raise RunCancelled(
+                'this stream was cancelled before the run ended, so it has no output; '
+                'all_messages() holds what arrived, marked interrupted'
+            )
         return result.output
 
     async def cancel(self) -> None:
-        """Stop here: record what arrived as an interrupted response."""
+        """Stop here: record what arrived as an interrupted response; a read in progress ends."""
+        self._cancelled = True
         await self._close(interrupted=True)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether `cancel()` stopped this stream."""
+        return self._cancelled
+
+    @property
+    def response(self) -> ModelResponse:
+        """The streamed response: what has arrived so far (`state='incomplete'`) while it streams,
+        then as the history records it (`'complete'`, or `'interrupted'` after `cancel()`)."""
+        if self._node is not None:
+            return self._streamed.snapshot()  # type: ignore[no-any-return]
+        return self._final_response()
 
     def _final_response(self) -> ModelResponse:
         for message in reversed(self.all_messages()):

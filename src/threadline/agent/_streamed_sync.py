@@ -182,6 +182,14 @@ class StreamedRunResultSync(Generic[OutputT]):
     def is_complete(self) -> bool:
         return self._live.is_complete
 
+    @property
+    def cancelled(self) -> bool:
+        return self._live.cancelled
+
+    @property
+    def response(self) -> ModelResponse:
+        return self._live.response
+
     def cancel(self) -> None:
         self._ask(lambda s: s.cancel())
 
