@@ -200,6 +200,7 @@ SURFACE: dict[str, set[str]] = {
     },
     'threadline.capabilities': {
         'AbstractCapability',
+        'Capability',
         'CapabilityChain',
         'ClearOldToolResults',
         'CombinedCapability',

@@ -14,7 +14,7 @@ recover from a failure by returning a value, and `wrap_*` encloses the other thr
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -31,9 +31,12 @@ if TYPE_CHECKING:
     from threadline.agent._result import AgentRunResult
     from threadline.agent.output._deferred_types import DeferredToolRequests, DeferredToolResults
     from threadline.agent.output._output import OutputContext
-    from threadline.agent.tools._function import FunctionToolset
+    from threadline.agent.tools._toolsets import AbstractToolset
 
-__all__ = ['AbstractCapability', 'CapabilityDepsT', 'ModelRequestContext', 'overridden_hooks']
+__all__ = ['AbstractCapability', 'CapabilityDepsT', 'CapabilityInstructions', 'ModelRequestContext', 'overridden_hooks']
+
+CapabilityInstructions = str | Callable[..., Any] | Sequence[str | Callable[..., Any]]
+"""What `get_instructions()` returns: a string, an instruction function, or a list of them."""
 
 CapabilityDepsT = TypeVar('CapabilityDepsT', default=Any)
 """The deps type of a capability that works with any agent's deps (`StepPersistence`, `Memory`, ...).
@@ -72,12 +75,16 @@ class AbstractCapability(Generic[AgentDepsT]):
     """Keep its tools, instructions and hooks out of the run until the model loads it with the
     `load_capability` tool (see `threadline.agent.tools._load`)."""
 
-    def get_toolset(self) -> FunctionToolset[AgentDepsT] | None:
-        """Tools this capability gives every run it is part of (None: no tools)."""
+    def get_toolset(self) -> AbstractToolset[AgentDepsT] | None:
+        """Tools this capability gives every run it is part of (None: no tools). A
+        `FunctionToolset`'s tools join the agent's; any other toolset (a `CombinedToolset`'s
+        members too) is asked for its tools at each step, as the agent's `toolsets=` are."""
         return None
 
-    def get_instructions(self) -> str | None:
-        """Instructions this capability adds to every request while it is active (None: none)."""
+    def get_instructions(self) -> CapabilityInstructions | None:
+        """Instructions this capability adds to every request while it is active (None: none): a
+        string, a function of the `RunContext` (or of nothing, sync or async) rendered before
+        each request, or a list of them."""
         return None
 
     async def before_run(self, ctx: RunContext[AgentDepsT]) -> None:

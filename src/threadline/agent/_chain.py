@@ -22,10 +22,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadline.agent._capability import HOOKS, AbstractCapability, ModelRequestContext
+from threadline.agent._chain_tools import function_toolsets, step_toolsets
 from threadline.agent._context import AgentDepsT
 from threadline.agent.output._deferred_types import DeferredToolResults
-from threadline.agent.tools._function import FunctionToolset
-from threadline.agent.tools._load import catalog, check_deferred, load_tool
+from threadline.agent.tools._load import catalog, check_deferred
 from threadline.messages import ModelResponse, ToolCallPart
 from threadline.models import ToolDefinition
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from threadline.agent.output._deferred_types import DeferredToolRequests
     from threadline.agent.output._output import OutputContext
     from threadline.agent.tools._function import FunctionToolset
+    from threadline.agent.tools._toolsets import AbstractToolset
 
 __all__ = ['CapabilityChain', 'flatten']
 
@@ -97,12 +98,18 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
             self.loaded = loaded
             self._activate(tuple(c for c in self._all if not c.defer_loading or c.id in loaded))
 
-    def instructions(self) -> list[str]:
-        """The deferred-capability catalog, then each active capability's instructions."""
+    def instructions(self) -> list[str | Callable[..., Any]]:
+        """The deferred-capability catalog, then each active capability's instructions (strings,
+        and functions the run renders before each request)."""
 
-        texts = [catalog(self.deferred)] if self.deferred else []
-        texts.extend(text for c in self._forward if (text := c.get_instructions()))
-        return texts
+        sources: list[str | Callable[..., Any]] = [catalog(self.deferred)] if self.deferred else []
+        for capability in self._forward:
+            given = capability.get_instructions()
+            if given is None or isinstance(given, str) or callable(given):
+                sources.extend([given] if given else [])
+            else:
+                sources.extend(given)
+        return sources
 
     def __len__(self) -> int:
         return len(self._all)
@@ -136,22 +143,13 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
         return chain
 
     def toolsets(self) -> list[tuple[str, FunctionToolset[AgentDepsT]]]:
-        """Each capability's toolset, named by the capability that gives it; with deferred
-        capabilities, their tools marked as theirs and the `load_capability` tool."""
-        named = []
-        tools_of: dict[str, list[str]] = {}
-        for capability in self._all:
-            toolset = capability.get_toolset()
-            if toolset is None:
-                continue
-            if capability.defer_loading:
-                assert capability.id is not None  # check_deferred refused it otherwise
-                toolset = toolset.owned_by(capability.id)
-                tools_of[capability.id] = list(toolset.tools)
-            named.append((f'capability {type(capability).__name__}', toolset))
-        if self.deferred:
-            named.append(('deferred capability loading', FunctionToolset([load_tool(self.deferred, tools_of)])))
-        return named
+        """Each capability's function tools, named by the capability that gives them (see
+        `_chain_tools.function_toolsets`)."""
+        return function_toolsets(self._all, self.deferred)
+
+    def step_toolsets(self) -> list[AbstractToolset[AgentDepsT]]:
+        """The capabilities' other toolsets, asked for tools at each step (see `_chain_tools`)."""
+        return step_toolsets(self._all)
 
     # --- the run ---------------------------------------------------------------------------------
 

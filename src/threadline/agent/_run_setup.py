@@ -155,7 +155,8 @@ def new_state(
         output=agent._output,
         tools=_tools_of(agent, chain),
         capabilities=chain,
-        instruction_sources=[*as_list(overridden.get('instructions', agent._instructions)), *as_list(instructions)],
+        instruction_sources=as_list(overridden.get('instructions', agent._instructions)),
+        run_instruction_sources=as_list(instructions),
         system_prompt_sources=agent._system_prompts,
         dynamic_system_prompts=agent._dynamic_system_prompts,
         output_validators=agent._output_validators,
@@ -166,9 +167,8 @@ def new_state(
         prepared=_prepared_for(agent, history),
         run_level_capabilities=len(flatten(run_level)),
     )
-    run_toolsets = [*overridden.get('toolsets', agent._toolsets), *toolsets]
-    if run_toolsets:
-        state.toolset = CombinedToolset(run_toolsets)
+    state.own_toolsets = [*overridden.get('toolsets', agent._toolsets), *toolsets]
+    _step_toolsets(state)
     ctx.queue = state.queue
     return state
 
@@ -188,9 +188,17 @@ async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:
     if chain is not state.capabilities:
         state.capabilities = chain
         state.use_tools(_tools_of(agent, chain))
+        _step_toolsets(state)
         state.typed_tools = bool(chain.deferred)
         state.refresh_loaded(state.history)
     return state
+
+
+def _step_toolsets(state: RunState) -> None:
+    """The toolsets asked for tools at each step: the agent's and the run's, then the
+    capabilities' that are not function toolsets."""
+    asked = [*state.own_toolsets, *state.capabilities.step_toolsets()]
+    state.toolset = CombinedToolset(asked) if asked else None
 
 
 def _tools_of(agent: Agent[Any, Any], chain: CapabilityChain[Any]) -> dict[str, Any]:

@@ -59,6 +59,7 @@ class RunState:
     tools: dict[str, Tool[Any]]
     capabilities: CapabilityChain[Any]
     instruction_sources: Sequence[InstructionSource]
+    """The agent's instructions (the capabilities' come from the chain, the run's below)."""
     system_prompt_sources: Sequence[InstructionSource]
     dynamic_system_prompts: dict[str, Callable[..., Any]]
     output_validators: Sequence[Callable[..., Any]]
@@ -84,6 +85,10 @@ class RunState:
     toolset: Any = None
     """The run's toolsets joined (a `CombinedToolset`), asked for tools before each request; None
     when the run has none."""
+    run_instruction_sources: Sequence[InstructionSource] = ()
+    """`run(instructions=)`: after the agent's and the capabilities'."""
+    own_toolsets: list[Any] = field(default_factory=list)
+    """The agent's and the run's `toolsets=` (the capabilities' come from the chain)."""
     static_tools: dict[str, Tool[Any]] = field(default_factory=dict)
     prepared_tools: list[str] = field(default_factory=list)
     """The static tools with a `prepare` function (reshaped before each request)."""
@@ -246,9 +251,14 @@ class RunState:
     async def instructions(self) -> str | None:
         """The running agent's instructions for this step, joined by blank lines; None if empty.
         What a request stores: `PromptedOutput`'s schema prompt is not among them (it is the
-        output's, added to what the model is sent: `request_parameters`), as in the reference."""
-        texts = [await self._render(source) for source in self.instruction_sources]
-        texts.extend(self.capabilities.instructions())
+        output's, added to what the model is sent: `request_parameters`), as in the reference.
+
+        Order (pydantic-ai 2.62's): the sources are the agent's, the capabilities', then the
+        run's; every static string among them comes first, in that order, then what each
+        instruction function renders, in that order (so the stable part leads, for caching)."""
+        sources = [*self.instruction_sources, *self.capabilities.instructions(), *self.run_instruction_sources]
+        texts: list[str | None] = [source for source in sources if isinstance(source, str)]
+        texts.extend([await self._render(source) for source in sources if not isinstance(source, str)])
         joined = '\n\n'.join(t for t in texts if t).strip()
         return joined or None
 

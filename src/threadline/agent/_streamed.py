@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
@@ -34,6 +34,7 @@ from threadline.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
+    ModelResponsePart,
     PartStartEvent,
     RunUsage,
     TextPart,
@@ -48,7 +49,7 @@ _NOT_YET = object()
 """A partial output that does not validate yet (`stream_output()` skips it)."""
 
 
-def _has_content(part: Any) -> bool:
+def _has_content(part: ModelResponsePart) -> bool:
     if isinstance(part, (TextPart, ThinkingPart)):
         return bool(part.content)
     if isinstance(part, ToolCallPart):
@@ -75,7 +76,8 @@ class StreamedRunResult(Generic[OutputDataT]):
         self._iterator = iterator
         self._buffered = buffered
         self._consumed = False
-        self._debounced: Debounced[Any] | None = None
+        self._stop_reading: Callable[[], Awaitable[None]] | None = None
+        """Stops a read of the model in flight (a `Debounced` group being gathered)."""
         self._stream_error: Exception | None = None
         self._cancelled = False
         self._on_text = False
@@ -147,12 +149,13 @@ class StreamedRunResult(Generic[OutputDataT]):
     async def _grouped(self, source: AsyncIterator[T], debounce_by: float | None) -> AsyncIterator[list[T]]:
         """`source` coalesced by time (see `_debounce`); then the run goes on to its end, here in
         the reader's task so the context variables its hooks set stay the run's."""
-        self._debounced = Debounced(source, debounce_by)
+        debounced = Debounced(source, debounce_by)
+        self._stop_reading = debounced.aclose
         try:
-            async for group in self._debounced:
+            async for group in debounced:
                 yield group
         finally:
-            await self._debounced.aclose()
+            await debounced.aclose()
         if self._stream_error is not None:
             await self._stream_failed(self._stream_error)
         elif self._node is not None:  # not left by cancel() mid-read
@@ -212,7 +215,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         """The output as it grows, validated as a partial value (`ctx.partial_output` is True for
         output functions, hooks and validators; a snapshot that does not validate yet is skipped),
         then always the final output, validated in full."""
-        last: list[Any] | None = None
+        last: list[ModelResponsePart] | None = None
         async for response in self._snapshots(debounce_by):
             if self.is_complete or response.parts == last:
                 continue
@@ -240,7 +243,7 @@ class StreamedRunResult(Generic[OutputDataT]):
         async for _ in self._grouped(self._model_events(buffered=False), debounce_by):
             yield streamed.snapshot()
 
-    async def _partial_output(self, response: ModelResponse) -> Any:
+    async def _partial_output(self, response: ModelResponse) -> object:
         """The output `response` holds so far, or `_NOT_YET` when it does not validate yet."""
         import pydantic
 
@@ -336,8 +339,8 @@ class StreamedRunResult(Generic[OutputDataT]):
         if node is None:
             return
         self._node = None
-        if self._debounced is not None:  # a reader left mid-group: stop its read of the model first
-            await self._debounced.aclose()
+        if self._stop_reading is not None:  # a reader left mid-group: stop its read of the model first
+            await self._stop_reading()
         failed = isinstance(error, Exception)
         if self._consumed or interrupted:
             node.interrupt(failed=failed)

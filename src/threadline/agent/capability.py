@@ -4,7 +4,20 @@
 
 from __future__ import annotations
 
-from threadline.agent._capability import HOOKS, AbstractCapability, CapabilityDepsT, ModelRequestContext
+from threadline.agent._capability import (
+    HOOKS,
+    AbstractCapability,
+    CapabilityDepsT,
+    CapabilityInstructions,
+    ModelRequestContext,
+)
 from threadline.agent._chain import CapabilityChain
 
-__all__ = ['HOOKS', 'AbstractCapability', 'CapabilityChain', 'CapabilityDepsT', 'ModelRequestContext']
+__all__ = [
+    'HOOKS',
+    'AbstractCapability',
+    'CapabilityChain',
+    'CapabilityDepsT',
+    'CapabilityInstructions',
+    'ModelRequestContext',
+]

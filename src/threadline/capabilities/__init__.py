@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from threadline._public import publish
 from threadline.agent.capability import AbstractCapability, CapabilityChain, ModelRequestContext
+from threadline.capabilities._bundle import Capability
 from threadline.capabilities._compact_when_full import CompactWhenFull
 from threadline.capabilities._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
 from threadline.capabilities._hooks import CombinedCapability, HandleDeferredToolCalls, Hooks, HookTimeoutError
@@ -13,6 +14,7 @@ from threadline.capabilities._reinject import ReinjectSystemPrompt
 
 __all__ = [
     'AbstractCapability',
+    'Capability',
     'CapabilityChain',
     'ClearOldToolResults',
     'CombinedCapability',
