@@ -185,3 +185,68 @@ def test_static_instructions_lead_then_functions_in_source_order() -> None:
     ref, ours = (instruction_order(name) for name in LIBS)
     assert ours == ref
     assert ours.split('\n\n')[:2] == ['agent text', 'capability text']
+
+
+def _more(name: str) -> SimpleNamespace:
+    names = _names(name)
+    if name == 'ref':
+        from pydantic_ai.capabilities import DynamicCapability, WrapperCapability
+    else:
+        from threadline.capabilities import DynamicCapability, WrapperCapability
+    return SimpleNamespace(**vars(names), DynamicCapability=DynamicCapability, WrapperCapability=WrapperCapability)
+
+
+async def wrapped_run(name: str) -> Any:
+    lib = _more(name)
+    log: list[Any] = []
+
+    class Counting(lib.AbstractCapability):  # type: ignore[name-defined, misc]
+        async def after_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
+            log.append(('inner after_tool_execute', call.tool_name, result))
+            return result
+
+        def get_instructions(self) -> Any:
+            return 'inner instructions'
+
+    class Loud(lib.WrapperCapability):  # type: ignore[name-defined, misc]
+        async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+            log.append(('wrapper before_model_request', ctx.run_step))
+            return await super().before_model_request(ctx, request_context)
+
+    def shout(word: str) -> str:
+        return word.upper()
+
+    seen: list[Any] = []
+    agent = lib.Agent(calling_model(lib, seen), tools=[shout], capabilities=[Loud(Counting())])
+    result = await agent.run('go')
+    return [log, seen, result.output]
+
+
+def test_a_wrapper_hands_every_hook_to_what_it_wraps() -> None:
+    ref, ours = (asyncio.run(wrapped_run(name)) for name in LIBS)
+    assert ours == ref
+    assert ('inner after_tool_execute', 'shout', 'HI') in ours[0]
+
+
+async def dynamic_run(name: str, direct: bool) -> Any:
+    lib = _more(name)
+    made: list[str] = []
+
+    def per_run(ctx: Any) -> Any:
+        made.append(ctx.deps)
+        if ctx.deps == 'none':
+            return None
+        return lib.Capability(instructions=f'for {ctx.deps}', tools=[lambda: f'tool of {ctx.deps}'])
+
+    seen: list[Any] = []
+    capability = per_run if direct else lib.DynamicCapability(per_run)
+    agent = lib.Agent(calling_model(lib, seen), deps_type=str, capabilities=[capability])
+    outputs = [(await agent.run('go', deps=deps)).output for deps in ('alice', 'none')]
+    return [made, seen, outputs]
+
+
+@pytest.mark.parametrize('direct', [False, True], ids=['DynamicCapability', 'a plain function'])
+def test_a_dynamic_capability_is_made_for_each_run(direct: bool) -> None:
+    ref, ours = (asyncio.run(dynamic_run(name, direct)) for name in LIBS)
+    assert ours == ref
+    assert ours[0] == ['alice', 'none'] and ours[1][0][0] == 'for alice'

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 from threadline.agent._capability import AbstractCapability
 from threadline.agent._capture import captured_messages
 from threadline.agent._context import AgentDepsT, RunContext
+from threadline.agent._dynamic_capability import CapabilityFunc, wrap_capability_funcs
 from threadline.agent._event_handler import EventStreamHandler, drive_with_handler
 from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptNode
 from threadline.agent._isolated import isolated
@@ -93,7 +94,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         tools: Sequence[Tool[AgentDepsT] | Callable[..., Any]] = (),
         deps_type: type[AgentDepsT] | None = None,
         name: str | None = None,
-        capabilities: Sequence[AbstractCapability[Any]] = (),
+        capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
         toolsets: Sequence[AbstractToolset[AgentDepsT]] = (),
         retries: int = 1,
         model_settings: ModelSettings | None = None,
@@ -113,7 +114,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self._tools: dict[str, Tool[AgentDepsT]] = {}
         self.deps_type = deps_type
         self.name = name
-        self.capabilities = list(capabilities)
+        self.capabilities = wrap_capability_funcs(capabilities)
         self._toolsets: list[AbstractToolset[AgentDepsT]] = list(toolsets)
         # The agent's own tools as a toolset (the same dict), first in `toolsets` as pydantic-ai has it.
         self._function_toolset: FunctionToolset[AgentDepsT] = FunctionToolset()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
 from threadline.agent._capability import AbstractCapability
 from threadline.agent._chain import CapabilityChain, flatten
 from threadline.agent._context import AgentDepsT, RunContext
+from threadline.agent._dynamic_capability import CapabilityFunc, wrap_capability_funcs
 from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._limits import UsageLimits
 from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
@@ -59,7 +60,7 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     instructions: InstructionsArg
     run_id: str | None
     conversation_id: str | None
-    capabilities: Sequence[AbstractCapability[Any]]
+    capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]]
     toolsets: Sequence[AbstractToolset[Any]]
     retries: int | None
 
@@ -111,7 +112,7 @@ def new_state(
     instructions: InstructionsArg = None,
     run_id: str | None = None,
     conversation_id: str | None = None,
-    capabilities: Sequence[AbstractCapability[Any]] = (),
+    capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
     toolsets: Sequence[AbstractToolset[Any]] = (),
     retries: int | None = None,
 ) -> RunState:
@@ -133,7 +134,7 @@ def new_state(
     else:
         settings = {**(agent.model_settings or {}), **(model_settings or {})} or None
     # As at the agent's construction, so a run-level capability may adapt itself to the agent.
-    run_level = [c.for_agent(agent) for c in capabilities]
+    run_level = [c.for_agent(agent) for c in wrap_capability_funcs(capabilities)]
     chain = CapabilityChain([*agent.capabilities, *run_level])
     ctx: RunContext[Any] = RunContext(
         deps=deps,

@@ -12,12 +12,15 @@ from threadline.agent._capability import (
     ModelRequestContext,
 )
 from threadline.agent._chain import CapabilityChain
+from threadline.agent._dynamic_capability import CapabilityFunc, DynamicCapability
 
 __all__ = [
     'HOOKS',
     'AbstractCapability',
     'CapabilityChain',
     'CapabilityDepsT',
+    'CapabilityFunc',
     'CapabilityInstructions',
+    'DynamicCapability',
     'ModelRequestContext',
 ]

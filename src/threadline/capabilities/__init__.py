@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from threadline._public import publish
-from threadline.agent.capability import AbstractCapability, CapabilityChain, ModelRequestContext
+from threadline.agent.capability import (
+    AbstractCapability,
+    CapabilityChain,
+    CapabilityFunc,
+    DynamicCapability,
+    ModelRequestContext,
+)
 from threadline.capabilities._bundle import Capability
 from threadline.capabilities._compact_when_full import CompactWhenFull
 from threadline.capabilities._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
@@ -11,14 +17,17 @@ from threadline.capabilities._hooks import CombinedCapability, HandleDeferredToo
 from threadline.capabilities._instrumentation import Instrumentation, MessageHistoryMutatedWarning
 from threadline.capabilities._process_history import ProcessHistory
 from threadline.capabilities._reinject import ReinjectSystemPrompt
+from threadline.capabilities._wrapper import WrapperCapability
 
 __all__ = [
     'AbstractCapability',
     'Capability',
     'CapabilityChain',
     'ClearOldToolResults',
+    'CapabilityFunc',
     'CombinedCapability',
     'CompactWhenFull',
+    'DynamicCapability',
     'HandleDeferredToolCalls',
     'HookTimeoutError',
     'Hooks',
@@ -29,6 +38,7 @@ __all__ = [
     'ProcessHistory',
     'ReinjectSystemPrompt',
     'SummarizeOlderTurns',
+    'WrapperCapability',
 ]
 
 
