@@ -3,10 +3,12 @@ one API key (`key-a`, scope `tenant-a`), and an agent whose answers are numbered
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -31,10 +33,9 @@ def numbered() -> Agent[None, str]:
     return Agent(FunctionModel(model))
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[tuple[str, AsyncStore[SyncStore]]]:
-    store = SQLiteStore(tmp_path / 'chat.db')
-    app = create_app(store, numbered(), keys={'key-a': 'tenant-a'})
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """`app` under uvicorn in a thread, until the block ends; yields its base URL once it answers."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning'))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -47,8 +48,17 @@ def site(tmp_path: Path) -> Iterator[tuple[str, AsyncStore[SyncStore]]]:
         except httpx.TransportError:
             time.sleep(0.05)
     try:
-        yield url, store
+        yield url
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[str, AsyncStore[SyncStore]]]:
+    store = SQLiteStore(tmp_path / 'chat.db')
+    try:
+        with serving(create_app(store, numbered(), keys={'key-a': 'tenant-a'})) as url:
+            yield url, store
+    finally:
         store.close()

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import uvicorn
 
-from tests.server.test_serve_cli import free_port
+from tests.server._live import serving
 from threadline import Agent
 from threadline.messages import ModelMessage
 from threadline.models.function import AgentInfo, FunctionModel
@@ -36,25 +34,18 @@ def test_a_client_that_leaves_mid_turn_stops_the_model(tmp_path: Path) -> None:
 
     store = SQLiteStore(tmp_path / 'chat.db')
     app = create_app(store, Agent(FunctionModel(stream_function=endless)), keys={'key-a': 'tenant-a'})
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port, log_level='warning'))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f'http://127.0.0.1:{port}'
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(f'{url}/healthz', timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        turn = {'id': 'chat-1', 'messages': [{'id': 'u', 'role': 'user', 'parts': [{'type': 'text', 'text': 'go'}]}]}
-        with httpx.stream('POST', f'{url}/api/chat', json=turn, headers={'x-api-key': 'key-a'}, timeout=10) as reply:
-            assert reply.status_code == 200
-            next(reply.iter_bytes())
-            assert started.wait(5)
-        assert stopped.wait(10), 'the run went on after its client left'
+        with serving(app) as url:
+            turn = {
+                'id': 'chat-1',
+                'messages': [{'id': 'u', 'role': 'user', 'parts': [{'type': 'text', 'text': 'go'}]}],
+            }
+            with httpx.stream(
+                'POST', f'{url}/api/chat', json=turn, headers={'x-api-key': 'key-a'}, timeout=10
+            ) as reply:
+                assert reply.status_code == 200
+                next(reply.iter_bytes())
+                assert started.wait(5)
+            assert stopped.wait(10), 'the run went on after its client left'
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         store.close()

@@ -12,8 +12,6 @@ Each node's `run(state)` does one step and returns the next node. History rules 
 
 from __future__ import annotations
 
-import json
-import warnings
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
@@ -28,8 +26,10 @@ from threadline.agent._request_stream import streamed_request
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._end import End, FinalResult
+from threadline.agent.output._validators import validate_output
+from threadline.agent.tools._return_schemas import with_return_schemas
 from threadline.agent.tools._reveal import visible
-from threadline.agent.tools._step import ToolStep, validate_output
+from threadline.agent.tools._step import ToolStep
 from threadline.agent.tools._tool import ToolArgsError
 from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
 from threadline.messages import (
@@ -44,7 +44,7 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from threadline.models import Model, ModelProfile, StreamedResponse, ToolDefinition
+from threadline.models import Model, StreamedResponse
 from threadline.models.budget import price_of
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
@@ -300,30 +300,6 @@ class ModelRequestNode:
                 response.state = 'interrupted'
                 raise
         return CallToolsNode(response)
-
-
-def with_return_schemas(tools: list[ToolDefinition], profile: ModelProfile) -> list[ToolDefinition]:
-    """Tools as they go out with their return schemas (pydantic-ai 2.62's rules): a tool that did
-    not opt in sends none; one that did, but whose return says nothing (no annotation, None), sends
-    none and warns; otherwise the schema stays a field where the provider has one (Gemini), else
-    it is appended to the description as JSON."""
-    out = []
-    for tool in tools:
-        if not tool.include_return_schema:
-            tool = replace(tool, return_schema=None) if tool.return_schema is not None else tool
-        elif not tool.return_schema:
-            warnings.warn(
-                f'Tool {tool.name!r} has `include_return_schema` enabled but no meaningful return schema was '
-                'generated. Set `include_return_schema=False` on this tool to suppress this warning.',
-                UserWarning,
-                stacklevel=2,
-            )
-        elif not profile.supports_tool_return_schema:
-            text = json.dumps(tool.return_schema, indent=2)
-            parts = [p for p in (tool.description, 'Return schema:', text) if p]
-            tool = replace(tool, description='\n\n'.join(parts), return_schema=None)
-        out.append(tool)
-    return out
 
 
 def _stamp_response(state: RunState, response: ModelResponse, model: Model) -> None:

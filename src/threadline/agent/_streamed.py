@@ -27,7 +27,7 @@ from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
 from threadline.agent._node_stream import text_of
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
-from threadline.agent.tools._step import validate_output
+from threadline.agent.output._validators import output_call_context, validate_output
 from threadline.agent.tools._tool import ToolArgsError
 from threadline.exceptions import ModelRetry, RunCancelled, UserError
 from threadline.messages import (
@@ -38,7 +38,6 @@ from threadline.messages import (
     PartStartEvent,
     RunUsage,
     TextPart,
-    ThinkingPart,
     ToolCallPart,
 )
 
@@ -50,11 +49,9 @@ _NOT_YET = object()
 
 
 def _has_content(part: ModelResponsePart) -> bool:
-    if isinstance(part, (TextPart, ThinkingPart)):
-        return bool(part.content)
-    if isinstance(part, ToolCallPart):
-        return bool(part.args)
-    return True
+    """The part's own `has_content()`; a part without one (a native tool return) counts."""
+    has_content = getattr(part, 'has_content', None)
+    return bool(has_content()) if has_content is not None else True
 
 
 class StreamedRunResult(Generic[OutputDataT]):
@@ -205,11 +202,7 @@ class StreamedRunResult(Generic[OutputDataT]):
             yield piece if delta else await self._validated_text(text)
 
     async def _validated_text(self, text: str) -> str:
-        state = self._run._state
-        if not state.output_validators:
-            return text
-        ctx = replace(state.ctx, retry=state.output_retries, max_retries=state.max_retries, partial_output=True)
-        return await validate_output(state, text, ctx)  # type: ignore[no-any-return]
+        return await validate_output(self._run._state, text, partial=True)  # type: ignore[no-any-return]
 
     async def stream_output(self, *, debounce_by: float | None = 0.1) -> AsyncIterator[Any]:
         """The output as it grows, validated as a partial value (`ctx.partial_output` is True for
@@ -253,22 +246,12 @@ class StreamedRunResult(Generic[OutputDataT]):
                 call = next(
                     p for p in response.parts if isinstance(p, ToolCallPart) and p.tool_call_id == self._on_call
                 )
-                limit = state.output.max_retries(call.tool_name)
-                ctx = state.ctx.for_tool(
-                    tool_name=call.tool_name,
-                    tool_call_id=call.tool_call_id,
-                    retry=state.ctx.retries.get(call.tool_name, 0),
-                    max_retries=state.max_retries if limit is None else limit,
-                    approved=False,
-                )
-                ctx = replace(ctx, partial_output=True)
+                ctx = output_call_context(state, call, partial=True)
                 value = await state.output.from_call(ctx, state.capabilities, call)
-                return await validate_output(state, value, replace(ctx, max_retries=state.max_retries))
+                return await validate_output(state, value, ctx)
             text = ''.join(p.content for p in response.parts if isinstance(p, TextPart))
-            ctx = replace(state.ctx, partial_output=True)
-            value = await state.output.from_text(ctx, state.capabilities, text)
-            ctx = replace(ctx, retry=state.output_retries, max_retries=state.max_retries)
-            return await validate_output(state, value, ctx)
+            value = await state.output.from_text(replace(state.ctx, partial_output=True), state.capabilities, text)
+            return await validate_output(state, value, partial=True)
         except (ToolArgsError, ModelRetry, pydantic.ValidationError, StopIteration):
             return _NOT_YET
 

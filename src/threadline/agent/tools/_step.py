@@ -4,15 +4,14 @@ output tools, and the capability hooks around each tool body."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._end import End, FinalResult
+from threadline.agent.output._validators import output_call_context, validate_output
 from threadline.agent.tools._deferred import Decision, Waiting, decision_for, external_result
 from threadline.agent.tools._lifecycle import ToolLifecycle, deferred_unvalidated
 from threadline.agent.tools._reveal import delta_part, revealed, visible
@@ -40,28 +39,11 @@ from threadline.messages import (
 if TYPE_CHECKING:
     from threadline.agent._context import RunContext
 
-__all__ = ['ToolStep', 'validate_output']
+__all__ = ['ToolStep']
 
 T = TypeVar('T')
 Slots = list['ModelRequestPart | None']
 """Each call's result part, in the order of the calls (None until it has one, or for none)."""
-
-
-async def validate_output(state: RunState, output: Any, ctx: RunContext[Any] | None = None) -> Any:
-    """`output` through the agent's output validators. Their context describes the output as the
-    reference's does: `retry` is the output's retry count and `max_retries` the agent's output
-    budget; for an output tool, `tool_name` and `tool_call_id` are the call's (`ctx`)."""
-    if not state.output_validators:
-        return output
-    if ctx is None:
-        ctx = replace(state.ctx, retry=state.output_retries, max_retries=state.max_retries)
-    for validator in state.output_validators:
-        takes_ctx = len(inspect.signature(validator).parameters) >= 2
-        result = validator(ctx, output) if takes_ctx else validator(output)
-        if inspect.isawaitable(result):
-            result = await result
-        output = result
-    return output
 
 
 class ToolStep:
@@ -346,18 +328,11 @@ class ToolStep:
             return ToolReturnPart(
                 call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id
             )
-        output = self.state.output
-        limit = output.max_retries(call.tool_name)
-        ctx = self.state.ctx.for_tool(
-            tool_name=call.tool_name,
-            tool_call_id=call.tool_call_id,
-            retry=self.state.ctx.retries.get(call.tool_name, 0),
-            max_retries=self.state.max_retries if limit is None else limit,
-            approved=False,
-        )
+        limit = self.state.output.max_retries(call.tool_name)
+        ctx = output_call_context(self.state, call)
         try:
-            value = await output.from_call(ctx, self.state.capabilities, call)
-            value = await validate_output(self.state, value, replace(ctx, max_retries=self.state.max_retries))
+            value = await self.state.output.from_call(ctx, self.state.capabilities, call)
+            value = await validate_output(self.state, value, ctx)
         except ToolArgsError as exc:
             return self._retry(call, exc.errors, 'validation_error', limit)
         except ModelRetry as retry:
