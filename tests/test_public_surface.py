@@ -218,6 +218,13 @@ SURFACE: dict[str, set[str]] = {
         'ModelRequestContext',
         'ProcessHistory',
         'ReinjectSystemPrompt',
+        'CapabilityOrdering',
+        'CapabilityPosition',
+        'CapabilityRef',
+        'PrepareOutputTools',
+        'PrepareTools',
+        'Toolset',
+        'on_event',
     },
     'threadline.usage': {'RequestUsage', 'RunUsage', 'UsageLimits'},
     'threadline.toolsets': {

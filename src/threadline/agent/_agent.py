@@ -16,7 +16,7 @@ from threadline.agent._capability import AbstractCapability
 from threadline.agent._capture import captured_messages
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._dynamic_capability import CapabilityFunc, wrap_capability_funcs
-from threadline.agent._event_handler import EventStreamHandler, drive_with_handler
+from threadline.agent._event_handler import EventStreamHandler, drive_with_handler, read_all
 from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptNode
 from threadline.agent._isolated import isolated
 from threadline.agent._result import AgentRunResult, OutputDataT
@@ -311,8 +311,9 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         captured = captured_messages()
         try:
             async with contextlib.AsyncExitStack() as stack:
-                if state.toolset is not None:
-                    await stack.enter_async_context(state.toolset)
+                for toolset in (state.toolset, state.step_toolset):
+                    if toolset is not None:
+                        await stack.enter_async_context(toolset)
                 await state.resolve_tools()
                 if wrapped:
                     await state.capabilities.before_run(state.ctx)
@@ -344,8 +345,11 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
 
         async def lifecycle() -> AgentRunResult[Any]:
             async with self._running(state, user_prompt, wrapped=True) as agent_run:
-                if event_stream_handler is not None:
-                    await drive_with_handler(agent_run, event_stream_handler)
+                handler = event_stream_handler
+                if handler is None and state.capabilities.hears_events():
+                    handler = read_all  # as in pydantic-ai: their hooks hear a run streamed
+                if handler is not None:
+                    await drive_with_handler(agent_run, handler)
                 else:
                     async for _ in agent_run:
                         pass

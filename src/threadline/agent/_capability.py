@@ -14,26 +14,37 @@ recover from a failure by returning a value, and `wrap_*` encloses the other thr
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
 from threadline.agent._context import AgentDepsT
-from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
+from threadline.agent._on_event import listeners
+from threadline.agent._ordering import CapabilityOrdering
+from threadline.messages import AgentStreamEvent, ModelMessage, ModelResponse, ToolCallPart
 from threadline.models import Model, ModelRequestParameters, ModelSettings, ToolDefinition
 
 if TYPE_CHECKING:
     from threadline.agent._agent import Agent
     from threadline.agent._context import RunContext
     from threadline.agent._graph import AgentNode, NodeResult
+    from threadline.agent._model_choice import ModelResolutionContext, ModelSelector
     from threadline.agent._result import AgentRunResult
     from threadline.agent.output._deferred_types import DeferredToolRequests, DeferredToolResults
     from threadline.agent.output._output import OutputContext
     from threadline.agent.tools._toolsets import AbstractToolset
 
-__all__ = ['AbstractCapability', 'CapabilityDepsT', 'CapabilityInstructions', 'ModelRequestContext', 'overridden_hooks']
+__all__ = [
+    'HOOKS',
+    'PROVIDERS',
+    'AbstractCapability',
+    'CapabilityDepsT',
+    'CapabilityInstructions',
+    'ModelRequestContext',
+    'overridden_hooks',
+]
 
 CapabilityInstructions = str | Callable[..., Any] | Sequence[str | Callable[..., Any]]
 """What `get_instructions()` returns: a string, an instruction function, or a list of them."""
@@ -86,6 +97,58 @@ class AbstractCapability(Generic[AgentDepsT]):
         string, a function of the `RunContext` (or of nothing, sync or async) rendered before
         each request, or a list of them."""
         return None
+
+    def get_ordering(self) -> CapabilityOrdering | None:
+        """Where this capability must sit in the chain (see `threadline.agent._ordering`); None:
+        where it was listed."""
+        return None
+
+    def get_model(self) -> Model | str | ModelSelector[AgentDepsT] | None:
+        """The model this capability chooses (None: no choice): a model, a model name, or a
+        function of a `ModelSelectionContext` (sync or async) asked before each model request.
+        The last capability to choose wins over the agent's `model=` (see `_model_choice`)."""
+        return None
+
+    async def resolve_model_id(self, ctx: ModelResolutionContext[AgentDepsT], *, model_id: str) -> Model | None:
+        """Turn a model name into a model (None: leave it to the next capability, then to
+        `infer_model`); the first capability to answer wins."""
+        return None
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[AgentDepsT]) -> AbstractToolset[AgentDepsT] | None:
+        """A toolset around the run's function tools and toolsets (output tools excluded), asked
+        once per run after `for_run` (None: leave it); the first capability's wrapper is outermost."""
+        return None
+
+    def get_wrapper_model(self, model: Model) -> Model | None:
+        """A model around the one about to serve a model request (None: leave it), asked for each
+        request after the `before_model_request` hooks; the first capability's wrapper is outermost."""
+        return None
+
+    async def prepare_tools(self, ctx: RunContext[AgentDepsT], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        """The function tools offered at this step: drop or change definitions (a dropped tool
+        cannot be called either); adding or renaming one is a `UserError`."""
+        return tool_defs
+
+    async def prepare_output_tools(
+        self, ctx: RunContext[AgentDepsT], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        """As `prepare_tools`, for the output tools; `ctx.max_retries` is the output retry budget."""
+        return tool_defs
+
+    async def on_event(self, ctx: RunContext[AgentDepsT], *, event: AgentStreamEvent) -> None:
+        """Called with each event of the run's event stream (model stream events, tool call and
+        result events); a run with a capability that has it streams even without a handler.
+        The default calls the methods marked with `@on_event` that hear `event`."""
+        for listener in listeners(type(self)):
+            if listener.hears(event):
+                await listener.func(self, ctx, event)
+
+    def wrap_run_event_stream(
+        self, ctx: RunContext[AgentDepsT], *, stream: AsyncIterable[AgentStreamEvent]
+    ) -> AsyncIterable[AgentStreamEvent]:
+        """The event stream a consumer reads (an event handler, `node.stream()`), per node: yield
+        changed, fewer or more events. It changes only what is read, never the history."""
+        return stream
 
     async def before_run(self, ctx: RunContext[AgentDepsT]) -> None:
         """Called once before the first node; raise to refuse the run."""
@@ -336,6 +399,7 @@ class AbstractCapability(Generic[AgentDepsT]):
 
 
 HOOKS = (
+    'prepare_tools', 'prepare_output_tools', 'on_event', 'resolve_model_id',
     'before_run', 'after_run', 'on_run_error', 'wrap_run',
     'before_node_run', 'after_node_run', 'on_node_run_error', 'wrap_node_run',
     'before_model_request', 'after_model_request', 'on_model_request_error', 'wrap_model_request',
@@ -345,7 +409,10 @@ HOOKS = (
     'before_output_process', 'after_output_process', 'on_output_process_error', 'wrap_output_process',
     'handle_deferred_tool_calls',
 )  # fmt: skip
-"""Every hook, by lifecycle."""
+"""Every hook awaited, by lifecycle."""
+
+PROVIDERS = ('get_model', 'get_wrapper_toolset', 'get_wrapper_model', 'wrap_run_event_stream')
+"""The hooks called without awaiting: each gives an object (a model, a toolset, a stream)."""
 
 
 _OVERRIDDEN: dict[type, frozenset[str]] = {}
@@ -356,6 +423,6 @@ def overridden_hooks(cls: type[AbstractCapability[Any]]) -> frozenset[str]:
     found = _OVERRIDDEN.get(cls)
     if found is None:
         found = _OVERRIDDEN[cls] = frozenset(
-            name for name in HOOKS if getattr(cls, name) is not getattr(AbstractCapability, name)
-        )
+            name for name in (*HOOKS, *PROVIDERS) if getattr(cls, name) is not getattr(AbstractCapability, name)
+        ) | ({'on_event'} if listeners(cls) else set())
     return found

@@ -14,6 +14,8 @@ The run, the graph, the tool step and the stream never loop over capabilities th
 - Only the hooks a capability overrides are called (`AbstractCapability.overridden_hooks`).
 - A `CombinedCapability` counts as its capabilities, in its order, where it stands.
 - A deferred capability (`defer_loading`) takes part only while it is loaded (`set_loaded`).
+- The capabilities are first sorted by their `get_ordering()` constraints (`_ordering`).
+- What capabilities give besides hooks (tools, wrappers, the event stream) is `ChainGives`'.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from threadline.agent._capability import HOOKS, AbstractCapability, ModelRequestContext
-from threadline.agent._chain_tools import function_toolsets, step_toolsets
+from threadline.agent._capability import HOOKS, PROVIDERS, AbstractCapability, ModelRequestContext
+from threadline.agent._chain_gives import ChainGives
 from threadline.agent._context import AgentDepsT
+from threadline.agent._ordering import sort_capabilities
 from threadline.agent.output._deferred_types import DeferredToolResults
-from threadline.agent.tools._load import catalog, check_deferred
+from threadline.agent.tools._load import check_deferred
 from threadline.messages import ModelResponse, ToolCallPart
 from threadline.models import ToolDefinition
 
@@ -35,8 +38,6 @@ if TYPE_CHECKING:
     from threadline.agent._result import AgentRunResult
     from threadline.agent.output._deferred_types import DeferredToolRequests
     from threadline.agent.output._output import OutputContext
-    from threadline.agent.tools._function import FunctionToolset
-    from threadline.agent.tools._toolsets import AbstractToolset
 
 __all__ = ['CapabilityChain', 'flatten']
 
@@ -63,19 +64,21 @@ def flatten(capabilities: Sequence[AbstractCapability[AgentDepsT]]) -> list[Abst
     return out
 
 
-class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
+class CapabilityChain(ChainGives[AgentDepsT], Sequence[AbstractCapability[AgentDepsT]]):
     """The capabilities of one run, and the rules for calling their hooks (see the module docstring)."""
 
-    def __init__(self, capabilities: Sequence[AbstractCapability[AgentDepsT]] = ()) -> None:
-
-        self._all = tuple(flatten(capabilities))
+    def __init__(self, capabilities: Sequence[AbstractCapability[AgentDepsT]] = (), *, run_level: int = 0) -> None:
+        """`run_level`: how many of `capabilities` (at its end, flattened) came with the run."""
+        given = flatten(capabilities)
+        self._run_level = frozenset(id(c) for c in given[len(given) - run_level :]) if run_level else frozenset()
+        self._all = tuple(sort_capabilities(given))
         self.deferred = check_deferred(self._all)
         self.loaded: frozenset[str] = frozenset()
         self._activate(tuple(c for c in self._all if not c.defer_loading))
 
     def _activate(self, active: tuple[AbstractCapability[AgentDepsT], ...]) -> None:
         self._forward = active
-        hooked: dict[str, list[AbstractCapability[AgentDepsT]]] = {name: [] for name in HOOKS}
+        hooked: dict[str, list[AbstractCapability[AgentDepsT]]] = {name: [] for name in (*HOOKS, *PROVIDERS)}
         for capability in active:
             for name in capability.overridden_hooks():
                 hooked[name].append(capability)
@@ -98,19 +101,6 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
             self.loaded = loaded
             self._activate(tuple(c for c in self._all if not c.defer_loading or c.id in loaded))
 
-    def instructions(self) -> list[str | Callable[..., Any]]:
-        """The deferred-capability catalog, then each active capability's instructions (strings,
-        and functions the run renders before each request)."""
-
-        sources: list[str | Callable[..., Any]] = [catalog(self.deferred)] if self.deferred else []
-        for capability in self._forward:
-            given = capability.get_instructions()
-            if given is None or isinstance(given, str) or callable(given):
-                sources.extend([given] if given else [])
-            else:
-                sources.extend(given)
-        return sources
-
     def __len__(self) -> int:
         return len(self._all)
 
@@ -128,12 +118,12 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
     def __iter__(self) -> Iterator[AbstractCapability[AgentDepsT]]:
         return iter(self._all)
 
-    async def for_run(self, ctx: RunContext[AgentDepsT], *, run_level: int = 0) -> CapabilityChain[AgentDepsT]:
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> CapabilityChain[AgentDepsT]:
         """The chain of each capability's `for_run` instance (this chain when none changes). The
-        last `run_level` capabilities came with the run: theirs are asked first, as pydantic-ai
-        asks them; the chain's order stays."""
-        split = len(self._all) - run_level
-        order = [*range(split, len(self._all)), *range(split)]
+        capabilities that came with the run are asked first, as pydantic-ai asks them; the
+        chain's order stays (sorted again: a new instance no longer matches refs to the old)."""
+        n = len(self._all)
+        order = sorted(range(n), key=lambda i: id(self._all[i]) not in self._run_level)
         made = {i: await self._all[i].for_run(ctx) for i in order}
         instances = [made[i] for i in range(len(self._all))]
         if all(new is old for new, old in zip(instances, self._all, strict=True)):
@@ -141,15 +131,6 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
         chain = CapabilityChain(instances)
         chain.set_loaded(self.loaded)
         return chain
-
-    def toolsets(self) -> list[tuple[str, FunctionToolset[AgentDepsT]]]:
-        """Each capability's function tools, named by the capability that gives them (see
-        `_chain_tools.function_toolsets`)."""
-        return function_toolsets(self._all, self.deferred)
-
-    def step_toolsets(self) -> list[AbstractToolset[AgentDepsT]]:
-        """The capabilities' other toolsets, asked for tools at each step (see `_chain_tools`)."""
-        return step_toolsets(self._all)
 
     # --- the run ---------------------------------------------------------------------------------
 
@@ -361,7 +342,7 @@ class CapabilityChain(Sequence[AbstractCapability[AgentDepsT]]):
     # --- output ------------------------------------------------------------------------------------
 
     def has_output_hooks(self) -> bool:
-        return any(self._hooked[name] for name in HOOKS if '_output_' in name)
+        return any(self._hooked[name] for name in HOOKS if '_output_' in name and not name.startswith('prepare'))
 
     async def output_lifecycle(
         self, ctx: RunContext[AgentDepsT], step: str, context: OutputContext, output: Any, work: OutputStep

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from threadline.agent._context import RunContext
 from threadline.agent._graph import CallToolsNode, End, ModelRequestNode
-from threadline.agent._node_stream import model_events
+from threadline.agent._node_stream import consumer_view, model_events
 from threadline.agent._run import AgentRun
 from threadline.messages import AgentStreamEvent, ModelMessage, ModelResponse
 from threadline.models import Model, ModelRequestParameters, ModelSettings, StreamedResponse
@@ -31,9 +31,15 @@ from threadline.models import Model, ModelRequestParameters, ModelSettings, Stre
 if TYPE_CHECKING:
     from threadline.agent._state import RunState
 
-__all__ = ['EventStreamHandler', 'drive_with_handler']
+__all__ = ['EventStreamHandler', 'drive_with_handler', 'read_all']
 
 EventStreamHandler: TypeAlias = Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Awaitable[None]]
+
+
+async def read_all(ctx: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+    """The handler of a run with no handler whose capabilities hear its events: it reads them."""
+    async for _ in events:
+        pass
 
 
 async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandler) -> None:
@@ -65,11 +71,11 @@ async def drive_with_handler(agent_run: AgentRun[Any], handler: EventStreamHandl
             if tools_step and pending:  # a tool raised: the handler still hears the calls before it
                 events, pending[:] = list(pending), []
                 with contextlib.suppress(Exception):  # the tool's error is the one the run raises
-                    await handler(state.ctx, _replay(events))
+                    await handler(state.ctx, consumer_view(state, _replay(events)))
             raise
         if tools_step:
             events, pending[:] = list(pending), []
-            await handler(state.ctx, _replay(events))
+            await handler(state.ctx, consumer_view(state, _replay(events)))
 
 
 async def _model_step(
@@ -89,7 +95,7 @@ async def _hand_over(
     """The events waiting, then the response's as they arrive, to `handler`; what it leaves
     unread is still read, so the response is whole."""
     earlier, pending[:] = list(pending), []
-    events = _chain(earlier, model_events(state, streamed))
+    events = consumer_view(state, _chain(earlier, model_events(state, streamed)))
     try:
         await handler(state.ctx, events)
         async for _ in events:
@@ -126,6 +132,6 @@ async def _chain(first: Iterable[Any], then: AsyncIterator[Any]) -> AsyncGenerat
         yield event
 
 
-async def _replay(events: Iterable[Any]) -> AsyncIterator[Any]:
+async def _replay(events: Iterable[Any]) -> AsyncGenerator[Any]:
     for event in events:
         yield event

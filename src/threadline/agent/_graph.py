@@ -21,8 +21,9 @@ from typing import Any
 
 from threadline.agent._capability import ModelRequestContext
 from threadline.agent._history_start import clean_history_at_start, refresh_dynamic_system_prompts
+from threadline.agent._model_choice import choose_for_request
 from threadline.agent._node_stream import stream_request_node, stream_tools_node
-from threadline.agent._request_stream import streamed_request
+from threadline.agent._request_stream import serving, streamed_request
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._end import End, FinalResult
@@ -190,9 +191,10 @@ class ModelRequestNode:
     ) -> ModelResponse:
         # A run with an event_stream_handler under a capability that streams inside the request.
         model, streamed = request_context.model, state.stream_in_request
-        send = model.request if streamed is None else partial(streamed, model)
         try:
-            return await send(prepared, request_context.model_settings, request_context.model_request_parameters)
+            async with serving(state, model) as model:
+                send = model.request if streamed is None else partial(streamed, model)
+                return await send(prepared, request_context.model_settings, request_context.model_request_parameters)
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             return await state.capabilities.on_model_request_error(state.ctx, request_context, error)
 
@@ -220,13 +222,14 @@ class ModelRequestNode:
 
     async def _open(self, state: RunState) -> ModelRequestContext:
         """The request enters the history and its context is built (before any hook sees it)."""
-        request = self.request
-        if not self.in_history:
-            if request.instructions is None:
-                request.instructions = await state.instructions()
+        request, fresh = self.request, not self.in_history
+        if fresh:
             request.timestamp = now_utc()
             state.append(request)
             self.in_history = True
+        await choose_for_request(state)  # before the instructions, which may read ctx.model
+        if fresh and request.instructions is None:
+            request.instructions = await state.instructions()
         ctx = state.ctx
         state.limits.check_before_request(ctx.usage)
         state.limits.check_cost_before_request(ctx.usage, state.model, state.history)

@@ -16,7 +16,7 @@ Rules (pydantic-ai 2.62's):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING
 
 from threadline.agent._state import RunState
@@ -37,14 +37,14 @@ from threadline.models import StreamedResponse
 if TYPE_CHECKING:
     from threadline.agent._graph import CallToolsNode, ModelRequestNode
 
-__all__ = ['RequestStream', 'model_events', 'stream_request_node', 'stream_tools_node', 'text_of']
+__all__ = ['RequestStream', 'consumer_view', 'model_events', 'stream_request_node', 'stream_tools_node', 'text_of']
 
 
-async def model_events(state: RunState, streamed: StreamedResponse) -> AsyncIterator[AgentStreamEvent]:
+async def model_events(state: RunState, streamed: StreamedResponse) -> AsyncGenerator[AgentStreamEvent]:
     """A model response's stream events, with a `FinalResultEvent` after the first part that can
     be the output (text when text is allowed, or a call to an output tool)."""
 
-    output_tools = {t.name for t in state.output.output_tools}
+    output_tools = {t.name for t in state.step_output_tools}
     final_sent = False
     async for event in streamed:
         yield event
@@ -56,6 +56,13 @@ async def model_events(state: RunState, streamed: StreamedResponse) -> AsyncIter
             elif isinstance(part, TextPart) and state.output.allow_text:
                 final_sent = True
                 yield FinalResultEvent(None, None)
+
+
+def consumer_view(state: RunState, stream: AsyncGenerator[AgentStreamEvent]) -> AsyncGenerator[AgentStreamEvent]:
+    """`stream` as a consumer reads it: heard by the capabilities' `on_event` hooks and through
+    their `wrap_run_event_stream` wrappers, when any capability has them."""
+    chain = state.capabilities
+    return chain.event_stream(state.ctx, stream) if chain.hears_events() else stream
 
 
 def text_of(event: AgentStreamEvent) -> str | None:
@@ -75,7 +82,7 @@ class RequestStream:
         self._state, self._streamed = state, streamed
 
     def __aiter__(self) -> AsyncIterator[AgentStreamEvent]:
-        return model_events(self._state, self._streamed)
+        return consumer_view(self._state, model_events(self._state, self._streamed))
 
     def get(self) -> ModelResponse:
         return self._streamed.get()
@@ -118,9 +125,9 @@ async def stream_tools_node(node: CallToolsNode, ctx: object) -> AsyncIterator[A
         node.streamed_next = await node.run(state)
     finally:
         state.events = earlier
-    yield _replay(events)
+    yield consumer_view(state, _replay(events))
 
 
-async def _replay(events: list[AgentStreamEvent]) -> AsyncIterator[AgentStreamEvent]:
+async def _replay(events: list[AgentStreamEvent]) -> AsyncGenerator[AgentStreamEvent]:
     for event in events:
         yield event

@@ -33,13 +33,13 @@ from threadline.agent._wrap_run import Changes, context_changes, handed_over_or_
 from threadline.agent.capability import ModelRequestContext
 from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UserError
 from threadline.messages import ModelMessage, ModelResponse
-from threadline.models import CompleteResponseStream, StreamedResponse
+from threadline.models import CompleteResponseStream, Model, StreamedResponse
 
 if TYPE_CHECKING:
     from threadline.agent._graph import ModelRequestNode
     from threadline.agent._state import RunState
 
-__all__ = ['STREAM_RETRY', 'streamed_request']
+__all__ = ['STREAM_RETRY', 'serving', 'streamed_request']
 
 _Retry = Callable[['RunState', ModelRetry], Awaitable['ModelRequestNode']]
 STREAM_RETRY = (
@@ -72,7 +72,10 @@ async def _model_stream(
 ) -> AsyncIterator[StreamedResponse]:
     node._outcome = 'complete'
     params = request_context.model_request_parameters
-    async with request_context.model.request_stream(prepared, request_context.model_settings, params) as streamed:
+    async with (
+        serving(state, request_context.model) as model,
+        model.request_stream(prepared, request_context.model_settings, params) as streamed,
+    ):
         node._streamed = streamed
         if state.limits.has_token_limits():
             streamed.watch = lambda so_far: state.limits.check_tokens(state.ctx.usage + so_far)
@@ -167,3 +170,17 @@ async def _answered(
         return
     yield CompleteResponseStream(response)
     node.result = node._record(state, opened.model, response)
+
+
+@contextlib.asynccontextmanager
+async def serving(state: RunState, model: Model) -> AsyncIterator[Model]:
+    """`model` inside the capabilities' `get_wrapper_model` wrappers, entered for one request."""
+    if not state.capabilities.has('get_wrapper_model'):
+        yield model
+        return
+    wrapped = state.capabilities.wrap_model(model)
+    if wrapped is model:
+        yield model
+        return
+    async with wrapped:
+        yield wrapped

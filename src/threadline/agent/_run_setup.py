@@ -19,11 +19,12 @@ from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._dynamic_capability import CapabilityFunc, wrap_capability_funcs
 from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._limits import UsageLimits
+from threadline.agent._model_choice import UnchosenModel, choose_static, resolve, selectors
 from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
 from threadline.agent._state import InstructionSource, RunState
 from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.tools._function import merge_tools
-from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset
+from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset, PreparedToolset, StepTools
 from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, RunUsage, UserContent
 from threadline.models import Model, ModelSettings, PreparedHistory, infer_model
@@ -120,12 +121,13 @@ def new_state(
     overridden = agent._overrides.get()
     model = overridden.get('model', model)
     deps = overridden.get('deps', deps)
-    chosen = model if model is not None else agent.model
-    if chosen is None:
-        raise UserError('`model` must either be set on the agent or included when calling it.')
-    resolved_model = infer_model(chosen)
+    # As at the agent's construction, so a run-level capability may adapt itself to the agent.
+    run_level = [c.for_agent(agent) for c in wrap_capability_funcs(capabilities)]
+    chain = CapabilityChain([*agent.capabilities, *run_level], run_level=len(flatten(run_level)))
+    resolved_model, selects = _first_model(agent, chain, model)
     limits = usage_limits or UsageLimits()
-    limits.check_cost_known(resolved_model)
+    if not isinstance(resolved_model, UnchosenModel):
+        limits.check_cost_known(resolved_model)
     history = check_history(message_history)
     run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
     # An override wins over the run's own settings, as pydantic-ai's does.
@@ -133,9 +135,6 @@ def new_state(
         settings = {**(model_settings or {}), **(overridden['model_settings'] or {})} or None
     else:
         settings = {**(agent.model_settings or {}), **(model_settings or {})} or None
-    # As at the agent's construction, so a run-level capability may adapt itself to the agent.
-    run_level = [c.for_agent(agent) for c in wrap_capability_funcs(capabilities)]
-    chain = CapabilityChain([*agent.capabilities, *run_level])
     ctx: RunContext[Any] = RunContext(
         deps=deps,
         model=resolved_model,
@@ -166,7 +165,7 @@ def new_state(
         deferred_results=deferred_tool_results,
         end_strategy=agent.end_strategy,
         prepared=_prepared_for(agent, history),
-        run_level_capabilities=len(flatten(run_level)),
+        selects_model=selects,
     )
     state.own_toolsets = [*overridden.get('toolsets', agent._toolsets), *toolsets]
     _step_toolsets(state)
@@ -183,9 +182,27 @@ def _prepared_for(agent: Agent[Any, Any], history: list[ModelMessage]) -> Prepar
     return PreparedHistory()
 
 
+def _first_model(agent: Agent[Any, Any], chain: CapabilityChain[Any], model: Model | str | None) -> tuple[Model, bool]:
+    """The model the run starts with (see `_model_choice`: an `UnchosenModel` when capabilities
+    resolve its name, or a selector gives the first), and whether selectors choose per request."""
+    selects = model is None and bool(selectors(chain))
+    chosen = choose_static(chain, model)
+    chosen = chosen if chosen is not None else agent.model
+    if chosen is None and not selects:
+        raise UserError('`model` must either be set on the agent or included when calling it.')
+    if chosen is None or (isinstance(chosen, str) and chain.has('resolve_model_id')):
+        return UnchosenModel(chosen), selects
+    return infer_model(chosen), selects
+
+
 async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:
-    """`state` with each capability's `for_run` instance (and those instances' tools)."""
-    chain = await state.capabilities.for_run(state.ctx, run_level=state.run_level_capabilities)
+    """`state` with its model resolved (when capabilities resolve model names) and each
+    capability's `for_run` instance (and those instances' tools)."""
+    unchosen = state.model
+    if isinstance(unchosen, UnchosenModel) and unchosen.name is not None:
+        state.model = state.ctx.model = await resolve(state.capabilities, agent, state.ctx.deps, unchosen.name)
+        state.limits.check_cost_known(state.model)
+    chain = await state.capabilities.for_run(state.ctx)
     if chain is not state.capabilities:
         state.capabilities = chain
         state.use_tools(_tools_of(agent, chain))
@@ -200,6 +217,15 @@ def _step_toolsets(state: RunState) -> None:
     capabilities' that are not function toolsets."""
     asked = [*state.own_toolsets, *state.capabilities.step_toolsets()]
     state.toolset = CombinedToolset(asked) if asked else None
+    chain = state.capabilities
+    if not (chain.has('prepare_tools') or chain.has('get_wrapper_toolset')):
+        state.step_tools = state.step_toolset = None
+        return
+    # The hooks see every function tool of the step, the wrappers them as prepared (pydantic-ai's
+    # order): a toolset of the step's own tools inside both.
+    state.step_tools = StepTools()
+    prepared = PreparedToolset(state.step_tools, chain.prepare_tools) if chain.has('prepare_tools') else None
+    state.step_toolset = chain.wrap_toolset(prepared or state.step_tools)
 
 
 def _tools_of(agent: Agent[Any, Any], chain: CapabilityChain[Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from threadline.agent.output._output import OutputSpec
 from threadline.agent.tools._load import loaded_capabilities
 from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._tool import Tool
-from threadline.agent.tools._toolsets import tool_of
+from threadline.agent.tools._toolsets import StepTools, tool_of
 from threadline.exceptions import UserError
 from threadline.messages import (
     AgentStreamEvent,
@@ -30,7 +30,7 @@ from threadline.messages import (
     SystemPromptPart,
     UserContent,
 )
-from threadline.models import Model, ModelRequestParameters, ModelSettings, PreparedHistory
+from threadline.models import Model, ModelRequestParameters, ModelSettings, PreparedHistory, ToolDefinition
 
 if TYPE_CHECKING:
     from threadline.agent._agent import Agent
@@ -90,17 +90,24 @@ class RunState:
     own_toolsets: list[Any] = field(default_factory=list)
     """The agent's and the run's `toolsets=` (the capabilities' come from the chain)."""
     static_tools: dict[str, Tool[Any]] = field(default_factory=dict)
+    """The tools that do not change during the run (the agent's and its capabilities')."""
     prepared_tools: list[str] = field(default_factory=list)
     """The static tools with a `prepare` function (reshaped before each request)."""
-    """The tools that do not change during the run (the agent's and its capabilities')."""
-    run_level_capabilities: int = 0
-    """How many of `capabilities` (at its end) came with the run rather than the agent."""
+    step_tools: StepTools[Any] | None = None
+    """With capabilities that prepare or wrap the tools: the toolset of this step's own tools,
+    which `step_toolset` (the capabilities' `prepare_tools` and wrappers around it) is asked."""
+    step_toolset: Any = None
+    step_output_tools: list[ToolDefinition] = field(default_factory=list)
+    """The output tools offered at this step (the output's, as `prepare_output_tools` hooks leave them)."""
     end_strategy: str = 'graceful'
     """What happens to function tool calls beside an output tool call (see `Agent`)."""
+    selects_model: bool = False
+    """Whether capabilities' model selectors choose the model before each request (`_model_choice`)."""
     typed_tools: bool = False
     """Whether some tool records its calls with a kind (`load_capability`): only then are calls typed."""
 
     def __post_init__(self) -> None:
+        self.step_output_tools = list(self.output.output_tools)
         self.use_tools(self.tools)
         self.typed_tools = bool(self.capabilities.deferred)
         self.refresh_loaded(self.history)
@@ -111,10 +118,22 @@ class RunState:
         self.prepared_tools = [name for name, tool in tools.items() if tool.prepare is not None]
 
     async def resolve_tools(self) -> None:
-        """Ask the run's toolsets for this step's tools (see `threadline.agent.tools._toolsets`)."""
-        if self.toolset is None and not self.prepared_tools:
+        """This step's tools: the static ones (shaped by their `prepare`), the toolsets' (see
+        `threadline.agent.tools._toolsets`), then as the capabilities' `prepare_tools` hooks and
+        toolset wrappers leave them; and this step's output tools (`prepare_output_tools`)."""
+        chain = self.capabilities
+        if chain.has('prepare_output_tools'):
+            budget = replace(self.ctx, max_retries=self.max_retries)
+            self.step_output_tools = await chain.prepare_tools(budget, list(self.output.output_tools), output=True)
+        if self.toolset is None and not self.prepared_tools and self.step_tools is None:
             return
+        tools = await self._gathered_tools()
+        if self.step_tools is not None:
+            self.step_tools.tools = tools
+            tools = {name: tool_of(name, t) for name, t in (await self.step_toolset.get_tools(self.ctx)).items()}
+        self.tools = tools
 
+    async def _gathered_tools(self) -> dict[str, Tool[Any]]:
         tools = dict(self.static_tools)
         for name in self.prepared_tools:
             shaped = await tools[name].prepared(self.ctx)
@@ -122,17 +141,15 @@ class RunState:
                 del tools[name]
             else:
                 tools[name] = shaped
-        self.tools = tools
-        if self.toolset is None:
-            return
-        for name, toolset_tool in (await self.toolset.get_tools(self.ctx)).items():
-            if name in tools:
-                raise UserError(
-                    f'{toolset_tool.toolset.label} defines a tool whose name conflicts with a tool of the agent or '
-                    f'of a capability: {name!r}. Rename one (toolset.prefixed() or .renamed()).'
-                )
-            tools[name] = tool_of(name, toolset_tool)
-        self.tools = tools
+        if self.toolset is not None:
+            for name, toolset_tool in (await self.toolset.get_tools(self.ctx)).items():
+                if name in tools:
+                    raise UserError(
+                        f'{toolset_tool.toolset.label} defines a tool whose name conflicts with a tool of the agent '
+                        f'or of a capability: {name!r}. Rename one (toolset.prefixed() or .renamed()).'
+                    )
+                tools[name] = tool_of(name, toolset_tool)
+        return tools
 
     def refresh_loaded(self, messages: Sequence[ModelMessage]) -> None:
         """Re-derive which deferred capabilities are loaded from `messages` (the history sent or
@@ -277,7 +294,7 @@ class RunState:
 
         return ModelRequestParameters(
             function_tools=visible((tool.tool_def for tool in self.tools.values()), self.history),
-            output_tools=self.output.output_tools,
+            output_tools=self.step_output_tools,
             allow_text_output=self.output.allow_text,
             output_mode=self.output.mode,
             output_object=self.output.output_object,

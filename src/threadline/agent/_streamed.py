@@ -342,7 +342,7 @@ async def open_stream(agent_run: AgentRun[Any]) -> StreamedRunResult[Any]:
 
     state = agent_run._state
     node = agent_run.next_node
-    output_tools = {t.name for t in state.output.output_tools}
+    output_tools = {t.name for t in state.step_output_tools}
     while True:
         if isinstance(node, End):
             return StreamedRunResult(agent_run, None, None, None, None, [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from threadline.agent._capability import (
     HOOKS,
+    PROVIDERS,
     AbstractCapability,
     CapabilityDepsT,
     CapabilityInstructions,
@@ -13,14 +14,25 @@ from threadline.agent._capability import (
 )
 from threadline.agent._chain import CapabilityChain
 from threadline.agent._dynamic_capability import CapabilityFunc, DynamicCapability
+from threadline.agent._model_choice import ModelResolutionContext, ModelSelectionContext, ModelSelector
+from threadline.agent._on_event import on_event
+from threadline.agent._ordering import CapabilityOrdering, CapabilityPosition, CapabilityRef
 
 __all__ = [
     'HOOKS',
+    'PROVIDERS',
     'AbstractCapability',
     'CapabilityChain',
     'CapabilityDepsT',
     'CapabilityFunc',
     'CapabilityInstructions',
+    'CapabilityOrdering',
+    'CapabilityPosition',
+    'CapabilityRef',
     'DynamicCapability',
     'ModelRequestContext',
+    'ModelResolutionContext',
+    'ModelSelectionContext',
+    'ModelSelector',
+    'on_event',
 ]

@@ -7,14 +7,19 @@ from threadline.agent.capability import (
     AbstractCapability,
     CapabilityChain,
     CapabilityFunc,
+    CapabilityOrdering,
+    CapabilityPosition,
+    CapabilityRef,
     DynamicCapability,
     ModelRequestContext,
+    on_event,
 )
 from threadline.capabilities._bundle import Capability
 from threadline.capabilities._compact_when_full import CompactWhenFull
 from threadline.capabilities._compaction import ClearOldToolResults, KeepLastTurns, SummarizeOlderTurns
 from threadline.capabilities._hooks import CombinedCapability, HandleDeferredToolCalls, Hooks, HookTimeoutError
 from threadline.capabilities._instrumentation import Instrumentation, MessageHistoryMutatedWarning
+from threadline.capabilities._prepare import PrepareOutputTools, PrepareTools, Toolset
 from threadline.capabilities._process_history import ProcessHistory
 from threadline.capabilities._reinject import ReinjectSystemPrompt
 from threadline.capabilities._wrapper import WrapperCapability
@@ -23,6 +28,9 @@ __all__ = [
     'AbstractCapability',
     'Capability',
     'CapabilityChain',
+    'CapabilityOrdering',
+    'CapabilityPosition',
+    'CapabilityRef',
     'ClearOldToolResults',
     'CapabilityFunc',
     'CombinedCapability',
@@ -35,10 +43,14 @@ __all__ = [
     'KeepLastTurns',
     'MessageHistoryMutatedWarning',
     'ModelRequestContext',
+    'PrepareOutputTools',
+    'PrepareTools',
     'ProcessHistory',
     'ReinjectSystemPrompt',
     'SummarizeOlderTurns',
+    'Toolset',
     'WrapperCapability',
+    'on_event',
 ]
 
 

@@ -2,8 +2,8 @@
 one hook of an existing capability (pydantic-ai 2.62's).
 
 Rules:
-- every hook, `get_toolset()` and `get_instructions()` go to `wrapped`; a subclass overrides the
-  ones it changes and calls `super()` to reach `wrapped`;
+- every hook (the wrappers and `get_model` too), `get_toolset()` and `get_instructions()` go
+  to `wrapped`; a subclass overrides the ones it changes and calls `super()` to reach `wrapped`;
 - the chain calls the hooks `wrapped` implements plus those the subclass overrides, no others;
 - it takes `wrapped`'s `id`, `description` and `defer_loading`, so a deferred capability stays
   deferred when wrapped;
@@ -13,10 +13,19 @@ Rules:
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from threadline.agent.capability import HOOKS, AbstractCapability, CapabilityDepsT, CapabilityInstructions
+from threadline.agent.capability import (
+    HOOKS,
+    PROVIDERS,
+    AbstractCapability,
+    CapabilityDepsT,
+    CapabilityInstructions,
+    ModelSelector,
+)
+from threadline.messages import AgentStreamEvent
+from threadline.models import Model
 
 if TYPE_CHECKING:
     from threadline.agent import Agent, RunContext
@@ -40,8 +49,24 @@ class WrapperCapability(AbstractCapability[CapabilityDepsT]):
     def get_instructions(self) -> CapabilityInstructions | None:
         return self.wrapped.get_instructions()
 
+    def get_model(self) -> Model | str | ModelSelector[CapabilityDepsT] | None:
+        return self.wrapped.get_model()
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[CapabilityDepsT]) -> AbstractToolset[CapabilityDepsT] | None:
+        return self.wrapped.get_wrapper_toolset(toolset)
+
+    def get_wrapper_model(self, model: Model) -> Model | None:
+        return self.wrapped.get_wrapper_model(model)
+
+    def wrap_run_event_stream(
+        self, ctx: RunContext[CapabilityDepsT], *, stream: AsyncIterable[AgentStreamEvent]
+    ) -> AsyncIterable[AgentStreamEvent]:
+        return self.wrapped.wrap_run_event_stream(ctx, stream=stream)
+
     def overridden_hooks(self) -> frozenset[str]:
-        own = frozenset(name for name in HOOKS if getattr(type(self), name) is not getattr(WrapperCapability, name))
+        own = frozenset(
+            name for name in (*HOOKS, *PROVIDERS) if getattr(type(self), name) is not getattr(WrapperCapability, name)
+        )
         return self.wrapped.overridden_hooks() | own
 
     def for_agent(self, agent: Agent[Any, Any]) -> AbstractCapability[CapabilityDepsT]:
@@ -67,5 +92,5 @@ def _handing_on(name: str) -> Callable[..., Awaitable[object]]:
     return hook
 
 
-for _name in HOOKS:  # one definition for all thirty hooks: each hands its call to `wrapped`
+for _name in HOOKS:  # one definition for every awaited hook: each hands its call to `wrapped`
     setattr(WrapperCapability, _name, _handing_on(_name))

@@ -166,5 +166,13 @@ class Model(ABC):
         response = await self.request(messages, model_settings, model_request_parameters)
         yield CompleteResponseStream(response)
 
+    async def __aenter__(self) -> Model:
+        """Enter the model (a wrapper a capability adds is entered around each request it
+        serves); a model holding resources opens them here. The default does nothing."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        return None
+
     def __repr__(self) -> str:
         return f'{type(self).__name__}({self.model_name!r})'

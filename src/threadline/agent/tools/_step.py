@@ -142,7 +142,7 @@ class ToolStep:
 
     def _classify(self, slots: Slots) -> tuple[list[int], list[int], list[int]]:
         """The positions of the output calls, the function calls and the unknown calls."""
-        output_names = {t.name for t in self.state.output.output_tools}
+        output_names = {t.name for t in self.state.step_output_tools}
         outputs: list[int] = []
         functions: list[int] = []
         unknown: list[int] = []
@@ -296,7 +296,7 @@ class ToolStep:
         return parts
 
     def _unknown_tool_message(self, call: ToolCallPart) -> str:
-        names = sorted([*self.callable, *(t.name for t in self.state.output.output_tools)])
+        names = sorted([*self.callable, *(t.name for t in self.state.step_output_tools)])
         available = ', '.join(repr(n) for n in names) if names else 'none'
         return f'Unknown tool name: {call.tool_name!r}. Available tools: {available}'
 

@@ -13,7 +13,8 @@ Rules:
 - Names are unique across the agent's tools, its capabilities' and its toolsets': a clash is a
   `UserError` naming both sources.
 - A prepare function may change a tool's description, schema or options, or drop the tool; it
-  cannot add or rename one (`UserError`): use `renamed` for that.
+  cannot add or rename one, and returning None is refused too (`UserError`s): use `renamed` to
+  rename, `[]` to offer none.
 - A toolset that is an async context manager (for example one holding a connection) is entered
   when the run starts and exited when it ends.
 """
@@ -40,8 +41,10 @@ __all__ = [
     'PrefixedToolset',
     'PreparedToolset',
     'RenamedToolset',
+    'StepTools',
     'ToolsetTool',
     'WrapperToolset',
+    'checked_tool_defs',
 ]
 
 ToolsPrepareFunc = Callable[
@@ -58,6 +61,8 @@ class ToolsetTool(Generic[AgentDepsT]):
     tool_def: ToolDefinition
     max_retries: int | None
     validate: Callable[[Any], dict[str, Any]]
+    origin: Tool[AgentDepsT] | None = None
+    """The run's own tool this stands for (`StepTools`): its argument checks still apply."""
 
 
 class AbstractToolset(Generic[AgentDepsT]):
@@ -244,14 +249,49 @@ class PreparedToolset(WrapperToolset[AgentDepsT]):
         prepared = self.prepare_func(ctx, [tool.tool_def for tool in tools.values()])
         if inspect.isawaitable(prepared):
             prepared = await prepared
-        defs = {d.name: d for d in (prepared or [])}
-        added = sorted(defs.keys() - tools.keys())
-        if added:
-            raise UserError(
-                f'a prepare function cannot add or rename tools (it returned {added}); use '
-                'FunctionToolset.add_function() or toolset.renamed() instead'
-            )
-        return {name: replace(tools[name], tool_def=tool_def) for name, tool_def in defs.items()}
+        name = getattr(self.prepare_func, '__qualname__', repr(self.prepare_func))
+        defs = checked_tool_defs(prepared, set(tools), f'prepare function {name!r}')
+        return {d.name: replace(tools[d.name], tool_def=d) for d in defs}
+
+
+def checked_tool_defs(given: object, known: set[str], source: str) -> list[ToolDefinition]:
+    """`given` (what a prepare function returned) as tool definitions, or a `UserError` naming
+    `source` when it is None or not definitions, or adds or renames a tool (`known`: the names
+    it was given)."""
+    if given is None:
+        raise UserError(
+            f'{source} returned None: return [] to offer no tools, or the definitions it was given to keep them'
+        )
+    if not isinstance(given, Sequence) or not all(isinstance(d, ToolDefinition) for d in given):
+        raise UserError(f'{source} must return a list of ToolDefinition, not {type(given).__name__}')
+    added = sorted({d.name for d in given} - known)
+    if added:
+        raise UserError(
+            f'{source} cannot add or rename tools (it returned {added}); use '
+            'FunctionToolset.add_function() or toolset.renamed() instead'
+        )
+    return list(given)
+
+
+class StepTools(AbstractToolset[AgentDepsT]):
+    """A run step's own tools as a toolset (`tools`, set before each request), so capabilities'
+    `prepare_tools` hooks and toolset wrappers work on them as on any toolset; a call goes to the
+    tool, with its own argument checks, timeout and approval."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, Tool[AgentDepsT]] = {}
+
+    @property
+    def label(self) -> str:
+        return "the run's tools"
+
+    async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        return {n: ToolsetTool(self, t.tool_def, t.max_retries, t.validate_args, t) for n, t in self.tools.items()}
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
+    ) -> Any:
+        return await self.tools[name].call(ctx, tool_args)
 
 
 class ExternalToolset(AbstractToolset[AgentDepsT]):
@@ -299,6 +339,7 @@ class _ToolsetBound(Tool[Any]):
         self.toolset_tool = toolset_tool
         self.max_retries = toolset_tool.max_retries
         self.requires_approval = toolset_tool.tool_def.kind == 'unapproved'
+        self.origin = toolset_tool.origin
         self.defer_loading = toolset_tool.tool_def.defer_loading
         self.takes_ctx = True
         self._tool_def = toolset_tool.tool_def
@@ -310,6 +351,10 @@ class _ToolsetBound(Tool[Any]):
 
     def validate_args(self, args: Any) -> dict[str, Any]:
         return self.toolset_tool.validate(args)
+
+    async def check_args(self, ctx: RunContext[Any], args: dict[str, Any]) -> None:
+        if self.origin is not None:
+            await self.origin.check_args(ctx, args)
 
     async def call(self, ctx: RunContext[Any], args: dict[str, Any]) -> Any:
         return await self.toolset_tool.toolset.call_tool(self.name, args, ctx, self.toolset_tool)
