@@ -342,7 +342,7 @@ class CapabilityChain(ChainGives[AgentDepsT], Sequence[AbstractCapability[AgentD
     # --- output ------------------------------------------------------------------------------------
 
     def has_output_hooks(self) -> bool:
-        return any(self._hooked[name] for name in HOOKS if '_output_' in name and not name.startswith('prepare'))
+        return any(self._hooked[name] for name in HOOKS if '_output_validate' in name or '_output_process' in name)
 
     async def output_lifecycle(
         self, ctx: RunContext[AgentDepsT], step: str, context: OutputContext, output: Any, work: OutputStep
