@@ -15,7 +15,6 @@ siblings) before any hook is called. Rules, as pydantic-ai 2.62 applies them:
   the listed order is kept, and otherwise it breaks every tie (a stable topological sort).
 """
 
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
