@@ -314,7 +314,6 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
                 for toolset in (state.toolset, state.step_toolset):
                     if toolset is not None:
                         await stack.enter_async_context(toolset)
-                await state.resolve_tools()
                 if wrapped:
                     await state.capabilities.before_run(state.ctx)
                     yield AgentRun(state, UserPromptNode(user_prompt))

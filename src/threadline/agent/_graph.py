@@ -92,6 +92,8 @@ class UserPromptNode:
                 has_calls = any(isinstance(p, ToolCallPart) for p in last.parts)
                 instructions = None if has_calls else await state.instructions()
                 if instructions is None:
+                    if has_calls:
+                        await state.resolve_tools(ahead=True)  # as for the request that follows
                     return CallToolsNode(last)
                 # Nothing to run and nothing said, but the agent has instructions: ask the model
                 # (a summarizer run over a history is exactly this).
@@ -413,6 +415,8 @@ class CallToolsNode:
             calls = _unanswered_calls(state.history, index)
         if not calls:
             return await self._handle_text(state, response)
+        if not state.tools_resolved:  # resumed with deferred results: no request came first
+            await state.resolve_tools()
         text = ''.join(p.content for p in response.parts if isinstance(p, TextPart))
         outcome = await ToolStep(
             state, calls, self.deferred, text=text, streamed_text=self.streamed_text, streamed_call=self.streamed_call

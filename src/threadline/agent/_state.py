@@ -103,6 +103,10 @@ class RunState:
     """What happens to function tool calls beside an output tool call (see `Agent`)."""
     selects_model: bool = False
     """Whether capabilities' model selectors choose the model before each request (`_model_choice`)."""
+    tools_resolved: bool = False
+    """Whether this run's tools were resolved for a step yet (a resumed history may run tools first)."""
+    resolved_ahead: int | None = None
+    """The step resolved `ahead` of its request, which then keeps those tools (pydantic-ai resolves once per step)."""
     typed_tools: bool = False
     """Whether some tool records its calls with a kind (`load_capability`): only then are calls typed."""
 
@@ -117,32 +121,45 @@ class RunState:
         self.tools = self.static_tools = tools
         self.prepared_tools = [name for name, tool in tools.items() if tool.prepare is not None]
 
-    async def resolve_tools(self) -> None:
+    async def resolve_tools(self, *, ahead: bool = False) -> None:
         """This step's tools: the static ones (shaped by their `prepare`), the toolsets' (see
         `threadline.agent.tools._toolsets`), then as the capabilities' `prepare_tools` hooks and
-        toolset wrappers leave them; and this step's output tools (`prepare_output_tools`)."""
+        toolset wrappers leave them; and this step's output tools (`prepare_output_tools`).
+
+        As pydantic-ai 2.62: the hooks see `ctx.retry` as the output retries used so far and
+        `ctx.max_retries` as the budget of their kind (tools' for `prepare_tools`, output's for
+        `prepare_output_tools`); `ahead` resolves for the next step (a resumed response's calls,
+        run before any request)."""
+        step = self.ctx.run_step + ahead
+        if self.resolved_ahead == step and not ahead:
+            self.resolved_ahead = None
+            return
+        self.tools_resolved = True
+        self.resolved_ahead = step if ahead else None
         chain = self.capabilities
         if chain.has('prepare_output_tools'):
-            budget = replace(self.ctx, max_retries=self.max_retries)
+            budget = replace(self.ctx, run_step=step, retry=self.output_retries, max_retries=self.max_retries)
             self.step_output_tools = await chain.prepare_tools(budget, list(self.output.output_tools), output=True)
         if self.toolset is None and not self.prepared_tools and self.step_tools is None:
             return
-        tools = await self._gathered_tools()
+        ctx = replace(self.ctx, run_step=step) if ahead else self.ctx
+        tools = await self._gathered_tools(ctx)
         if self.step_tools is not None:
             self.step_tools.tools = tools
-            tools = {name: tool_of(name, t) for name, t in (await self.step_toolset.get_tools(self.ctx)).items()}
+            ctx = replace(ctx, retry=self.output_retries, max_retries=self.max_retries)
+            tools = {name: tool_of(name, t) for name, t in (await self.step_toolset.get_tools(ctx)).items()}
         self.tools = tools
 
-    async def _gathered_tools(self) -> dict[str, Tool[Any]]:
+    async def _gathered_tools(self, ctx: RunContext[Any]) -> dict[str, Tool[Any]]:
         tools = dict(self.static_tools)
         for name in self.prepared_tools:
-            shaped = await tools[name].prepared(self.ctx)
+            shaped = await tools[name].prepared(ctx)
             if shaped is None:
                 del tools[name]
             else:
                 tools[name] = shaped
         if self.toolset is not None:
-            for name, toolset_tool in (await self.toolset.get_tools(self.ctx)).items():
+            for name, toolset_tool in (await self.toolset.get_tools(ctx)).items():
                 if name in tools:
                     raise UserError(
                         f'{toolset_tool.toolset.label} defines a tool whose name conflicts with a tool of the agent '

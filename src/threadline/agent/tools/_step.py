@@ -297,8 +297,13 @@ class ToolStep:
 
     def _unknown_tool_message(self, call: ToolCallPart) -> str:
         names = sorted([*self.callable, *(t.name for t in self.state.step_output_tools)])
-        available = ', '.join(repr(n) for n in names) if names else 'none'
-        return f'Unknown tool name: {call.tool_name!r}. Available tools: {available}'
+        if names:
+            said = 'Available tools: ' + ', '.join(repr(n) for n in names)
+        elif self.state.tools:  # all still hidden behind tool search
+            said = 'No tools are available yet: search for the tools you need.'
+        else:
+            said = 'No tools available.'
+        return f'Unknown tool name: {call.tool_name!r}. {said}'
 
     def _retry(self, call: ToolCallPart, content: Any, cause: str, max_retries: int | None) -> ToolReturnPart:
         state = self.state
