@@ -60,7 +60,7 @@ class DynamicCapability(AbstractCapability[AgentDepsT]):
 
 
 def wrap_capability_funcs(
-    capabilities: Sequence[AbstractCapability[AgentDepsT] | CapabilityFunc[AgentDepsT]],
+    capabilities: Sequence[AbstractCapability[AgentDepsT] | CapabilityFunc[AgentDepsT]] | None,
 ) -> list[AbstractCapability[AgentDepsT]]:
-    """`capabilities` with each plain function wrapped in a `DynamicCapability`."""
-    return [c if isinstance(c, AbstractCapability) else DynamicCapability(c) for c in capabilities]
+    """`capabilities` (None: none) with each plain function wrapped in a `DynamicCapability`."""
+    return [c if isinstance(c, AbstractCapability) else DynamicCapability(c) for c in capabilities or ()]

@@ -9,8 +9,10 @@ siblings) before any hook is called. Rules, as pydantic-ai 2.62 applies them:
   a type matches its instances and its subclasses' (`issubclass`), an instance only itself;
 - `requires=[T]` needs an instance of `T` (or a subclass) among the capabilities: a `UserError`
   names both otherwise; it does not order them;
-- a capability that wraps others (`WrapperCapability`) orders as the merge of its own and its
-  wrapped capabilities' constraints; two different positions among them are a `UserError`;
+- a capability that holds others orders as the merge of its own and theirs (two different
+  positions among them are a `UserError`), where it holds them as pydantic-ai's `apply` visits:
+  a `WrapperCapability` around one plain capability is only itself (neither the wrapped one's
+  constraints nor its type count), around a combined one also its members;
 - constraints that contradict each other (a cycle) are a `UserError`; with no constraints at all
   the listed order is kept, and otherwise it breaks every tie (a stable topological sort).
 """
@@ -110,12 +112,18 @@ def _matches(ref: CapabilityRef, leaves: list[Cap]) -> bool:
 
 
 def _leaves(capability: Cap) -> list[Cap]:
-    """`capability` and every capability it wraps, outermost first."""
+    """`capability` and the capabilities it holds, as pydantic-ai's `apply` visits them: a combined
+    capability is its members; a wrapper is itself, plus what it wraps only when that holds
+    several (a wrapper around one plain capability is just the wrapper)."""
+    members = getattr(capability, 'combined', None)
+    if members is not None:
+        return [leaf for member in members for leaf in _leaves(member)]
     found = [capability]
     inner = getattr(capability, 'wrapped', None)
-    while inner is not None:
-        found.append(inner)
-        inner = getattr(inner, 'wrapped', None)
+    if inner is not None:
+        below = _leaves(inner)
+        if len(below) != 1 or below[0] is not inner:
+            found.extend(below)
     return found
 
 
