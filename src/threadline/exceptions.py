@@ -286,7 +286,7 @@ class UnknownModel(UserError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(
-            f'Unknown model {name!r}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
+            f'Unknown model: {name}. Use a Model instance, "test", or "openai:<model>" / "anthropic:<model>" / '
             '"google:<model>".'
         )
 
