@@ -147,7 +147,8 @@ class RunState:
         if self.step_tools is not None:
             self.step_tools.tools = tools
             ctx = replace(ctx, retry=self.output_retries, max_retries=self.max_retries)
-            tools = {name: tool_of(name, t) for name, t in (await self.step_toolset.get_tools(ctx)).items()}
+            offered = await self.step_toolset.get_tools(ctx)
+            tools = {name: tool_of(name, t, self.step_toolset) for name, t in offered.items()}
         self.tools = tools
 
     async def _gathered_tools(self, ctx: RunContext[Any]) -> dict[str, Tool[Any]]:
@@ -165,7 +166,7 @@ class RunState:
                         f'{toolset_tool.toolset.label} defines a tool whose name conflicts with a tool of the agent '
                         f'or of a capability: {name!r}. Rename one (toolset.prefixed() or .renamed()).'
                     )
-                tools[name] = tool_of(name, toolset_tool)
+                tools[name] = tool_of(name, toolset_tool, self.toolset)
         return tools
 
     def refresh_loaded(self, messages: Sequence[ModelMessage]) -> None:

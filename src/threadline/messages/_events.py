@@ -3,11 +3,13 @@ final result, delivered enqueued messages, and the run's result."""
 
 # No `from __future__ import annotations`: the classes are shown as `threadline.messages`'s, so
 # pydantic (a user's `TypeAdapter` of an event) could not resolve string annotations here.
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
 # At run time, not only for type checkers: pydantic resolves these names when a user builds a
 # `TypeAdapter` of an event.
+from threadline.messages._content import UserContent
 from threadline.messages._messages import ModelMessage, ModelRequestPart, ModelResponsePart
 from threadline.messages._parts import ToolCallPart
 
@@ -97,13 +99,29 @@ class FunctionToolCallEvent:
     part: ToolCallPart
     event_kind: Literal['function_tool_call'] = 'function_tool_call'
 
+    @property
+    def tool_call_id(self) -> str:
+        return self.part.tool_call_id
+
 
 @dataclass(frozen=True)
 class FunctionToolResultEvent:
-    """A tool call produced its result part."""
+    """A tool call produced its result part (`part`, as pydantic-ai 2.62 names it); `content` is
+    what a `ToolReturn(content=...)` adds to the request after the results."""
 
-    result: ModelRequestPart
+    part: ModelRequestPart
+    _: KW_ONLY
+    content: str | Sequence[UserContent] | None = None
     event_kind: Literal['function_tool_result'] = 'function_tool_result'
+
+    @property
+    def result(self) -> ModelRequestPart:
+        """The result part under its earlier name (pydantic-ai before 2.x called it `result`)."""
+        return self.part
+
+    @property
+    def tool_call_id(self) -> str:
+        return str(getattr(self.part, 'tool_call_id', ''))
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ def _our_event(event: object) -> AgentStreamEvent | AgentRunResultEvent | None:
     if isinstance(event, pa.PartEndEvent):
         return PartEndEvent(event.index, _our_response_part(event.part))
     if isinstance(event, pa.FunctionToolResultEvent):
-        return FunctionToolResultEvent(_our_request_part(event.part))
+        added = None if event.content is None else _our_request_part(pa.UserPromptPart(event.content))
+        return FunctionToolResultEvent(_our_request_part(event.part), content=getattr(added, 'content', None))
     if isinstance(event, TheirResultEvent):
         return AgentRunResultEvent(_our_result(event.result))
     return None

@@ -79,6 +79,7 @@ class ToolStep:
         self.finished: list[ModelRequestPart] = []  # function results, as they finish
         self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
         self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
+        self.contents: dict[str, Any] = {}  # that content by call id, for the result events
         self.callable = _callable_tools(state)
         self.lifecycle = ToolLifecycle(state.capabilities)
         self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
@@ -99,7 +100,7 @@ class ToolStep:
             part = await self._function_call(call, self.callable[call.tool_name])
             if part is not None:
                 self.late.append(part)
-                state.emit(FunctionToolResultEvent(part))
+                state.emit(FunctionToolResultEvent(part, content=self.contents.get(part.tool_call_id)))
 
     async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
         """The step; when it fails or is cancelled, the history ends on a request with
@@ -240,7 +241,7 @@ class ToolStep:
             for index, result in zip(batch, results, strict=True):
                 slots[index] = result
                 if result is not None:
-                    state.emit(FunctionToolResultEvent(result))
+                    state.emit(FunctionToolResultEvent(result, content=self.contents.get(result.tool_call_id)))
 
     async def _finished_call(self, call: ToolCallPart) -> ToolReturnPart | None:
         result = await self._function_call(call, self.callable[call.tool_name])
@@ -427,6 +428,7 @@ class ToolStep:
         if result.content:
             content = result.content if isinstance(result.content, str) else list(result.content)
             self.trailing.append(UserPromptPart(content))
+            self.contents[call.tool_call_id] = content
         return ToolReturnPart(
             call.tool_name,
             result.return_value,

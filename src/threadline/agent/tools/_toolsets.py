@@ -63,6 +63,9 @@ class ToolsetTool(Generic[AgentDepsT]):
     validate: Callable[[Any], dict[str, Any]]
     origin: Tool[AgentDepsT] | None = None
     """The run's own tool this stands for (`StepTools`): its argument checks still apply."""
+    route: tuple[AbstractToolset[AgentDepsT], ToolsetTool[AgentDepsT]] | None = None
+    """Set by `CombinedToolset`: the member that offered the tool and the tool as it offered it,
+    so a call goes back through that member (a wrapper's `call_tool` included)."""
 
 
 class AbstractToolset(Generic[AgentDepsT]):
@@ -154,13 +157,14 @@ class CombinedToolset(AbstractToolset[AgentDepsT]):
                         f'{tool.toolset.label} defines a tool whose name conflicts with a tool from '
                         f'{merged[name].toolset.label}: {name!r}. Rename one (toolset.prefixed() or .renamed()).'
                     )
-                merged[name] = tool
+                merged[name] = replace(tool, route=(toolset, tool))
         return merged
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
-        return await tool.toolset.call_tool(name, tool_args, ctx, tool)
+        member, offered = tool.route if tool.route is not None else (tool.toolset, tool)
+        return await member.call_tool(name, tool_args, ctx, offered)
 
     async def __aenter__(self) -> AbstractToolset[AgentDepsT]:
         for toolset in self.toolsets:
@@ -326,17 +330,19 @@ def _json_args(raw: object) -> dict[str, Any]:
     return args
 
 
-def tool_of(name: str, toolset_tool: ToolsetTool[Any]) -> Tool[Any]:
-    """The run's view of a toolset's tool: a `Tool` whose validation and call go to the toolset."""
-    return _ToolsetBound(name, toolset_tool)
+def tool_of(name: str, toolset_tool: ToolsetTool[Any], root: AbstractToolset[Any]) -> Tool[Any]:
+    """The run's view of a tool that `root.get_tools` offered: a `Tool` whose validation goes to
+    the toolset and whose call goes through `root` (every wrapper's `call_tool` on the way, as in
+    pydantic-ai, where the run calls the top toolset)."""
+    return _ToolsetBound(name, toolset_tool, root)
 
 
 class _ToolsetBound(Tool[Any]):
     """A `ToolsetTool` with the interface the tool step uses (`tool_def`, `validate_args`, `call`)."""
 
-    def __init__(self, name: str, toolset_tool: ToolsetTool[Any]) -> None:
+    def __init__(self, name: str, toolset_tool: ToolsetTool[Any], root: AbstractToolset[Any]) -> None:
         self.name = name
-        self.toolset_tool = toolset_tool
+        self.toolset_tool, self.root = toolset_tool, root
         self.max_retries = toolset_tool.max_retries
         self.requires_approval = toolset_tool.tool_def.kind == 'unapproved'
         self.origin = toolset_tool.origin
@@ -357,4 +363,4 @@ class _ToolsetBound(Tool[Any]):
             await self.origin.check_args(ctx, args)
 
     async def call(self, ctx: RunContext[Any], args: dict[str, Any]) -> Any:
-        return await self.toolset_tool.toolset.call_tool(self.name, args, ctx, self.toolset_tool)
+        return await self.root.call_tool(self.name, args, ctx, self.toolset_tool)

@@ -117,8 +117,8 @@ def _events(event: AgentStreamEvent, ids: dict[int, str]) -> list[BaseEvent]:
                 core.ToolCallEndEvent(tool_call_id=pid),
             ]
         return []
-    if isinstance(event, FunctionToolResultEvent) and isinstance(event.result, (ToolReturnPart, RetryPromptPart)):
-        result = event.result
+    if isinstance(event, FunctionToolResultEvent) and isinstance(event.part, (ToolReturnPart, RetryPromptPart)):
+        result = event.part
         return [
             core.ToolCallResultEvent(
                 message_id=str(uuid.uuid4()),

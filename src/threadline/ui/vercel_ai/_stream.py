@@ -96,7 +96,7 @@ def _chunks(event: AgentStreamEvent | AgentRunResultEvent, ids: dict[int, str]) 
     if isinstance(event, PartEndEvent) and event.index in ids:
         return _end(event.part, ids[event.index])
     if isinstance(event, FunctionToolResultEvent):
-        return _result(event.result)
+        return _result(event.part)
     return []
 
 
