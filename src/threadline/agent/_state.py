@@ -18,7 +18,7 @@ from threadline.agent.output._output import OutputSpec
 from threadline.agent.tools._load import loaded_capabilities
 from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._tool import Tool
-from threadline.agent.tools._toolsets import StepTools, tool_of
+from threadline.agent.tools._toolsets import AbstractToolset, StepTools, tool_of
 from threadline.exceptions import UserError
 from threadline.messages import (
     AgentStreamEvent,
@@ -82,7 +82,7 @@ class RunState:
     `streams_in_model_request`: sends the request streamed, handing its events to the handler,
     inside whatever `wrap_model_request` encloses (see `_event_handler`)."""
     resumed_request: ModelRequest | None = None
-    toolset: Any = None
+    toolset: AbstractToolset[Any] | None = None
     """The run's toolsets joined (a `CombinedToolset`), asked for tools before each request; None
     when the run has none."""
     run_instruction_sources: Sequence[InstructionSource] = ()
@@ -96,7 +96,7 @@ class RunState:
     step_tools: StepTools[Any] | None = None
     """With capabilities that prepare or wrap the tools: the toolset of this step's own tools,
     which `step_toolset` (the capabilities' `prepare_tools` and wrappers around it) is asked."""
-    step_toolset: Any = None
+    step_toolset: AbstractToolset[Any] | None = None
     step_output_tools: list[ToolDefinition] = field(default_factory=list)
     """The output tools offered at this step (the output's, as `prepare_output_tools` hooks leave them)."""
     end_strategy: str = 'graceful'
@@ -144,7 +144,7 @@ class RunState:
             return
         ctx = replace(self.ctx, run_step=step) if ahead else self.ctx
         tools = await self._gathered_tools(ctx)
-        if self.step_tools is not None:
+        if self.step_tools is not None and self.step_toolset is not None:
             self.step_tools.tools = tools
             ctx = replace(ctx, retry=self.output_retries, max_retries=self.max_retries)
             offered = await self.step_toolset.get_tools(ctx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._deferred_types import DeferredToolResults
@@ -33,6 +33,7 @@ from threadline.messages import (
     ToolCallPart,
     ToolReturn,
     ToolReturnPart,
+    UserContent,
     UserPromptPart,
 )
 
@@ -44,6 +45,8 @@ __all__ = ['ToolStep']
 T = TypeVar('T')
 Slots = list['ModelRequestPart | None']
 """Each call's result part, in the order of the calls (None until it has one, or for none)."""
+Outcome: TypeAlias = list[ModelRequestPart] | End[FinalResult[Any]]
+"""What a step ends with: the parts of the next request, or the run's end."""
 
 
 class ToolStep:
@@ -79,7 +82,7 @@ class ToolStep:
         self.finished: list[ModelRequestPart] = []  # function results, as they finish
         self.reveals: dict[str, list[str]] = {}  # tool call id -> names its ToolReturn revealed
         self.trailing: list[ModelRequestPart] = []  # ToolReturn content, after every result
-        self.contents: dict[str, Any] = {}  # that content by call id, for the result events
+        self.contents: dict[str, str | list[UserContent]] = {}  # that content by call id, for the result events
         self.callable = _callable_tools(state)
         self.lifecycle = ToolLifecycle(state.capabilities)
         self.step_retries: dict[str, int] = {}  # tool name -> the attempt its failures in this step count as
@@ -102,7 +105,7 @@ class ToolStep:
                 self.late.append(part)
                 state.emit(FunctionToolResultEvent(part, content=self.contents.get(part.tool_call_id)))
 
-    async def run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
+    async def run(self) -> Outcome:
         """The step; when it fails or is cancelled, the history ends on a request with
         `state='interrupted'` holding the function results finished so far (in the order they
         finished), as the reference records it: the marker that the other calls will never be
@@ -115,7 +118,7 @@ class ToolStep:
                 self.state.append(ModelRequest(parts=self.finished, state='interrupted', timestamp=now_utc()))
             raise
 
-    async def _run(self) -> list[ModelRequestPart] | End[FinalResult[Any]]:
+    async def _run(self) -> Outcome:
         state = self.state
         runnable = [c for c in self.calls if c.tool_name in self.callable]
         state.limits.check_tool_calls(state.ctx.usage, len(runnable))
@@ -280,7 +283,7 @@ class ToolStep:
                 parts.append(delta)
         return [*parts, *self.trailing]
 
-    async def _next(self, parts: list[ModelRequestPart]) -> list[ModelRequestPart] | End[FinalResult[Any]]:
+    async def _next(self, parts: list[ModelRequestPart]) -> Outcome:
         state = self.state
         if self.final is not None:
             state.append(ModelRequest(parts=parts, timestamp=now_utc()))
