@@ -11,12 +11,14 @@ from threadline._public import publish
 from threadline.agent.tools import (
     AbstractToolset,
     CombinedToolset,
+    DynamicToolset,
     ExternalToolset,
     FilteredToolset,
     FunctionToolset,
     PrefixedToolset,
     PreparedToolset,
     RenamedToolset,
+    ToolsetFunc,
     ToolsetTool,
     WrapperToolset,
 )
@@ -24,12 +26,14 @@ from threadline.agent.tools import (
 __all__ = [
     'AbstractToolset',
     'CombinedToolset',
+    'DynamicToolset',
     'ExternalToolset',
     'FilteredToolset',
     'FunctionToolset',
     'PrefixedToolset',
     'PreparedToolset',
     'RenamedToolset',
+    'ToolsetFunc',
     'ToolsetTool',
     'WrapperToolset',
 ]

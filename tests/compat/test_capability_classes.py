@@ -123,12 +123,6 @@ def test_tool_options_pass_through() -> None:
     assert ours == ref == [('renamed', 'Says yes.')]
 
 
-def test_a_function_where_a_toolset_goes_is_refused_clearly() -> None:
-    lib = _names('ours')
-    with pytest.raises(lib.UserError, match=r'toolsets=\[\.\.\.\]\) item 0'):
-        lib.Capability(toolsets=[lambda ctx: None])
-
-
 async def subclassed(name: str) -> Any:
     lib = _names(name)
     seen: list[Any] = []

@@ -38,6 +38,7 @@ from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
 from threadline.agent.output._end import End
 from threadline.agent.output._output import OutputSpec
+from threadline.agent.tools._dynamic import DynamicToolset, ToolsetFunc, as_toolset
 from threadline.agent.tools._function import FunctionToolset
 from threadline.agent.tools._tool import Tool
 from threadline.agent.tools._toolsets import AbstractToolset
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 __all__ = ['Agent', 'EndStrategy', 'RunOptions']
 
 F = TypeVar('F', bound=Callable[..., object])
+ToolsetFuncT = TypeVar('ToolsetFuncT', bound=ToolsetFunc[Any])
+"""A function `@agent.toolset` registers, given back unchanged."""
 
 
 class _Unset:
@@ -95,7 +98,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         deps_type: type[AgentDepsT] | None = None,
         name: str | None = None,
         capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
-        toolsets: Sequence[AbstractToolset[AgentDepsT]] = (),
+        toolsets: Sequence[AbstractToolset[AgentDepsT] | ToolsetFunc[AgentDepsT]] = (),
         retries: int = 1,
         model_settings: ModelSettings | None = None,
         end_strategy: EndStrategy = 'graceful',
@@ -115,7 +118,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self.deps_type = deps_type
         self.name = name
         self.capabilities = wrap_capability_funcs(capabilities)
-        self._toolsets: list[AbstractToolset[AgentDepsT]] = list(toolsets)
+        self._toolsets: list[AbstractToolset[AgentDepsT]] = [as_toolset(t) for t in toolsets]
         # The agent's own tools as a toolset (the same dict), first in `toolsets` as pydantic-ai has it.
         self._function_toolset: FunctionToolset[AgentDepsT] = FunctionToolset()
         self._overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
@@ -150,6 +153,25 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         if tool.name in self._tools:
             raise UserError(f'Tool name conflicts with an existing tool: {tool.name!r}')
         self._tools[tool.name] = tool
+
+    @overload
+    def toolset(self, func: ToolsetFuncT, /) -> ToolsetFuncT: ...
+    @overload
+    def toolset(
+        self, /, *, per_run_step: bool = True, id: str | None = None
+    ) -> Callable[[ToolsetFuncT], ToolsetFuncT]: ...
+
+    def toolset(
+        self, func: ToolsetFuncT | None = None, /, *, per_run_step: bool = True, id: str | None = None
+    ) -> ToolsetFuncT | Callable[[ToolsetFuncT], ToolsetFuncT]:
+        """Register a function of the `RunContext` that builds a toolset (or None) for each step,
+        or once per run with `per_run_step=False` (a `DynamicToolset`)."""
+
+        def register(fn: ToolsetFuncT) -> ToolsetFuncT:
+            self._toolsets.append(DynamicToolset(fn, per_run_step=per_run_step, id=id))
+            return fn
+
+        return register(func) if func is not None else register
 
     @overload
     def tool(self, func: F, /) -> F: ...
@@ -311,6 +333,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         captured = captured_messages()
         try:
             async with contextlib.AsyncExitStack() as stack:
+                await state.toolsets_for_run()
                 for toolset in (state.toolset, state.step_toolset):
                     if toolset is not None:
                         await stack.enter_async_context(toolset)

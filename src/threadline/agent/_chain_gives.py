@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager, aclosing
 from typing import TYPE_CHECKING, Any, Generic, cast
 
 from threadline.agent._capability import AbstractCapability
-from threadline.agent._chain_tools import function_toolsets, step_toolsets
+from threadline.agent._chain_tools import function_toolsets, instruction_toolsets, step_toolsets
 from threadline.agent._context import AgentDepsT
 from threadline.agent.tools._load import catalog
 from threadline.agent.tools._toolsets import checked_tool_defs
@@ -67,6 +67,10 @@ class ChainGives(Generic[AgentDepsT]):
     def step_toolsets(self) -> list[AbstractToolset[AgentDepsT]]:
         """The capabilities' other toolsets, asked for tools at each step (see `_chain_tools`)."""
         return step_toolsets(self._all)
+
+    def instruction_toolsets(self) -> list[AbstractToolset[AgentDepsT]]:
+        """The capabilities' toolsets whose instructions join the run's (see `_chain_tools`)."""
+        return instruction_toolsets(self._all)
 
     async def prepare_tools(
         self, ctx: RunContext[AgentDepsT], tool_defs: list[ToolDefinition], *, output: bool = False

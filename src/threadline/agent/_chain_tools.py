@@ -20,7 +20,7 @@ from threadline.agent.tools._load import load_tool
 from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset
 from threadline.exceptions import UserError
 
-__all__ = ['function_toolsets', 'step_toolsets']
+__all__ = ['function_toolsets', 'instruction_toolsets', 'step_toolsets']
 
 D = TypeVar('D')
 
@@ -58,6 +58,12 @@ def step_toolsets(capabilities: Sequence[AbstractCapability[D]]) -> list[Abstrac
             )
         found.extend(others)
     return found
+
+
+def instruction_toolsets(capabilities: Sequence[AbstractCapability[D]]) -> list[AbstractToolset[D]]:
+    """Every toolset the capabilities give, in the chain's order, whose instructions join the
+    run's (a deferred capability's are left out: its tools are hidden until it is loaded)."""
+    return [leaf for c in capabilities if not c.defer_loading for leaf in _leaves(c.get_toolset())]
 
 
 def _leaves(toolset: AbstractToolset[D] | None) -> list[AbstractToolset[D]]:

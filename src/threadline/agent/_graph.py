@@ -104,6 +104,8 @@ class UserPromptNode:
                 'Run without a prompt to execute them, or repair the history first '
                 '(threadline.messages.repair_messages).'
             )
+        if state.toolset is not None:  # toolsets built per step give instructions: resolve them first
+            await state.resolve_tools(ahead=True)
         instructions = await state.instructions()
         parts: list[ModelRequestPart] = [] if history else list(await state.system_prompt_parts())
         if self.user_prompt is not None:

@@ -23,6 +23,7 @@ from threadline.agent._model_choice import UnchosenModel, choose_static, resolve
 from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
 from threadline.agent._state import InstructionSource, RunState
 from threadline.agent.output._deferred_types import DeferredToolResults
+from threadline.agent.tools._dynamic import ToolsetFunc, as_toolset
 from threadline.agent.tools._function import merge_tools
 from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset, PreparedToolset, StepTools
 from threadline.exceptions import UserError
@@ -62,7 +63,7 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     run_id: str | None
     conversation_id: str | None
     capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]]
-    toolsets: Sequence[AbstractToolset[Any]]
+    toolsets: Sequence[AbstractToolset[Any] | ToolsetFunc[Any]]
     retries: int | None
 
 
@@ -114,7 +115,7 @@ def new_state(
     run_id: str | None = None,
     conversation_id: str | None = None,
     capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
-    toolsets: Sequence[AbstractToolset[Any]] = (),
+    toolsets: Sequence[AbstractToolset[Any] | ToolsetFunc[Any]] = (),
     retries: int | None = None,
 ) -> RunState:
     """The state of a run of `agent` with these options (see the module docstring)."""
@@ -167,7 +168,8 @@ def new_state(
         prepared=_prepared_for(agent, history),
         selects_model=selects,
     )
-    state.own_toolsets = [*overridden.get('toolsets', agent._toolsets), *toolsets]
+    state.own_toolsets = list(overridden.get('toolsets', agent._toolsets))
+    state.run_toolsets = [as_toolset(t) for t in toolsets]
     _step_toolsets(state)
     ctx.queue = state.queue
     return state
@@ -213,11 +215,13 @@ async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:
 
 
 def _step_toolsets(state: RunState) -> None:
-    """The toolsets asked for tools at each step: the agent's and the run's, then the
-    capabilities' that are not function toolsets."""
-    asked = [*state.own_toolsets, *state.capabilities.step_toolsets()]
-    state.toolset = CombinedToolset(asked) if asked else None
+    """The toolsets asked for tools at each step: the agent's, the capabilities' that are not
+    function toolsets, then the run's (pydantic-ai's order); and those whose instructions join
+    the run's, in the same order with the capabilities' function toolsets among them."""
     chain = state.capabilities
+    asked = [*state.own_toolsets, *chain.step_toolsets(), *state.run_toolsets]
+    state.toolset = CombinedToolset(asked) if asked else None
+    state.instruction_toolsets = [*state.own_toolsets, *chain.instruction_toolsets(), *state.run_toolsets]
     if not (chain.has('prepare_tools') or chain.has('get_wrapper_toolset')):
         state.step_tools = state.step_toolset = None
         return

@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from threadline.agent._chain import CapabilityChain
 from threadline.agent._context import RunContext
@@ -18,7 +18,7 @@ from threadline.agent.output._output import OutputSpec
 from threadline.agent.tools._load import loaded_capabilities
 from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._tool import Tool
-from threadline.agent.tools._toolsets import AbstractToolset, StepTools, tool_of
+from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset, StepTools, tool_of
 from threadline.exceptions import UserError
 from threadline.messages import (
     AgentStreamEvent,
@@ -43,6 +43,8 @@ def now_utc() -> datetime:
 
 
 InstructionSource = str | Callable[..., Any]
+AnyToolset: TypeAlias = AbstractToolset[Any]
+"""A toolset of the run (its deps type is the agent's, which the state does not know)."""
 
 
 @dataclass
@@ -82,13 +84,18 @@ class RunState:
     `streams_in_model_request`: sends the request streamed, handing its events to the handler,
     inside whatever `wrap_model_request` encloses (see `_event_handler`)."""
     resumed_request: ModelRequest | None = None
-    toolset: AbstractToolset[Any] | None = None
+    toolset: AnyToolset | None = None
     """The run's toolsets joined (a `CombinedToolset`), asked for tools before each request; None
     when the run has none."""
     run_instruction_sources: Sequence[InstructionSource] = ()
     """`run(instructions=)`: after the agent's and the capabilities'."""
-    own_toolsets: list[Any] = field(default_factory=list)
-    """The agent's and the run's `toolsets=` (the capabilities' come from the chain)."""
+    own_toolsets: list[AnyToolset] = field(default_factory=list)
+    """The agent's `toolsets=` (the capabilities' come from the chain)."""
+    run_toolsets: list[AnyToolset] = field(default_factory=list)
+    """The run's `toolsets=`."""
+    instruction_toolsets: list[AnyToolset] = field(default_factory=list)
+    """The toolsets whose instructions join the run's, in order (their per-run instances once
+    `toolsets_for_run` ran)."""
     static_tools: dict[str, Tool[Any]] = field(default_factory=dict)
     """The tools that do not change during the run (the agent's and its capabilities')."""
     prepared_tools: list[str] = field(default_factory=list)
@@ -96,7 +103,7 @@ class RunState:
     step_tools: StepTools[Any] | None = None
     """With capabilities that prepare or wrap the tools: the toolset of this step's own tools,
     which `step_toolset` (the capabilities' `prepare_tools` and wrappers around it) is asked."""
-    step_toolset: AbstractToolset[Any] | None = None
+    step_toolset: AnyToolset | None = None
     step_output_tools: list[ToolDefinition] = field(default_factory=list)
     """The output tools offered at this step (the output's, as `prepare_output_tools` hooks leave them)."""
     end_strategy: str = 'graceful'
@@ -121,6 +128,21 @@ class RunState:
         self.tools = self.static_tools = tools
         self.prepared_tools = [name for name, tool in tools.items() if tool.prepare is not None]
 
+    async def toolsets_for_run(self) -> None:
+        """Each toolset's instance for this run (`for_run`), before any is entered."""
+        if self.toolset is not None:
+            self._swap_toolset(await self.toolset.for_run(self.ctx))
+
+    def _swap_toolset(self, new: AnyToolset) -> None:
+        """`new` as the run's toolset; the instruction toolsets follow the members it replaced."""
+        old = self.toolset
+        if new is old:
+            return
+        self.toolset = new
+        if isinstance(old, CombinedToolset) and isinstance(new, CombinedToolset):
+            swapped = {id(a): b for a, b in zip(old.toolsets, new.toolsets, strict=True)}
+            self.instruction_toolsets = [swapped.get(id(t), t) for t in self.instruction_toolsets]
+
     async def resolve_tools(self, *, ahead: bool = False) -> None:
         """This step's tools: the static ones (shaped by their `prepare`), the toolsets' (see
         `threadline.agent.tools._toolsets`), then as the capabilities' `prepare_tools` hooks and
@@ -143,6 +165,8 @@ class RunState:
         if self.toolset is None and not self.prepared_tools and self.step_tools is None:
             return
         ctx = replace(self.ctx, run_step=step) if ahead else self.ctx
+        if self.toolset is not None:
+            self._swap_toolset(await self.toolset.for_run_step(ctx))
         tools = await self._gathered_tools(ctx)
         if self.step_tools is not None and self.step_toolset is not None:
             self.step_tools.tools = tools
@@ -281,6 +305,8 @@ class RunState:
         value = source(self.ctx) if _wants_ctx(source) else source()
         if inspect.isawaitable(value):
             value = await value
+        if isinstance(value, (list, tuple)):  # a toolset's get_instructions may give several
+            return '\n\n'.join(str(v) for v in value if v) or None
         return value if value is None else str(value)
 
     async def instructions(self) -> str | None:
@@ -288,10 +314,16 @@ class RunState:
         What a request stores: `PromptedOutput`'s schema prompt is not among them (it is the
         output's, added to what the model is sent: `request_parameters`), as in the reference.
 
-        Order (pydantic-ai 2.62's): the sources are the agent's, the capabilities', then the
-        run's; every static string among them comes first, in that order, then what each
-        instruction function renders, in that order (so the stable part leads, for caching)."""
-        sources = [*self.instruction_sources, *self.capabilities.instructions(), *self.run_instruction_sources]
+        Order (pydantic-ai 2.62's): the sources are the agent's, the capabilities', the run's,
+        then the toolsets' (the agent's, the capabilities', the run's); every static string among
+        them comes first, in that order, then what each instruction function renders, in that
+        order (so the stable part leads, for caching)."""
+        sources = [
+            *self.instruction_sources,
+            *self.capabilities.instructions(),
+            *self.run_instruction_sources,
+            *(source for toolset in self.instruction_toolsets for source in toolset.instruction_sources()),
+        ]
         texts: list[str | None] = [source for source in sources if isinstance(source, str)]
         texts.extend([await self._render(source) for source in sources if not isinstance(source, str)])
         joined = '\n\n'.join(t for t in texts if t).strip()

@@ -8,8 +8,8 @@ Rules:
 - `tools=` and `@cap.tool` / `@cap.tool_plain` are function tools, named as the agent's are; a
   tool registered after construction still reaches every later run;
 - `toolsets=` are toolsets of any kind, asked for their tools at each step as the agent's
-  `toolsets=` are; a function given where a toolset goes is refused (a `UserError`), as
-  per-step toolset functions are not part of Threadline yet;
+  `toolsets=` are; a function of the `RunContext` given there builds one per step
+  (a `DynamicToolset`);
 - `id`, `description` and `defer_loading=True` work as on any capability (a deferred one may
   give function tools only).
 """
@@ -20,8 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from threadline.agent.capability import AbstractCapability, CapabilityDepsT, CapabilityInstructions
-from threadline.agent.tools import AbstractToolset, CombinedToolset, FunctionToolset, Tool
-from threadline.exceptions import UserError
+from threadline.agent.tools import AbstractToolset, CombinedToolset, FunctionToolset, Tool, ToolsetFunc, as_toolset
 
 __all__ = ['Capability']
 
@@ -36,21 +35,14 @@ class Capability(AbstractCapability[CapabilityDepsT]):
         self,
         *,
         instructions: CapabilityInstructions | None = None,
-        toolsets: Sequence[AbstractToolset[CapabilityDepsT]] | None = None,
+        toolsets: Sequence[AbstractToolset[CapabilityDepsT] | ToolsetFunc[CapabilityDepsT]] | None = None,
         tools: Sequence[Tool[CapabilityDepsT] | Callable[..., object]] = (),
         id: str | None = None,
         description: str | None = None,
         defer_loading: bool = False,
     ) -> None:
         self.id, self.description, self.defer_loading = id, description, defer_loading
-        for index, toolset in enumerate(toolsets or ()):
-            if not isinstance(toolset, AbstractToolset):
-                raise UserError(
-                    f'Capability(toolsets=[...]) item {index} is {type(toolset).__name__}, not a toolset: '
-                    'pass a toolset (FunctionToolset, PrefixedToolset, ...); per-step toolset functions '
-                    'are not supported yet'
-                )
-        self.toolsets: tuple[AbstractToolset[CapabilityDepsT], ...] = tuple(toolsets or ())
+        self.toolsets: tuple[AbstractToolset[CapabilityDepsT], ...] = tuple(as_toolset(t) for t in toolsets or ())
         self.tools = tools
         self._function_toolset: FunctionToolset[CapabilityDepsT] = FunctionToolset(tools, id=id)
         self._instructions: list[str | Callable[..., object]] = _as_list(instructions)
@@ -83,13 +75,7 @@ class Capability(AbstractCapability[CapabilityDepsT]):
         return self._decorate(func, False, options)
 
     def _decorate(self, func: F | None, takes_ctx: bool, options: dict[str, Any]) -> F | Callable[[F], F]:
-        if 'retries' in options:  # the decorators' name for `Tool(max_retries=)`, as the agent's
-            options['max_retries'] = options.pop('retries')
-
-        def register(fn: F) -> F:
-            self._function_toolset.add_tool(Tool(fn, takes_ctx=takes_ctx, **options))
-            return fn
-
+        register = (self._function_toolset.tool if takes_ctx else self._function_toolset.tool_plain)(**options)
         return register(func) if func is not None else register
 
     @overload

@@ -8,6 +8,7 @@ what sibling packages build tools and capabilities from (`Tool`, `FunctionToolse
 
 from __future__ import annotations
 
+from threadline.agent.tools._dynamic import DynamicToolset, ToolsetFunc, as_toolset
 from threadline.agent.tools._function import FunctionToolset
 from threadline.agent.tools._load import LOAD_KIND
 from threadline.agent.tools._tool import Tool, ToolArgsError, takes_run_context
@@ -27,6 +28,7 @@ __all__ = [
     'LOAD_KIND',
     'AbstractToolset',
     'CombinedToolset',
+    'DynamicToolset',
     'ExternalToolset',
     'FilteredToolset',
     'FunctionToolset',
@@ -35,7 +37,9 @@ __all__ = [
     'RenamedToolset',
     'Tool',
     'ToolArgsError',
+    'ToolsetFunc',
     'ToolsetTool',
     'WrapperToolset',
+    'as_toolset',
     'takes_run_context',
 ]

@@ -21,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -97,6 +98,28 @@ class AbstractToolset(Generic[AgentDepsT]):
     async def __aexit__(self, *exc_info: object) -> bool | None:
         return None
 
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        """The toolset one run uses, asked once before it is entered: a fresh instance keeps
+        per-run state apart (default: this one, shared by every run)."""
+        return self
+
+    async def for_run_step(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        """The toolset for the step `ctx` describes, asked before its tools are; one that returns
+        another instance enters and exits what it swaps itself (default: this one)."""
+        return self
+
+    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | Sequence[str] | None:
+        """How to use these tools, joined to the run's instructions at each step (default: none).
+        A plain override counts as dynamic: it is placed among the rendered instructions."""
+        return None
+
+    def instruction_sources(self) -> list[str | Callable[..., object]]:
+        """What this toolset adds to the instructions, as the run orders them: static strings and
+        functions of the `RunContext` (default: `get_instructions` when a subclass overrides it)."""
+        if type(self).get_instructions is AbstractToolset.get_instructions:
+            return []
+        return [self.get_instructions]
+
     def filtered(
         self, filter_func: Callable[[RunContext[AgentDepsT], ToolDefinition], bool | Awaitable[bool]]
     ) -> FilteredToolset[AgentDepsT]:
@@ -141,6 +164,28 @@ class WrapperToolset(AbstractToolset[AgentDepsT]):
     async def __aexit__(self, *exc_info: object) -> bool | None:
         return await self.wrapped.__aexit__(*exc_info)
 
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        return self._around(await self.wrapped.for_run(ctx))
+
+    async def for_run_step(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        return self._around(await self.wrapped.for_run_step(ctx))
+
+    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | Sequence[str] | None:
+        return await self.wrapped.get_instructions(ctx)
+
+    def instruction_sources(self) -> list[str | Callable[..., object]]:
+        if type(self).get_instructions is not WrapperToolset.get_instructions:
+            return [self.get_instructions]
+        return self.wrapped.instruction_sources()
+
+    def _around(self, adapted: AbstractToolset[AgentDepsT]) -> WrapperToolset[AgentDepsT]:
+        """This wrapper around `adapted` (a shallow copy when it is not what it wraps)."""
+        if adapted is self.wrapped:
+            return self
+        rebound = copy.copy(self)
+        rebound.wrapped = adapted
+        return rebound
+
 
 class CombinedToolset(AbstractToolset[AgentDepsT]):
     """Several toolsets as one; a name two of them offer is a `UserError`."""
@@ -170,6 +215,20 @@ class CombinedToolset(AbstractToolset[AgentDepsT]):
         for toolset in self.toolsets:
             await toolset.__aenter__()
         return self
+
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        return self._of([await t.for_run(ctx) for t in self.toolsets])
+
+    async def for_run_step(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        return self._of([await t.for_run_step(ctx) for t in self.toolsets])
+
+    def instruction_sources(self) -> list[str | Callable[..., object]]:
+        return [source for toolset in self.toolsets for source in toolset.instruction_sources()]
+
+    def _of(self, members: list[AbstractToolset[AgentDepsT]]) -> CombinedToolset[AgentDepsT]:
+        if all(new is old for new, old in zip(members, self.toolsets, strict=True)):
+            return self
+        return CombinedToolset(members)
 
     async def __aexit__(self, *exc_info: object) -> bool | None:
         for toolset in reversed(self.toolsets):
