@@ -116,3 +116,19 @@ def test_no_cut_between_a_call_and_a_result_that_comes_after_another_prompt() ->
     ]
     out = KeepLastTurns(1)(messages)
     assert out == messages and pairing_report(out).is_paired
+
+
+def test_a_call_answered_twice_keeps_its_turn_whole() -> None:
+    """Repair keeps a duplicate result; cutting after the call but before its last answer would
+    leave that answer orphaned (found by the property above)."""
+    call = ModelResponse(parts=[ToolCallPart('t', {}, 'c2')])
+    history = [
+        ModelRequest(parts=[UserPromptPart('first')]),
+        call,
+        ModelRequest(parts=[ToolReturnPart('t', 'one', 'c2')]),
+        ModelRequest(parts=[UserPromptPart('second')]),
+        ModelRequest(parts=[ToolReturnPart('t', 'again', 'c2'), UserPromptPart('now')]),
+    ]
+    out = KeepLastTurns(1)(list(history))
+    assert pairing_report(out).orphaned_results == ()
+    assert call in out and out[-1] == history[-1]

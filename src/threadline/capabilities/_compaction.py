@@ -53,13 +53,14 @@ __all__ = ['ClearOldToolResults', 'KeepLastTurns', 'SummarizeOlderTurns', 'turn_
 
 def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
     """Indexes of the requests that start a turn: a user prompt, no tool call answered, and no
-    call made before it still waiting for its result (a cut there would orphan that result)."""
+    call made before it still waiting for its result (a cut there would orphan that result).
+    A call answered more than once (repair keeps duplicate results) waits for its last answer."""
     answered_at: dict[str, int] = {}
     for index, message in enumerate(messages):
         if isinstance(message, ModelRequest):
             for result in message.parts:
                 if isinstance(result, ToolReturnPart | RetryPromptPart) and result.tool_call_id:
-                    answered_at.setdefault(result.tool_call_id, index)
+                    answered_at[result.tool_call_id] = index
     starts, pending_until = [], -1
     for index, message in enumerate(messages):
         if isinstance(message, ModelResponse):
