@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
-from types import MappingProxyType
+from types import FrameType, MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
 from threadline.agent._capability import AbstractCapability
@@ -19,6 +20,7 @@ from threadline.agent._dynamic_capability import CapabilityFunc, wrap_capability
 from threadline.agent._event_handler import EventStreamHandler, drive_with_handler, read_all
 from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptNode
 from threadline.agent._isolated import isolated
+from threadline.agent._metadata import AgentMetadata
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
 from threadline.agent._run_events import EventStream
@@ -32,7 +34,7 @@ from threadline.agent._run_setup import (
     for_run,
     new_state,
 )
-from threadline.agent._state import InstructionSource, RunState
+from threadline.agent._state import InstructionSource, RunState, SettingsLayer
 from threadline.agent._streamed import StreamedRunResult, open_stream
 from threadline.agent._streamed_sync import StreamedRunResultSync
 from threadline.agent._wrap_run import wrapped_run
@@ -100,9 +102,10 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
         toolsets: Sequence[AbstractToolset[AgentDepsT] | ToolsetFunc[AgentDepsT]] = (),
         retries: int = 1,
-        model_settings: ModelSettings | None = None,
+        model_settings: SettingsLayer = None,
         end_strategy: EndStrategy = 'graceful',
         defer_model_check: bool = False,
+        metadata: AgentMetadata | None = None,
     ) -> None:
         # `defer_model_check=True` keeps a model name as given until a run resolves it (so an
         # agent can be built before its provider's key is set), as pydantic-ai's does.
@@ -110,6 +113,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
             model if model is None or (defer_model_check and isinstance(model, str)) else infer_model(model)
         )
         self.output_type = output_type
+        self.metadata = metadata
         self._output = OutputSpec(output_type)
         self._instructions: list[InstructionSource] = as_list(instructions)
         self._system_prompts: list[InstructionSource] = as_list(system_prompt)
@@ -319,9 +323,24 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     ) -> AsyncIterator[AgentRun[OutputDataT]]:
         """Start a run and hand it over to be driven node by node (see `AgentRun`; the options
         are `run`'s)."""
+        frame = inspect.currentframe()
+        self._name_from(frame.f_back if frame is not None else None)
         state = await for_run(self, new_state(self, user_prompt, **options))
         async with self._running(state, user_prompt) as agent_run:
             yield agent_run
+
+    def _name_from(self, frame: FrameType | None) -> None:
+        """Without a `name`, the agent takes the name of the variable holding it in the code that
+        called `frame`'s function (its locals, then its module's globals), as pydantic-ai does."""
+        if self.name is not None or frame is None or frame.f_back is None:
+            return
+        caller = frame.f_back
+        scopes = [caller.f_locals] if caller.f_locals is caller.f_globals else [caller.f_locals, caller.f_globals]
+        for scope in scopes:
+            for name, value in scope.items():
+                if value is self:
+                    self.name = name
+                    return
 
     @asynccontextmanager
     async def _running(
@@ -363,6 +382,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         Options (`RunOptions`): `message_history`, `deferred_tool_results`, `model`, `deps`,
         `model_settings`, `usage_limits`, `usage`, `instructions`, `run_id`, `conversation_id`,
         `capabilities`, `toolsets`, `retries`."""
+        self._name_from(inspect.currentframe())
         state = await for_run(self, new_state(self, user_prompt, **options))
 
         async def lifecycle() -> AgentRunResult[Any]:
@@ -391,6 +411,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
     ) -> AsyncIterator[StreamedRunResult[OutputDataT]]:
         """Run until the model streams its final response, and hand that stream over (see
         `StreamedRunResult`; same arguments as `run`). Tool steps before it run to completion first."""
+        self._name_from(inspect.currentframe())
         async with self.iter(user_prompt, **kwargs) as agent_run:
             streamed = await open_stream(agent_run)
             try:
@@ -412,6 +433,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
                 for text in result.stream_text(delta=True):
                     print(text, end='')
         """
+        self._name_from(inspect.currentframe())
         return StreamedRunResultSync(self.run_stream(user_prompt, **kwargs), _thread_loop())
 
     def run_stream_events(
@@ -425,6 +447,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         `run(event_stream_handler=...)` in a background task started by the first read (see
         `threadline.agent._run_events`). Iterate it directly, or enter it with `async with` (as
         pydantic-ai's is) so leaving the block stops the run."""
+        self._name_from(inspect.currentframe())
         return EventStream(partial(self.run, user_prompt, **kwargs))
 
     def run_sync(
@@ -435,6 +458,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         """`run` for synchronous code; not callable from inside a running event loop. It runs on the
         thread's event loop (made if there is none) and leaves it in place, as pydantic-ai does, so
         code after it can still use `asyncio.get_event_loop()`."""
+        self._name_from(inspect.currentframe())
         try:
             asyncio.get_running_loop()
         except RuntimeError:

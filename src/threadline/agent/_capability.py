@@ -103,6 +103,11 @@ class AbstractCapability(Generic[AgentDepsT]):
         where it was listed."""
         return None
 
+    def get_model_settings(self) -> ModelSettings | Callable[[RunContext[AgentDepsT]], ModelSettings] | None:
+        """Model settings merged over the agent's (and under the run's) for every request: a
+        dict, or a function of the `RunContext` asked before each request (None: none)."""
+        return None
+
     def get_model(self) -> Model | str | ModelSelector[AgentDepsT] | None:
         """The model this capability chooses (None: no choice): a model, a model name, or a
         function of a `ModelSelectionContext` (sync or async) asked before each model request.
@@ -411,7 +416,7 @@ HOOKS = (
 )  # fmt: skip
 """Every hook awaited, by lifecycle."""
 
-PROVIDERS = ('get_model', 'get_wrapper_toolset', 'get_wrapper_model', 'wrap_run_event_stream')
+PROVIDERS = ('get_model', 'get_model_settings', 'get_wrapper_toolset', 'get_wrapper_model', 'wrap_run_event_stream')
 """The hooks called without awaiting: each gives an object (a model, a toolset, a stream)."""
 
 

@@ -24,7 +24,7 @@ from threadline.agent._context import AgentDepsT
 from threadline.agent.tools._load import catalog
 from threadline.agent.tools._toolsets import checked_tool_defs
 from threadline.messages import AgentStreamEvent
-from threadline.models import Model, ToolDefinition
+from threadline.models import Model, ModelSettings, ToolDefinition
 
 if TYPE_CHECKING:
     from threadline.agent._context import RunContext
@@ -45,6 +45,11 @@ class ChainGives(Generic[AgentDepsT]):
     def hooked(self, hook: str) -> tuple[AbstractCapability[AgentDepsT], ...]:
         """The active capabilities that implement `hook`, in the chain's order."""
         return self._hooked[hook]
+
+    def model_settings(self) -> list[ModelSettings | Callable[[RunContext[AgentDepsT]], ModelSettings]]:
+        """Each active capability's model settings (dicts, and functions asked per request), in order."""
+        given = [c.get_model_settings() for c in self._forward if 'get_model_settings' in c.overridden_hooks()]
+        return [g for g in given if g]
 
     def instructions(self) -> list[str | Callable[..., Any]]:
         """The deferred-capability catalog, then each active capability's instructions (strings,

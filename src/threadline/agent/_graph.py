@@ -245,7 +245,7 @@ class ModelRequestNode:
             model=state.model,
             # A copy for the hooks that may change it; with none, nothing but the run reads it.
             messages=list(state.history) if _hooks_see_requests(state) else state.history,
-            model_settings=state.settings,
+            model_settings=state.step_settings(),
             model_request_parameters=params,
         )
 

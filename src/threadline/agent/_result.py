@@ -34,6 +34,7 @@ class AgentRunResult(Generic[OutputDataT]):
         '_messages',
         '_new_message_index',
         'conversation_id',
+        'metadata',
         'model_name',
         'output',
         'output_tool_name',
@@ -53,8 +54,11 @@ class AgentRunResult(Generic[OutputDataT]):
         run_usage: RunUsage | None = None,
         model_name: str | None = None,
         output_tool_name: str | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> None:
         self.output = output
+        self.metadata = metadata
+        """The run's metadata (`Agent(metadata=)` and `run(metadata=)`), as resolved when it ended."""
         self.output_tool_name = output_tool_name
         """The output tool whose call carried the output (None: the output was text)."""
         self._messages: list[ModelMessage] = [] if _messages is None else _messages
@@ -140,6 +144,7 @@ class AgentRunResult(Generic[OutputDataT]):
             usage,
             model_name=answered[-1] if answered else None,
             output_tool_name=data.get('output_tool_name'),
+            metadata=data.get('metadata'),
         )
 
     def _to_wire(self) -> dict[str, Any]:
@@ -150,7 +155,7 @@ class AgentRunResult(Generic[OutputDataT]):
             'usage': msgspec.to_builtins(self.usage),
             'run_id': self.run_id,
             'conversation_id': self.conversation_id,
-            'metadata': None,
+            'metadata': self.metadata,
             'traceparent': None,
             'output': self.output,
         }

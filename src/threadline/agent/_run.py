@@ -6,6 +6,7 @@ from typing import Any, Generic
 
 from threadline.agent._graph import AgentNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
 from threadline.agent._isolated import isolated
+from threadline.agent._metadata import resolve_metadata
 from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._state import RunState
 from threadline.exceptions import UserError
@@ -181,6 +182,7 @@ class AgentRun(Generic[OutputDataT]):
             run_usage=state.run_usage,
             model_name=state.model.model_name,
             output_tool_name=output_tool_name,
+            metadata=resolve_metadata(state.agent.metadata, state.run_metadata, state.ctx),
         )
 
     async def _finish(self, end: End[FinalResult[Any]]) -> AgentRunResult[OutputDataT]:

@@ -19,16 +19,18 @@ from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._dynamic_capability import CapabilityFunc, wrap_capability_funcs
 from threadline.agent._event_handler import EventStreamHandler
 from threadline.agent._limits import UsageLimits
+from threadline.agent._metadata import AgentMetadata, resolve_metadata
 from threadline.agent._model_choice import UnchosenModel, choose_static, resolve, selectors
 from threadline.agent._run_inputs import check_history, resolve_ids, resumed_prompt
-from threadline.agent._state import InstructionSource, RunState
+from threadline.agent._state import InstructionSource, RunState, SettingsLayer
 from threadline.agent.output._deferred_types import DeferredToolResults
+from threadline.agent.output._output import OutputSpec
 from threadline.agent.tools._dynamic import ToolsetFunc, as_toolset
 from threadline.agent.tools._function import merge_tools
 from threadline.agent.tools._toolsets import AbstractToolset, CombinedToolset, PreparedToolset, StepTools
 from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, RunUsage, UserContent
-from threadline.models import Model, ModelSettings, PreparedHistory, infer_model
+from threadline.models import Model, PreparedHistory, infer_model
 
 if TYPE_CHECKING:
     from threadline.agent._agent import Agent
@@ -56,7 +58,7 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     deferred_tool_results: DeferredToolResults | None
     model: Model | str | None
     deps: AgentDepsT
-    model_settings: ModelSettings | None
+    model_settings: SettingsLayer
     usage_limits: UsageLimits | None
     usage: RunUsage | None
     instructions: InstructionsArg
@@ -65,6 +67,8 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]]
     toolsets: Sequence[AbstractToolset[Any] | ToolsetFunc[Any]]
     retries: int | None
+    metadata: AgentMetadata | None
+    output_type: object
 
 
 class RunSyncOptions(RunOptions[AgentDepsT], total=False):
@@ -108,7 +112,7 @@ def new_state(
     deferred_tool_results: DeferredToolResults | None = None,
     model: Model | str | None = None,
     deps: Any = None,
-    model_settings: ModelSettings | None = None,
+    model_settings: SettingsLayer = None,
     usage_limits: UsageLimits | None = None,
     usage: RunUsage | None = None,
     instructions: InstructionsArg = None,
@@ -117,6 +121,8 @@ def new_state(
     capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
     toolsets: Sequence[AbstractToolset[Any] | ToolsetFunc[Any]] = (),
     retries: int | None = None,
+    metadata: AgentMetadata | None = None,
+    output_type: object = None,
 ) -> RunState:
     """The state of a run of `agent` with these options (see the module docstring)."""
     overridden = agent._overrides.get()
@@ -131,11 +137,6 @@ def new_state(
         limits.check_cost_known(resolved_model)
     history = check_history(message_history)
     run_id, conversation_id = resolve_ids(history, run_id, conversation_id)
-    # An override wins over the run's own settings, as pydantic-ai's does.
-    if 'model_settings' in overridden:
-        settings = {**(model_settings or {}), **(overridden['model_settings'] or {})} or None
-    else:
-        settings = {**(agent.model_settings or {}), **(model_settings or {})} or None
     ctx: RunContext[Any] = RunContext(
         deps=deps,
         model=resolved_model,
@@ -146,14 +147,15 @@ def new_state(
         conversation_id=conversation_id,
         agent=agent,
     )
+    ctx.metadata = resolve_metadata(agent.metadata, metadata, ctx) or {}
     state = RunState(
         agent=agent,
         model=resolved_model,
         ctx=ctx,
         run_usage=RunUsage(),
         limits=limits,
-        settings=settings,  # type: ignore[arg-type]
-        output=agent._output,
+        settings=None,
+        output=agent._output if output_type is None else OutputSpec(output_type),
         tools=_tools_of(agent, chain),
         capabilities=chain,
         instruction_sources=as_list(overridden.get('instructions', agent._instructions)),
@@ -167,7 +169,10 @@ def new_state(
         end_strategy=agent.end_strategy,
         prepared=_prepared_for(agent, history),
         selects_model=selects,
+        run_metadata=metadata,
     )
+    state.run_settings = model_settings
+    _settings(state)
     state.own_toolsets = list(overridden.get('toolsets', agent._toolsets))
     state.run_toolsets = [as_toolset(t) for t in toolsets]
     _step_toolsets(state)
@@ -209,9 +214,26 @@ async def for_run(agent: Agent[Any, Any], state: RunState) -> RunState:
         state.capabilities = chain
         state.use_tools(_tools_of(agent, chain))
         _step_toolsets(state)
+        _settings(state)
         state.typed_tools = bool(chain.deferred)
         state.refresh_loaded(state.history)
     return state
+
+
+def _settings(state: RunState) -> None:
+    """The run's model settings: the agent's, the capabilities', then the run's, each a dict or a
+    function of the run context (pydantic-ai 2.62's order); merged once here when all are dicts.
+    An `override(model_settings=)` replaces the agent's and the capabilities' and wins over the run's."""
+    overridden = state.agent._overrides.get()
+    if 'model_settings' in overridden:
+        layers = [state.run_settings, overridden['model_settings']]
+    else:
+        layers = [state.agent.model_settings, *state.capabilities.model_settings(), state.run_settings]
+    if any(callable(layer) for layer in layers):
+        state.settings_layers, state.settings = tuple(layers), None
+    else:
+        merged = {k: v for layer in layers if layer for k, v in layer.items()}
+        state.settings_layers, state.settings = (), merged or None  # type: ignore[assignment]
 
 
 def _step_toolsets(state: RunState) -> None:

@@ -13,6 +13,7 @@ from threadline.agent._chain import CapabilityChain
 from threadline.agent._context import RunContext
 from threadline.agent._enqueue import EnqueueQueue
 from threadline.agent._limits import UsageLimits
+from threadline.agent._metadata import AgentMetadata
 from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._output import OutputSpec
 from threadline.agent.tools._load import loaded_capabilities
@@ -44,6 +45,7 @@ def now_utc() -> datetime:
 
 InstructionSource = str | Callable[..., Any]
 AnyToolset: TypeAlias = AbstractToolset[Any]
+SettingsLayer: TypeAlias = ModelSettings | Callable[[RunContext[Any]], ModelSettings | None] | None
 """A toolset of the run (its deps type is the agent's, which the state does not know)."""
 
 
@@ -110,6 +112,13 @@ class RunState:
     """What happens to function tool calls beside an output tool call (see `Agent`)."""
     selects_model: bool = False
     """Whether capabilities' model selectors choose the model before each request (`_model_choice`)."""
+    run_settings: SettingsLayer = None
+    """`run(model_settings=)`, a dict or a function of the run context."""
+    settings_layers: tuple[SettingsLayer, ...] = ()
+    """With per-request settings (functions, or a capability's): the layers merged before each
+    request, later over earlier; empty when `settings` holds them all."""
+    run_metadata: AgentMetadata | None = None
+    """`run(metadata=)`, resolved again over the agent's when the run ends (see `_metadata`)."""
     tools_resolved: bool = False
     """Whether this run's tools were resolved for a step yet (a resumed history may run tools first)."""
     resolved_ahead: int | None = None
@@ -127,6 +136,17 @@ class RunState:
         """The run's static tools (the agent's and its capabilities'), before any step shapes them."""
         self.tools = self.static_tools = tools
         self.prepared_tools = [name for name, tool in tools.items() if tool.prepare is not None]
+
+    def step_settings(self) -> ModelSettings | None:
+        """The model settings of this request: `settings`, or its layers merged with functions
+        asked with the run context (pydantic-ai 2.62's order: agent, capabilities, run)."""
+        if not self.settings_layers:
+            return self.settings
+        merged: dict[str, object] = {}
+        for layer in self.settings_layers:
+            value = layer(self.ctx) if callable(layer) else layer
+            merged.update(value or {})
+        return merged or None  # type: ignore[return-value]  # ModelSettings is a total=False dict
 
     async def toolsets_for_run(self) -> None:
         """Each toolset's instance for this run (`for_run`), before any is entered."""

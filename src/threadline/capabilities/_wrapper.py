@@ -25,7 +25,7 @@ from threadline.agent.capability import (
     ModelSelector,
 )
 from threadline.messages import AgentStreamEvent
-from threadline.models import Model
+from threadline.models import Model, ModelSettings
 
 if TYPE_CHECKING:
     from threadline.agent import Agent, RunContext
@@ -51,6 +51,11 @@ class WrapperCapability(AbstractCapability[CapabilityDepsT]):
 
     def get_model(self) -> Model | str | ModelSelector[CapabilityDepsT] | None:
         return self.wrapped.get_model()
+
+    def get_model_settings(
+        self,
+    ) -> ModelSettings | Callable[[RunContext[CapabilityDepsT]], ModelSettings] | None:
+        return self.wrapped.get_model_settings()
 
     def get_wrapper_toolset(self, toolset: AbstractToolset[CapabilityDepsT]) -> AbstractToolset[CapabilityDepsT] | None:
         return self.wrapped.get_wrapper_toolset(toolset)
