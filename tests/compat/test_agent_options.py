@@ -173,3 +173,48 @@ def deferred_check(name: str) -> Any:
 def test_a_deferred_model_check_fails_at_the_run() -> None:
     ref, ours = (deferred_check(name) for name in LIBS)
     assert ours == ref == 'Unknown model: zz:unknown'
+
+
+async def budgets(name: str, agent_retries: Any, run_retries: Any) -> Any:
+    lib = _names(name)
+    counts = {'tool': 0, 'output': 0}
+
+    def model(messages: list[Any], info: Any) -> Any:
+        last = messages[-1].parts[-1]
+        if len(messages) == 1 or (getattr(last, 'tool_name', None) == 'flaky' and last.content != 'ok'):
+            return lib.ModelResponse(parts=[lib.ToolCallPart('flaky', {}, f'c{len(messages)}')])
+        return lib.ModelResponse(parts=[lib.TextPart('text')])
+
+    agent = lib.Agent(lib.FunctionModel(model), retries=agent_retries)
+
+    @agent.tool_plain
+    def flaky() -> str:
+        counts['tool'] += 1
+        if counts['tool'] <= 2:
+            raise lib.ModelRetry('again')
+        return 'ok'
+
+    @agent.output_validator
+    def check(output: str) -> str:
+        counts['output'] += 1
+        raise lib.ModelRetry('not yet')
+
+    try:
+        await agent.run('go', **({} if run_retries is None else {'retries': run_retries}))
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return [type(error).__name__, str(error).split('. ')[0], counts]  # ours then says what to do
+    return ['ran', counts]
+
+
+@pytest.mark.parametrize(
+    ('agent_retries', 'run_retries'),
+    [
+        ({'tools': 2, 'output': 3}, None),
+        ({'tools': 1}, None),
+        (3, {'output': 1}),
+        ({'tools': 2, 'output': 0}, 2),
+    ],
+)
+def test_retry_budgets_by_kind(agent_retries: Any, run_retries: Any) -> None:
+    ref, ours = (asyncio.run(budgets(name, agent_retries, run_retries)) for name in LIBS)
+    assert ours == ref

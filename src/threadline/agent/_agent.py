@@ -25,6 +25,7 @@ from threadline.agent._result import AgentRunResult, OutputDataT
 from threadline.agent._run import AgentRun
 from threadline.agent._run_events import EventStream
 from threadline.agent._run_setup import (
+    AgentRetries,
     EndStrategy,
     InstructionsArg,
     RunOptions,
@@ -33,6 +34,7 @@ from threadline.agent._run_setup import (
     as_list,
     for_run,
     new_state,
+    retry_budgets,
 )
 from threadline.agent._state import InstructionSource, RunState, SettingsLayer
 from threadline.agent._streamed import StreamedRunResult, open_stream
@@ -101,7 +103,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         name: str | None = None,
         capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
         toolsets: Sequence[AbstractToolset[AgentDepsT] | ToolsetFunc[AgentDepsT]] = (),
-        retries: int = 1,
+        retries: int | AgentRetries = 1,
         model_settings: SettingsLayer = None,
         end_strategy: EndStrategy = 'graceful',
         defer_model_check: bool = False,
@@ -128,6 +130,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         self._overrides: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
             f'threadline_agent_overrides_{id(self)}', default=_NO_OVERRIDES
         )
+        retry_budgets(retries)  # a bad key is refused here, not at the first run
         self.retries = retries
         # The prepared history of the last run that finished (one conversation's worth, kept so
         # the next run continuing it checks and renders only what is new; see PreparedHistory).
@@ -260,7 +263,7 @@ class Agent(Generic[AgentDepsT, OutputDataT]):
         toolsets: Sequence[AbstractToolset[AgentDepsT]] | _Unset = _UNSET,
         instructions: InstructionsArg | _Unset = _UNSET,
         model_settings: ModelSettings | _Unset | None = _UNSET,
-        retries: int | _Unset = _UNSET,
+        retries: int | AgentRetries | _Unset = _UNSET,
     ) -> Iterator[None]:
         """Inside the block, runs of this agent use what is given here instead of what the agent
         or the call names (for tests: swap a real provider for `TestModel`). `tools` replaces the

@@ -464,10 +464,10 @@ async def queue_request(state: RunState, parts: list[ModelRequestPart]) -> Model
 
 async def retry_feedback(state: RunState, message: str | list[dict[str, Any]], *, cause: str) -> ModelRequestNode:
     state.output_retries += 1
-    if state.output_retries > state.max_retries:
-        raise UnexpectedModelBehavior(f'Exceeded maximum output retries ({state.max_retries})')
+    if state.output_retries > state.max_output_retries:
+        raise UnexpectedModelBehavior(f'Exceeded maximum output retries ({state.max_output_retries})')
     part = RetryFeedbackPart(
-        message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_retries)
+        message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_output_retries)
     )
     return await queue_request(state, [part])
 

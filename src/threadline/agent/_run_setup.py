@@ -66,7 +66,7 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     conversation_id: str | None
     capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]]
     toolsets: Sequence[AbstractToolset[Any] | ToolsetFunc[Any]]
-    retries: int | None
+    retries: int | AgentRetries | None
     metadata: AgentMetadata | None
     output_type: object
 
@@ -75,6 +75,31 @@ class RunSyncOptions(RunOptions[AgentDepsT], total=False):
     """`RunOptions` plus what only a run driven to its end takes."""
 
     event_stream_handler: EventStreamHandler | None
+
+
+class AgentRetries(TypedDict, total=False):
+    """Retry budgets by kind (`Agent(retries=...)`, `run(retries=...)`): `tools` for tool calls
+    (and the default of each output tool), `output` for output validation; an int sets both."""
+
+    tools: int
+    output: int
+
+
+def retry_budgets(*layers: int | AgentRetries | None) -> tuple[int, int]:
+    """The (tools, output) budgets: 1 each, then each layer over the previous (an int sets both,
+    a dict the kinds it names), as pydantic-ai 2.62 resolves the agent's, the run's and an override's."""
+    tools = output = 1
+    for layer in layers:
+        if layer is None:
+            continue
+        if isinstance(layer, int):
+            tools = output = layer
+        else:
+            unknown = set(layer) - {'tools', 'output'}
+            if unknown:
+                raise UserError(f"retries= takes 'tools' and 'output', not {sorted(unknown)}")
+            tools, output = layer.get('tools', tools), layer.get('output', output)
+    return tools, output
 
 
 class ToolOptions(TypedDict, total=False):
@@ -120,7 +145,7 @@ def new_state(
     conversation_id: str | None = None,
     capabilities: Sequence[AbstractCapability[Any] | CapabilityFunc[Any]] = (),
     toolsets: Sequence[AbstractToolset[Any] | ToolsetFunc[Any]] = (),
-    retries: int | None = None,
+    retries: int | AgentRetries | None = None,
     metadata: AgentMetadata | None = None,
     output_type: object = None,
 ) -> RunState:
@@ -148,6 +173,7 @@ def new_state(
         agent=agent,
     )
     ctx.metadata = resolve_metadata(agent.metadata, metadata, ctx) or {}
+    budgets = retry_budgets(agent.retries, retries, overridden.get('retries'))
     state = RunState(
         agent=agent,
         model=resolved_model,
@@ -163,7 +189,8 @@ def new_state(
         system_prompt_sources=agent._system_prompts,
         dynamic_system_prompts=agent._dynamic_system_prompts,
         output_validators=agent._output_validators,
-        max_retries=overridden.get('retries', agent.retries if retries is None else retries),
+        max_retries=budgets[0],
+        max_output_retries=budgets[1],
         user_prompt=user_prompt,
         deferred_results=deferred_tool_results,
         end_strategy=agent.end_strategy,

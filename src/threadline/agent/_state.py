@@ -68,6 +68,9 @@ class RunState:
     dynamic_system_prompts: dict[str, Callable[..., Any]]
     output_validators: Sequence[Callable[..., Any]]
     max_retries: int
+    """The tools' retry budget (and each output tool's default)."""
+    max_output_retries: int
+    """The output validation budget (see `_run_setup.retry_budgets`)."""
     user_prompt: str | Sequence[UserContent] | None
     deferred_results: DeferredToolResults | None
     new_message_index: int = 0
@@ -180,7 +183,7 @@ class RunState:
         self.resolved_ahead = step if ahead else None
         chain = self.capabilities
         if chain.has('prepare_output_tools'):
-            budget = replace(self.ctx, run_step=step, retry=self.output_retries, max_retries=self.max_retries)
+            budget = replace(self.ctx, run_step=step, retry=self.output_retries, max_retries=self.max_output_retries)
             self.step_output_tools = await chain.prepare_tools(budget, list(self.output.output_tools), output=True)
         if self.toolset is None and not self.prepared_tools and self.step_tools is None:
             return
@@ -237,6 +240,7 @@ class RunState:
             dynamic_system_prompts=agent._dynamic_system_prompts,
             output_validators=(),
             max_retries=0,
+            max_output_retries=0,
             user_prompt=None,
             deferred_results=None,
         )

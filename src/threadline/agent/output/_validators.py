@@ -30,7 +30,7 @@ def output_call_context(state: RunState, call: ToolCallPart, *, partial: bool = 
         tool_name=call.tool_name,
         tool_call_id=call.tool_call_id,
         retry=state.ctx.retries.get(call.tool_name, 0),
-        max_retries=state.max_retries if limit is None else limit,
+        max_retries=state.max_output_retries if limit is None else limit,
         approved=False,
     )
     return replace(ctx, partial_output=True) if partial else ctx
@@ -44,9 +44,11 @@ async def validate_output(
     if not state.output_validators:
         return output
     if ctx is None:
-        ctx = replace(state.ctx, retry=state.output_retries, max_retries=state.max_retries, partial_output=partial)
+        ctx = replace(
+            state.ctx, retry=state.output_retries, max_retries=state.max_output_retries, partial_output=partial
+        )
     else:
-        ctx = replace(ctx, max_retries=state.max_retries)
+        ctx = replace(ctx, max_retries=state.max_output_retries)
     for validator in state.output_validators:
         takes_ctx = len(inspect.signature(validator).parameters) >= 2
         result = validator(ctx, output) if takes_ctx else validator(output)

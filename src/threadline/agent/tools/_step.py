@@ -338,6 +338,7 @@ class ToolStep:
                 call.tool_name, 'Output tool not used - a final result was already processed.', call.tool_call_id
             )
         limit = self.state.output.max_retries(call.tool_name)
+        limit = self.state.max_output_retries if limit is None else limit  # the output budget by default
         ctx = output_call_context(self.state, call)
         try:
             value = await self.state.output.from_call(ctx, self.state.capabilities, call)
