@@ -15,12 +15,14 @@ from threadline.exceptions import (
     MissingAPIKey,
     ModelConnectionError,
     ModelHTTPError,
+    ModelTimeoutError,
     UnexpectedModelBehavior,
     UserError,
 )
 from threadline.messages import BinaryContent, ModelMessage, ModelResponse, ToolReturnPart
 from threadline.messages.wire import JSONObject, enc_hook
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from threadline.models._http_errors import categorized_http_error
 from threadline.models._stream import StreamedResponse
 
 
@@ -211,9 +213,11 @@ async def post_json(
             )
         text = await client.post(path, cast_to=str, content=content, options=options)
     except sdk.APIStatusError as exc:
-        raise ModelHTTPError(exc.status_code, model_name, _error_body(exc)) from exc
+        body = _error_body(exc)
+        raise categorized_http_error(exc.status_code, model_name, body, **_error_facts(body)) from exc
     except sdk.APIConnectionError as exc:  # timeouts too, after the SDK's own retries
-        raise ModelConnectionError(model_name, f'{model_name}: {type(exc).__name__}: {exc}') from exc
+        kind = ModelTimeoutError if isinstance(exc, sdk.APITimeoutError) else ModelConnectionError
+        raise kind(model_name, f'{model_name}: {type(exc).__name__}: {exc}') from exc
     try:
         data = msgspec.json.decode(text)
     except msgspec.DecodeError as exc:
@@ -223,6 +227,16 @@ async def post_json(
     if not isinstance(data, dict):
         raise UnexpectedModelBehavior('the provider answered with a JSON value that is not an object', text)
     return response_type.construct(**data)
+
+
+def _error_facts(body: object) -> dict[str, str | None]:
+    """The provider's error code, type and message from an error body (OpenAI's and Anthropic's
+    both nest them under `error`)."""
+    error = body.get('error', body) if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return {}
+    facts = {'code': error.get('code'), 'error_type': error.get('type'), 'message': error.get('message')}
+    return {k: v if isinstance(v, str) else None for k, v in facts.items()}
 
 
 def _error_body(exc: Any) -> Any:

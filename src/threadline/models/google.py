@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from threadline.exceptions import ModelConnectionError, ModelHTTPError, UnexpectedModelBehavior, UserError
+from threadline.exceptions import ModelConnectionError, ModelTimeoutError, UnexpectedModelBehavior, UserError
 from threadline.messages import (
     BinaryContent,
     CachePoint,
@@ -57,6 +57,7 @@ from threadline.messages import (
 from threadline.messages.wire import enc_hook
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._google_wire import post, wire_request
+from threadline.models._http_errors import categorized_http_error
 from threadline.models._provider import ProviderModel, require_extra
 from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
@@ -482,6 +483,14 @@ def _errors(model_name: str) -> Iterator[None]:
         yield
     except errors.APIError as error:
         body = getattr(error, 'details', None) or getattr(error, 'message', None)
-        raise ModelHTTPError(int(error.code or 0), model_name, body) from error
+        status, message = getattr(error, 'status', None), getattr(error, 'message', None)
+        raise categorized_http_error(
+            int(error.code or 0),
+            model_name,
+            body,
+            code=status if isinstance(status, str) else None,
+            message=message if isinstance(message, str) else None,
+        ) from error
     except httpx.TransportError as error:  # unreachable, or no answer in time
-        raise ModelConnectionError(model_name, f'{model_name}: {type(error).__name__}: {error}') from error
+        kind = ModelTimeoutError if isinstance(error, httpx.TimeoutException) else ModelConnectionError
+        raise kind(model_name, f'{model_name}: {type(error).__name__}: {error}') from error
