@@ -113,3 +113,17 @@ def parts_of(messages: list[object], *kinds: str) -> list[list[object]]:
         for p in m.parts  # type: ignore[attr-defined]
         if p.part_kind in kinds
     ]
+
+
+def library_with(name: str, **modules: tuple[str, ...]) -> SimpleNamespace:
+    """`library(name)` plus `modules`' names, each module given by its path under the package
+    (`capabilities=('PrepareTools',)` imports `pydantic_ai.capabilities.PrepareTools` for 'ref',
+    `threadline.capabilities.PrepareTools` for 'ours'): both libraries keep these at the same path."""
+    import importlib
+
+    root = 'pydantic_ai' if name == 'ref' else 'threadline'
+    names = dict(vars(library(name)))
+    for path, wanted in modules.items():
+        module = importlib.import_module(f'{root}.{path}')
+        names.update({attr: getattr(module, attr) for attr in wanted})
+    return SimpleNamespace(**names)

@@ -9,18 +9,13 @@ from typing import Any
 
 import pytest
 
-from tests.compat._libs import library
+from tests.compat._libs import library_with
 
 LIBS = ('ref', 'ours')
 
 
 def _names(name: str) -> SimpleNamespace:
-    lib = library(name)
-    if name == 'ref':
-        from pydantic_ai.exceptions import UserError
-    else:
-        from threadline.exceptions import UserError
-    return SimpleNamespace(**vars(lib), UserError=UserError)
+    return library_with(name, exceptions=('UserError',))
 
 
 def one_call_model(lib: SimpleNamespace, seen: list[Any]) -> Any:

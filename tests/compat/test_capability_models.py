@@ -8,20 +8,13 @@ from typing import Any
 
 import pytest
 
-from tests.compat._libs import library
+from tests.compat._libs import library_with
 
 LIBS = ('ref', 'ours')
 
 
 def _names(name: str) -> SimpleNamespace:
-    lib = library(name)
-    if name == 'ref':
-        from pydantic_ai.exceptions import UserError
-        from pydantic_ai.models.wrapper import WrapperModel
-    else:
-        from threadline.exceptions import UserError
-        from threadline.models.wrapper import WrapperModel
-    return SimpleNamespace(**vars(lib), WrapperModel=WrapperModel, UserError=UserError)
+    return library_with(name, exceptions=('UserError',), **{'models.wrapper': ('WrapperModel',)})
 
 
 def labelled(lib: SimpleNamespace, label: str, answered: list[str], calls: int = 0) -> Any:

@@ -8,22 +8,13 @@ from typing import Any
 
 import pytest
 
-from tests.compat._libs import library
+from tests.compat._libs import library_with
 
 LIBS = ('ref', 'ours')
 
 
 def _names(name: str) -> SimpleNamespace:
-    lib = library(name)
-    if name == 'ref':
-        from pydantic_ai.capabilities import CapabilityOrdering, WrapperCapability
-        from pydantic_ai.exceptions import UserError
-    else:
-        from threadline.capabilities import CapabilityOrdering, WrapperCapability
-        from threadline.exceptions import UserError
-    return SimpleNamespace(
-        **vars(lib), CapabilityOrdering=CapabilityOrdering, WrapperCapability=WrapperCapability, UserError=UserError
-    )
+    return library_with(name, capabilities=('CapabilityOrdering', 'WrapperCapability'), exceptions=('UserError',))
 
 
 def family(lib: SimpleNamespace, log: list[str]) -> SimpleNamespace:

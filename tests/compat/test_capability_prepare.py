@@ -10,28 +10,17 @@ from typing import Any
 
 import pytest
 
-from tests.compat._libs import library
+from tests.compat._libs import library_with
 
 LIBS = ('ref', 'ours')
 
 
 def _names(name: str) -> SimpleNamespace:
-    lib = library(name)
-    if name == 'ref':
-        from pydantic_ai.capabilities import PrepareOutputTools, PrepareTools, Toolset
-        from pydantic_ai.exceptions import UserError
-        from pydantic_ai.toolsets import FunctionToolset
-    else:
-        from threadline.capabilities import PrepareOutputTools, PrepareTools, Toolset
-        from threadline.exceptions import UserError
-        from threadline.toolsets import FunctionToolset
-    return SimpleNamespace(
-        **vars(lib),
-        PrepareTools=PrepareTools,
-        PrepareOutputTools=PrepareOutputTools,
-        Toolset=Toolset,
-        FunctionToolset=FunctionToolset,
-        UserError=UserError,
+    return library_with(
+        name,
+        capabilities=('PrepareOutputTools', 'PrepareTools', 'Toolset'),
+        exceptions=('UserError',),
+        toolsets=('FunctionToolset',),
     )
 
 

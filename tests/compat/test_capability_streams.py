@@ -8,30 +8,17 @@ from typing import Any
 
 import pytest
 
-from tests.compat._libs import library
+from tests.compat._libs import library_with
 
 LIBS = ('ref', 'ours')
 
 
 def _names(name: str) -> SimpleNamespace:
-    lib = library(name)
-    if name == 'ref':
-        from pydantic_ai.capabilities import PrepareTools, on_event
-        from pydantic_ai.messages import FunctionToolCallEvent, FunctionToolResultEvent, PartDeltaEvent, PartStartEvent
-        from pydantic_ai.toolsets import WrapperToolset
-    else:
-        from threadline.capabilities import PrepareTools, on_event
-        from threadline.messages import FunctionToolCallEvent, FunctionToolResultEvent, PartDeltaEvent, PartStartEvent
-        from threadline.toolsets import WrapperToolset
-    return SimpleNamespace(
-        **vars(lib),
-        on_event=on_event,
-        PrepareTools=PrepareTools,
-        PartStartEvent=PartStartEvent,
-        PartDeltaEvent=PartDeltaEvent,
-        FunctionToolCallEvent=FunctionToolCallEvent,
-        FunctionToolResultEvent=FunctionToolResultEvent,
-        WrapperToolset=WrapperToolset,
+    return library_with(
+        name,
+        capabilities=('PrepareTools', 'on_event'),
+        messages=('FunctionToolCallEvent', 'FunctionToolResultEvent', 'PartDeltaEvent', 'PartStartEvent'),
+        toolsets=('WrapperToolset',),
     )
 
 

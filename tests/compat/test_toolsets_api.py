@@ -8,26 +8,16 @@ from typing import Any
 
 import pytest
 
-from tests.compat._libs import library
+from tests.compat._libs import library_with
 
 LIBS = ('ref', 'ours')
 
 
 def _names(name: str) -> SimpleNamespace:
-    lib = library(name)
-    if name == 'ref':
-        from pydantic_ai.capabilities import Capability
-        from pydantic_ai.toolsets import AbstractToolset, DynamicToolset, FunctionToolset, WrapperToolset
-    else:
-        from threadline.capabilities import Capability
-        from threadline.toolsets import AbstractToolset, DynamicToolset, FunctionToolset, WrapperToolset
-    return SimpleNamespace(
-        **vars(lib),
-        Capability=Capability,
-        AbstractToolset=AbstractToolset,
-        DynamicToolset=DynamicToolset,
-        FunctionToolset=FunctionToolset,
-        WrapperToolset=WrapperToolset,
+    return library_with(
+        name,
+        capabilities=('Capability',),
+        toolsets=('AbstractToolset', 'DynamicToolset', 'FunctionToolset', 'WrapperToolset'),
     )
 
 
