@@ -10,6 +10,21 @@ import pytest
 
 SURFACE: dict[str, set[str]] = {
     'threadline': {
+        'ModelAPIError',
+        'ModelAuthenticationError',
+        'ModelConnectionError',
+        'ModelContextWindowExceededError',
+        'ModelHTTPError',
+        'ModelNotFoundError',
+        'ModelOverloadedError',
+        'ModelQuotaExceededError',
+        'ModelRateLimitError',
+        'ModelRequestRejectedError',
+        'ModelServerError',
+        'ModelTimeoutError',
+        'ModelUnavailableError',
+        'FilePart',
+        'UploadedFile',
         'ApprovalRequired',
         'ConversationSearch',
         'Memory',

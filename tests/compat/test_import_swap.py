@@ -589,3 +589,18 @@ def test_a_request_a_processor_builds_is_stamped_and_counted_as_in_the_reference
     )
     assert _processed(ours) == _processed(reference)
     assert _processed(ours)[1] == ('rewritten: pending', True, True, True, 1)
+
+
+def test_the_import_paths_applications_use() -> None:
+    """Names pydantic-ai applications import from these paths resolve in Threadline at the same ones."""
+    import pydantic_ai
+    import pydantic_ai.models.openai as their_openai
+
+    import threadline
+    import threadline.models.openai as our_openai
+
+    for name in ('FilePart', 'UploadedFile', 'ModelHTTPError', 'ModelRateLimitError', 'ModelServerError'):
+        assert name in pydantic_ai.__all__ and name in threadline.__all__, name
+        assert getattr(threadline, name).__name__ == getattr(pydantic_ai, name).__name__
+    for name in ('OpenAIChatModel', 'OpenAIResponsesModel'):
+        assert getattr(our_openai, name).__name__ == getattr(their_openai, name).__name__

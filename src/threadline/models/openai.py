@@ -67,7 +67,9 @@ if TYPE_CHECKING:
     from openai.types import CompletionUsage
     from openai.types.chat import ChatCompletionChunk
 
-__all__ = ['OpenAIChatModel', 'OpenAIProvider']
+    from threadline.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesModelSettings
+
+__all__ = ['OpenAIChatModel', 'OpenAIProvider', 'OpenAIResponsesModel', 'OpenAIResponsesModelSettings']
 
 _FINISH: dict[str, FinishReason] = {
     'stop': 'stop',
@@ -364,3 +366,16 @@ def _describe(item: object) -> str:
     if isinstance(item, UploadedFile):
         return f'a file uploaded to {item.provider_name}'
     return type(item).__name__
+
+
+def __getattr__(name: str) -> Any:
+    # The Responses API model lives in `openai_responses` (it builds on this module); applications
+    # import it from here, as from pydantic-ai's `models.openai` (tests/test_architecture.py lists it).
+    if name in ('OpenAIResponsesModel', 'OpenAIResponsesModelSettings'):
+        from threadline.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesModelSettings
+
+        return {
+            'OpenAIResponsesModel': OpenAIResponsesModel,
+            'OpenAIResponsesModelSettings': OpenAIResponsesModelSettings,
+        }[name]
+    raise AttributeError(name)

@@ -92,3 +92,15 @@ async def test_a_categorized_error_is_still_a_model_http_error(server: ProviderS
         await Agent(openai_model(server)).run('hi')
     assert isinstance(caught.value, ModelHTTPError) and caught.value.status_code == 429
     assert type(caught.value).__name__ == 'ModelRateLimitError'
+
+
+def test_a_categorized_error_pickles_and_is_made_for_custom_models() -> None:
+    import pickle
+
+    from threadline.exceptions import ModelContextWindowExceededError, ModelRequestRejectedError
+
+    error = ModelHTTPError.for_category(ModelContextWindowExceededError, status_code=400, model_name='m', body={'x': 1})
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is type(error) and isinstance(back, ModelRequestRejectedError)
+    assert (back.status_code, back.model_name, back.body) == (400, 'm', {'x': 1})
+    assert type(ModelHTTPError.for_category(None, status_code=418, model_name='m')) is ModelHTTPError
