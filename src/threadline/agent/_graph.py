@@ -417,7 +417,7 @@ class CallToolsNode:
             calls = _unanswered_calls(state.history, index)
         if not calls:
             return await self._handle_text(state, response)
-        if not state.tools_resolved:  # resumed with deferred results: no request came first
+        if state.resolved_step is None:  # resumed with deferred results: no request came first
             await state.resolve_tools()
         text = ''.join(p.content for p in response.parts if isinstance(p, TextPart))
         outcome = await ToolStep(

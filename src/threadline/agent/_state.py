@@ -122,10 +122,9 @@ class RunState:
     request, later over earlier; empty when `settings` holds them all."""
     run_metadata: AgentMetadata | None = None
     """`run(metadata=)`, resolved again over the agent's when the run ends (see `_metadata`)."""
-    tools_resolved: bool = False
-    """Whether this run's tools were resolved for a step yet (a resumed history may run tools first)."""
-    resolved_ahead: int | None = None
-    """The step resolved `ahead` of its request, which then keeps those tools (pydantic-ai resolves once per step)."""
+    resolved_step: int | None = None
+    """The step this run's tools were last resolved for (None: not yet; a resumed history may run
+    tools first). A step is resolved once, as pydantic-ai resolves it, even when resolved ahead."""
     typed_tools: bool = False
     """Whether some tool records its calls with a kind (`load_capability`): only then are calls typed."""
 
@@ -176,11 +175,9 @@ class RunState:
         `prepare_output_tools`); `ahead` resolves for the next step (a resumed response's calls,
         run before any request)."""
         step = self.ctx.run_step + ahead
-        if self.resolved_ahead == step and not ahead:
-            self.resolved_ahead = None
+        if self.resolved_step == step:
             return
-        self.tools_resolved = True
-        self.resolved_ahead = step if ahead else None
+        self.resolved_step = step
         chain = self.capabilities
         if chain.has('prepare_output_tools'):
             budget = replace(self.ctx, run_step=step, retry=self.output_retries, max_retries=self.max_output_retries)

@@ -31,34 +31,32 @@ PrepareFunc: TypeAlias = Callable[
 ]
 
 
-class PrepareTools(AbstractCapability[CapabilityDepsT]):
-    """Filter or change each step's function tool definitions with `prepare_func`."""
+class _OneFunction(AbstractCapability[CapabilityDepsT]):
+    """A capability that is one prepare function (the two below differ only in the hook)."""
 
     def __init__(self, prepare_func: PrepareFunc[CapabilityDepsT]) -> None:
         self.prepare_func = prepare_func
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}({self.prepare_func!r})'
+
+
+class PrepareTools(_OneFunction[CapabilityDepsT]):
+    """Filter or change each step's function tool definitions with `prepare_func`."""
 
     async def prepare_tools(
         self, ctx: RunContext[CapabilityDepsT], tool_defs: list[ToolDefinition]
     ) -> list[ToolDefinition]:
         return await _called(self.prepare_func, ctx, tool_defs)
 
-    def __repr__(self) -> str:
-        return f'{type(self).__name__}({self.prepare_func!r})'
 
-
-class PrepareOutputTools(AbstractCapability[CapabilityDepsT]):
+class PrepareOutputTools(_OneFunction[CapabilityDepsT]):
     """Filter or change each step's output tool definitions with `prepare_func`."""
-
-    def __init__(self, prepare_func: PrepareFunc[CapabilityDepsT]) -> None:
-        self.prepare_func = prepare_func
 
     async def prepare_output_tools(
         self, ctx: RunContext[CapabilityDepsT], tool_defs: list[ToolDefinition]
     ) -> list[ToolDefinition]:
         return await _called(self.prepare_func, ctx, tool_defs)
-
-    def __repr__(self) -> str:
-        return f'{type(self).__name__}({self.prepare_func!r})'
 
 
 class Toolset(AbstractCapability[CapabilityDepsT]):
