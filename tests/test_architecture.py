@@ -60,7 +60,6 @@ LAZY_REEXPORTS: frozenset[tuple[str, str]] = frozenset(
     {
         ('threadline.storage', 'threadline.steps'),  # StepPersistence, continue_run, ... (pinned)
         ('threadline.models.anthropic', 'threadline.memory.anthropic'),  # MemoryTool (pinned)
-        ('threadline.models.openai', 'threadline.models.openai_responses'),  # OpenAIResponsesModel
         # `import threadline` does not load the storage layer; these two load it when first used
         ('threadline', 'threadline.search'),  # ConversationSearch
         ('threadline', 'threadline.memory'),  # Memory

@@ -21,7 +21,6 @@ Request mapping:
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -54,20 +53,18 @@ from threadline.models._base import (
     ModelProfile,
     ModelRequestParameters,
     ModelSettings,
-    OutputObjectDefinition,
     ToolDefinition,
 )
-from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
+from threadline.models._openai_provider import OpenAIProvider, json_schema_format
+from threadline.models._provider import ProviderModel, binary_base64, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
+from threadline.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesModelSettings
 
 if TYPE_CHECKING:
-    import httpx
     from openai.types import CompletionUsage
     from openai.types.chat import ChatCompletionChunk
-
-    from threadline.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesModelSettings
 
 __all__ = ['OpenAIChatModel', 'OpenAIProvider', 'OpenAIResponsesModel', 'OpenAIResponsesModelSettings']
 
@@ -78,29 +75,6 @@ _FINISH: dict[str, FinishReason] = {
     'content_filter': 'content_filter',
     'function_call': 'tool_call',
 }
-
-
-class OpenAIProvider:
-    """Where to reach an OpenAI-compatible API: `base_url` (default `OPENAI_BASE_URL` or OpenAI's),
-    `api_key` (default `OPENAI_API_KEY`), an optional `httpx.AsyncClient`, and the SDK's retries."""
-
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        max_retries: int = 2,
-    ) -> None:
-        openai = require_extra('openai', 'openai')
-        base_url = base_url or os.environ.get('OPENAI_BASE_URL')
-        self.client = openai.AsyncOpenAI(
-            api_key=env_key(api_key, 'OPENAI_API_KEY', 'openai'),
-            base_url=base_url,
-            http_client=http_client,
-            max_retries=max_retries,
-        )
-        self.base_url = str(self.client.base_url)
 
 
 class OpenAIChatModel(ProviderModel[OpenAIProvider]):
@@ -313,18 +287,6 @@ class _OpenAIStream(StreamedResponse):
                     )
 
 
-def json_schema_format(output: OutputObjectDefinition) -> JSONObject:
-    """A `NativeOutput`'s JSON-schema response format (Chat Completions nests it under
-    `json_schema`, the Responses API under `text.format`): the schema in strict mode's form, and
-    `strict: true` when it fits, as for tools."""
-    schema, strict = strict_tool_schema(output.json_schema, output.strict)
-    format_: JSONObject = {'name': output.name or 'final_result', 'schema': schema}
-    if output.description:
-        format_['description'] = output.description
-    format_['strict'] = bool(strict)  # stated either way here (unlike tools, where absent means not strict)
-    return format_
-
-
 def _tool(tool: ToolDefinition) -> JSONObject:
     """A tool definition, with `strict: true` when the tool's schema fits strict mode (see
     `_strict`); the schema goes in the form strict mode wants either way."""
@@ -366,16 +328,3 @@ def _describe(item: object) -> str:
     if isinstance(item, UploadedFile):
         return f'a file uploaded to {item.provider_name}'
     return type(item).__name__
-
-
-def __getattr__(name: str) -> Any:
-    # The Responses API model lives in `openai_responses` (it builds on this module); applications
-    # import it from here, as from pydantic-ai's `models.openai` (tests/test_architecture.py lists it).
-    if name in ('OpenAIResponsesModel', 'OpenAIResponsesModelSettings'):
-        from threadline.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesModelSettings
-
-        return {
-            'OpenAIResponsesModel': OpenAIResponsesModel,
-            'OpenAIResponsesModelSettings': OpenAIResponsesModelSettings,
-        }[name]
-    raise AttributeError(name)

@@ -63,10 +63,10 @@ from threadline.messages import (
 )
 from threadline.messages.wire import JSONObject, encoder
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._openai_provider import OpenAIProvider, json_schema_format
 from threadline.models._provider import ProviderModel, require_extra, tool_result_text
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
-from threadline.models.openai import OpenAIProvider, json_schema_format
 
 if TYPE_CHECKING:
     from openai.types.responses import ResponseUsage
