@@ -31,7 +31,7 @@ def test_opaque_parts_are_skipped_with_one_warning_per_run() -> None:
             },
             {
                 'kind': 'response',
-                'parts': [{'part_kind': 'speech', 'content': 'x'}, {'part_kind': 'text', 'content': 'hello'}],
+                'parts': [{'part_kind': 'hologram', 'content': 'x'}, {'part_kind': 'text', 'content': 'hello'}],
             },
         ]
     )
@@ -55,9 +55,9 @@ def test_opaque_parts_are_skipped_with_one_warning_per_run() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         result = agent.run_sync('next', message_history=history)
-    speech_warnings = [w for w in caught if "'speech'" in str(w.message)]
-    assert len(speech_warnings) == 1  # two model requests, one warning
-    assert all(p.part_kind != 'speech' for m in seen[0] for p in m.parts)
+    unknown_warnings = [w for w in caught if "'hologram'" in str(w.message)]
+    assert len(unknown_warnings) == 1  # two model requests, one warning
+    assert all(p.part_kind != 'hologram' for m in seen[0] for p in m.parts)
     assert result.all_messages()[1].parts[0] == history[1].parts[0]  # stored history keeps it
 
 

@@ -31,6 +31,7 @@ from threadline.messages._content import (
     TextContent,
     UploadedFile,
 )
+from threadline.messages._encode import enc_hook
 from threadline.messages._messages import ModelMessage, ModelRequest, ModelResponse
 from threadline.messages._opaque import OpaqueContent, OpaquePart
 from threadline.messages._parts import (
@@ -69,18 +70,6 @@ def dec_hook(tp: Any, obj: Any) -> Any:
             return Base64Bytes(obj)
         raise TypeError(f'expected base64 text or bytes, got {type(obj).__name__}')
     raise NotImplementedError(f'no decoder for {tp!r}')
-
-
-def enc_hook(obj: Any) -> Any:
-    """Encode what msgspec does not know natively: URL-safe base64 data, opaque parts, and (for
-    application `metadata`) anything pydantic knows how to make JSON-compatible."""
-    from pydantic_core import to_jsonable_python
-
-    if isinstance(obj, Base64Bytes):
-        return obj.encode_text()
-    if isinstance(obj, (OpaquePart, OpaqueContent)):
-        return obj.data
-    return to_jsonable_python(obj)
 
 
 encoder = msgspec.json.Encoder(enc_hook=enc_hook, decimal_format='string')

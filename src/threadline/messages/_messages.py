@@ -9,6 +9,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from threadline.messages._base import LegacyName, WireStruct, legacy_field
+from threadline.messages._content import BinaryContent, BinaryImage
 from threadline.messages._parts import (
     CompactionPart,
     FilePart,
@@ -159,8 +160,23 @@ class ModelResponse(_ResponseFields, kw_only=True, tag='response'):
         return '\n\n'.join(texts) if texts else None
 
     @property
-    def files(self) -> list[FilePart]:
-        return [p for p in self.parts if isinstance(p, FilePart)]
+    def files(self) -> list[BinaryContent]:
+        """The files the response holds (each `FilePart`'s content), as pydantic-ai returns them."""
+        return [p.content for p in self.parts if isinstance(p, FilePart)]
+
+    @property
+    def images(self) -> list[BinaryImage]:
+        return [f for f in self.files if isinstance(f, BinaryImage)]
+
+    @property
+    def native_tool_calls(self) -> list[tuple[NativeToolCallPart, NativeToolReturnPart]]:
+        """Each provider-run tool call paired with its return (calls without one are left out)."""
+        returns = {p.tool_call_id: p for p in self.parts if isinstance(p, NativeToolReturnPart)}
+        return [
+            (p, returns[p.tool_call_id])
+            for p in self.parts
+            if isinstance(p, NativeToolCallPart) and p.tool_call_id in returns
+        ]
 
 
 ModelMessage = ModelRequest | ModelResponse

@@ -11,6 +11,7 @@ from msgspec import UNSET, UnsetType
 
 from threadline.messages._base import LegacyName, WireStruct, legacy_field
 from threadline.messages._content import BinaryContent, UserContent
+from threadline.messages._tool_return_reading import ToolReturnReading
 
 __all__ = [
     'BuiltinToolCallPart',
@@ -110,7 +111,7 @@ class _ToolReturnFields(_RequestPart):
     tool_call_id: str = msgspec.field(default_factory=_new_tool_call_id)
 
 
-class ToolReturnPart(_ToolReturnFields, kw_only=True, tag='tool-return'):
+class ToolReturnPart(_ToolReturnFields, ToolReturnReading, kw_only=True, tag='tool-return'):
     """The result of a tool call, paired with its call by `tool_call_id`.
 
     `outcome` says how the call ended; a `retried` return asks the model to try again, a
@@ -232,8 +233,9 @@ class _ToolCallBase(_ToolCallFields, kw_only=True):
     provider_name: str | None = None
     provider_details: dict[str, Any] | None = None
 
-    def args_as_dict(self) -> dict[str, Any]:
-        """The arguments as a dict; unparsable JSON comes back as `{'INVALID_JSON': '<raw>'}`."""
+    def args_as_dict(self, *, raise_if_invalid: bool = False) -> dict[str, Any]:
+        """The arguments as a dict; unparsable or non-object JSON comes back as
+        `{'INVALID_JSON': '<raw>'}`, or raises `ValueError` with `raise_if_invalid`."""
         args = self.args
         if args is None or args == '':
             return {}
@@ -241,9 +243,15 @@ class _ToolCallBase(_ToolCallFields, kw_only=True):
             return args
         try:
             parsed = msgspec.json.decode(args)
-        except msgspec.DecodeError:
+        except msgspec.DecodeError as error:
+            if raise_if_invalid:
+                raise ValueError(f'the arguments of tool call {self.tool_call_id!r} are not valid JSON') from error
             return {'INVALID_JSON': args}
-        return parsed if isinstance(parsed, dict) else {'INVALID_JSON': args}
+        if isinstance(parsed, dict):
+            return parsed
+        if raise_if_invalid:
+            raise ValueError(f'the arguments of tool call {self.tool_call_id!r} are not a JSON object')
+        return {'INVALID_JSON': args}
 
     def args_as_json_str(self) -> str:
         """The arguments as compact JSON text, with the same rule for unparsable JSON."""
@@ -282,7 +290,7 @@ class _NativeToolReturnFields(_ResponsePart):
     tool_call_id: str = msgspec.field(default_factory=_new_tool_call_id)
 
 
-class NativeToolReturnPart(_NativeToolReturnFields, kw_only=True, tag='builtin-tool-return'):
+class NativeToolReturnPart(_NativeToolReturnFields, ToolReturnReading, kw_only=True, tag='builtin-tool-return'):
     """The provider's own result for a `NativeToolCallPart`, inline in its response."""
 
     tool_kind: ToolPartKind | None = None

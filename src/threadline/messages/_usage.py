@@ -67,6 +67,11 @@ class _UsageBase(WireStruct, metaclass=_UsageMeta, kw_only=True):
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    @property
+    def cache_hit_ratio(self) -> float:
+        """The share of input tokens read from the provider's prompt cache (0.0 with no input)."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else 0.0
+
     def has_values(self) -> bool:
         """Whether any counter, detail or cost is non-zero (a detail recorded as 0 is no usage)."""
         return any(getattr(self, name) for name in _COUNTERS) or any(self.details.values()) or bool(self.cost)
@@ -91,6 +96,11 @@ class _UsageBase(WireStruct, metaclass=_UsageMeta, kw_only=True):
 
 class RequestUsage(_UsageBase, kw_only=True):
     """What one model response used: tokens by kind, and the cost when it is known."""
+
+    @property
+    def requests(self) -> int:
+        """Always 1: this is one request's usage (a run counts its requests itself)."""
+        return 1
 
     def incr(self, other: RequestUsage) -> None:
         """Add `other` into this usage in place."""

@@ -15,7 +15,8 @@ Rules, applied to a copy (stored history is never changed):
   separate model wrote it and that it is context, not instructions, with any framing tag inside
   it neutralized (see `_framing`). It is never sent as a system prompt.
 - Opaque parts and content (kinds this version does not know) are skipped; their kinds are
-  returned so the run can warn once.
+  returned so the run can warn once. A realtime session's `speech` part is sent as its
+  transcript (see `_speech`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from threadline.messages import (
     ModelRequest,
     ModelRequestPart,
     ModelResponse,
+    ModelResponsePart,
     NativeToolCallPart,
     NativeToolReturnPart,
     OpaqueContent,
@@ -51,6 +53,7 @@ from threadline.messages import (
 )
 from threadline.messages.framing import CONVERSATION_SUMMARY_PROVENANCE, frame
 from threadline.models._base import ModelProfile
+from threadline.models._speech import SPEECH, assistant_speech, user_speech
 
 __all__ = [
     'NO_OUTPUT_TEXTS',
@@ -206,13 +209,24 @@ def _render_message(
         changed = False
         for index, part in enumerate(message.parts):
             if isinstance(part, OpaquePart):
-                skipped.add(part.part_kind)
                 changed = True
+                if part.part_kind == SPEECH:
+                    parts.extend(p for p in [user_speech(part)] if p is not None)
+                else:
+                    skipped.add(part.part_kind)
                 continue
             rendered = _render_request_part(part, first and index < standing, profile, skipped)
             changed = changed or rendered is not part
             parts.append(rendered)
         return replace(message, parts=parts) if changed else message
-    kept = [part for part in message.parts if not isinstance(part, OpaquePart)]
-    skipped.update(part.part_kind for part in message.parts if isinstance(part, OpaquePart))
-    return replace(message, parts=kept) if len(kept) != len(message.parts) else message
+    if not any(isinstance(part, OpaquePart) for part in message.parts):
+        return message
+    kept: list[ModelResponsePart] = []
+    for at, answer_part in enumerate(message.parts):
+        if not isinstance(answer_part, OpaquePart):
+            kept.append(answer_part)
+        elif answer_part.part_kind == SPEECH:
+            kept.extend(p for p in [assistant_speech(message, at)] if p is not None)
+        else:
+            skipped.add(answer_part.part_kind)
+    return replace(message, parts=kept)

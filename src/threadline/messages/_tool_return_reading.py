@@ -1,0 +1,132 @@
+"""Reading a tool return as a model is sent it: pydantic-ai 2.62's helpers on `ToolReturnPart`
+and `NativeToolReturnPart` (`model_response_str`, `model_response_object`, `files`, ...).
+
+Rules (pydantic-ai 2.62's, checked against it):
+- The data is the content without its files (images, documents, audio, video, uploads); a lone
+  item, or one left alone once the files are taken out, is the item itself.
+- As text: a string as is, no data as `''`, anything else as its JSON, and a value whose JSON is
+  a string (a date, a UUID) as that string unquoted, so the text is the same before and after the
+  history is stored and loaded back.
+- A `failed` or `retried` return is `{"error": ...}` unless `wrap_if_error=False` (for providers
+  with an error channel of their own): the text, or a retry's structured feedback as it is.
+- As an object: a JSON object as is, anything else under `return_value`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from threadline.messages._content import AudioUrl, BinaryContent, DocumentUrl, ImageUrl, UploadedFile, VideoUrl
+from threadline.messages._encode import enc_hook
+
+__all__ = ['ERROR_OUTCOMES', 'RETURN_VALUE_KEY', 'ToolReturnReading']
+
+ERROR_OUTCOMES = ('failed', 'retried')
+"""The outcomes a model is sent as an error."""
+
+RETURN_VALUE_KEY = 'return_value'
+"""The key a value that is not a JSON object goes under in `model_response_object()`."""
+
+_FILES = (ImageUrl, AudioUrl, DocumentUrl, VideoUrl, BinaryContent, UploadedFile)
+_encoder = msgspec.json.Encoder(enc_hook=enc_hook, decimal_format='string')
+
+
+class ToolReturnReading:
+    """The helpers a tool return part mixes in (it has `content` and `outcome`)."""
+
+    __slots__ = ()
+    content: Any
+    outcome: str
+
+    @property
+    def files(self) -> list[Any]:
+        """The files in the content (images, documents, audio, video, uploads)."""
+        return self._split()[1]
+
+    def has_content(self) -> bool:
+        return self.content is not None
+
+    def model_response_str(self, *, wrap_if_error: bool = True) -> str:
+        """The data as the text a model is sent (see the module docstring)."""
+        value = self._data()
+        text = '' if value is None else value if isinstance(value, str) else _text(value)
+        if wrap_if_error and self.outcome in ERROR_OUTCOMES:
+            return _encoder.encode({'error': self._error_value(value, text)}).decode()
+        return text
+
+    def model_response_object(self, *, wrap_if_error: bool = True) -> dict[str, Any]:
+        """The data as a JSON object (a value that is not one goes under `return_value`)."""
+        value = self._data()
+        if wrap_if_error and self.outcome in ERROR_OUTCOMES:
+            return {'error': self._error_value(value, self.model_response_str(wrap_if_error=False))}
+        if value is None:
+            return {}
+        jsonable = msgspec.json.decode(_encoder.encode(value))
+        return jsonable if isinstance(jsonable, dict) else {RETURN_VALUE_KEY: jsonable}
+
+    def structured_content(self) -> dict[str, Any] | list[Any] | None:
+        """The content as JSON data (a JSON string parsed), or None when it is not an object or array."""
+        content = self.content
+        if isinstance(content, str):
+            try:
+                content = msgspec.json.decode(content)
+            except msgspec.DecodeError:
+                return None
+        return content if isinstance(content, (dict, list)) else None
+
+    def content_items(
+        self, *, mode: Literal['raw', 'str', 'jsonable'] = 'raw', wrap_if_error: bool = True
+    ) -> list[Any]:
+        """The content as a flat list: as it is (`'raw'`), or each item that is not a file as its
+        text (`'str'`) or its JSON value (`'jsonable'`); an error as one wrapped item beside its
+        files, and a retry's list of errors as one item."""
+        content = self.content
+        items = list(content) if isinstance(content, list) else [content]
+        if mode == 'raw':
+            return items
+        files = self.files
+        if wrap_if_error and self.outcome in ERROR_OUTCOMES:
+            wrapped = self.model_response_str() if mode == 'str' else self.model_response_object()
+            return [wrapped, *files]
+        if self.outcome == 'retried' and isinstance(content, list) and not files:
+            # A retry's validation errors are one array the model is shown whole, not an item each.
+            return [self.model_response_str(wrap_if_error=False) if mode == 'str' else _jsonable(items)]
+        convert = _item_text if mode == 'str' else _jsonable
+        return [item if isinstance(item, _FILES) else convert(item) for item in items]
+
+    def _split(self) -> tuple[list[Any], list[Any]]:
+        content = self.content
+        if isinstance(content, _FILES):
+            return [], [content]
+        if isinstance(content, list):
+            return [c for c in content if not isinstance(c, _FILES)], [c for c in content if isinstance(c, _FILES)]
+        return [content], []
+
+    def _data(self) -> Any:
+        data, files = self._split()
+        if not data:
+            return None
+        if len(data) == 1 and (not isinstance(self.content, list) or files):
+            return data[0]
+        return data
+
+    def _error_value(self, value: Any, text: str) -> Any:
+        # A retry's validation errors go in as the array they are, not as a string holding it.
+        if self.outcome == 'retried' and value is not None and not isinstance(value, str):
+            return _jsonable(value)
+        return text
+
+
+def _text(value: Any) -> str:
+    dumped = _encoder.encode(value)
+    return msgspec.json.decode(dumped) if dumped.startswith(b'"') else dumped.decode()
+
+
+def _item_text(value: Any) -> str:
+    return value if isinstance(value, str) else _text(value)
+
+
+def _jsonable(value: Any) -> Any:
+    return msgspec.json.decode(_encoder.encode(value))
