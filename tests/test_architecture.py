@@ -37,6 +37,7 @@ ORDER: tuple[str, ...] = (
     'models',
     'agent',
     'usage',
+    'profiles',
     'toolsets',
     'realtime',
     'capabilities',

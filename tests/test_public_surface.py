@@ -10,6 +10,14 @@ import pytest
 
 SURFACE: dict[str, set[str]] = {
     'threadline': {
+        'ModelRequestTimeout',
+        'ContentFilterError',
+        'FallbackExceptionGroup',
+        'IncompleteToolCall',
+        'SkipModelRequest',
+        'SkipToolExecution',
+        'SkipToolValidation',
+        'ToolFailed',
         'ModelAPIError',
         'ModelAuthenticationError',
         'ModelConnectionError',
@@ -201,6 +209,9 @@ SURFACE: dict[str, set[str]] = {
         'ModelConnectionError',
         'ModelHTTPError',
         'ModelProfile',
+        'ModelProfileSpec',
+        'DEFAULT_PROFILE',
+        'merge_profile',
         'ModelRequestParameters',
         'ModelSettings',
         'OutputObjectDefinition',
@@ -242,6 +253,7 @@ SURFACE: dict[str, set[str]] = {
         'on_event',
     },
     'threadline.usage': {'RequestUsage', 'RunUsage', 'UsageLimits'},
+    'threadline.profiles': {'DEFAULT_PROFILE', 'ModelProfile', 'ModelProfileSpec', 'merge_profile'},
     'threadline.toolsets': {
         'AbstractToolset',
         'CombinedToolset',

@@ -9,11 +9,13 @@ part index, field, conversation) and what to do about it, never the content at t
     │   ├── UnknownModel                    a model name `infer_model` does not know
     │   ├── MissingAPIKey                   a provider without its key
     │   ├── SearchQueryTooLarge             a search query past a bound, or past its time
-    │   └── UnresolvedToolEffect            a run over a call whose effect a crash left unknown
+    │   ├── UnresolvedToolEffect            a run over a call whose effect a crash left unknown
+    │   └── UndrainedPendingMessagesError   kept for `except`; never raised
     ├── MessageValidationError (ValueError) a history that does not validate, and where
     ├── AgentRunError (RuntimeError)        a run failed
     │   ├── ModelAPIError
     │   │   ├── ModelHTTPError              the provider answered 4xx/5xx (also one of the categories)
+    │   │   ├── ModelRequestTimeout         a request overran its `request_timeout` setting
     │   │   ├── ModelConnectionError        the provider could not be reached
     │   │   │   └── ModelTimeoutError       ... in the transport's time
     │   │   ├── ModelRateLimitError, ModelQuotaExceededError, ModelServerError,
@@ -23,9 +25,10 @@ part index, field, conversation) and what to do about it, never the content at t
     │   ├── FallbackExceptionGroup          every model of a FallbackModel failed
     │   ├── UsageLimitExceeded
     │   ├── UnexpectedModelBehavior
+    │   │   ├── ContentFilterError          the provider filtered the answer (finish reason)
+    │   │   └── IncompleteToolCall          the token limit cut a tool call's arguments short
     │   ├── HookTimeoutError (TimeoutError) a hook registered with `timeout=` overran
-    │   └── UndrainedPendingMessagesError   kept for `except`; never raised
-    ├── RunCancelled                        the caller cancelled a streamed run
+    │   └── RunCancelled                    the caller cancelled a streamed run
     ├── ReplayRefused (PermissionError)     the audit did not allow a run (in threadline.audit: it
     │                                       carries an AuditReport, and audit comes after exceptions)
     └── StoreError
@@ -41,6 +44,8 @@ report a failure: a user's code raises them, or Threadline raises and catches th
 `except ThreadlineError` meant for failures must not swallow them.
 
     ModelRetry, ToolFailed, ApprovalRequired, CallDeferred   raised by tools and hooks
+    SkipModelRequest, SkipToolValidation, SkipToolExecution  raised by hooks to answer in place of
+                       the model, the arguments' validation or the tool
     ToolArgsError      arguments that did not validate, sent back to the model as a retry
     WouldWait          an in-loop store operation that must go to a worker thread
     HTTPProblem        the server's answer for a bad request (its status and message)
@@ -54,6 +59,12 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    'ModelRequestTimeout',
+    'ContentFilterError',
+    'IncompleteToolCall',
+    'SkipModelRequest',
+    'SkipToolExecution',
+    'SkipToolValidation',
     'ModelNotFoundError',
     'ModelAuthenticationError',
     'ModelContextWindowExceededError',
@@ -159,6 +170,43 @@ class CallDeferred(Exception):
         super().__init__('call deferred')
 
 
+class SkipModelRequest(Exception):
+    """Raised by a `before_model_request` or `wrap_model_request` hook: `response` is recorded as
+    the model's answer, and the model is not asked (nor do `after_model_request` hooks run)."""
+
+    def __init__(self, response: Any) -> None:
+        # A `ModelResponse`: typed loosely, as messages come after exceptions in the package order.
+        self.response = response
+        super().__init__()
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return self.__class__, (self.response,)
+
+
+class SkipToolValidation(Exception):
+    """Raised by a `before_tool_validate` or `wrap_tool_validate` hook: `validated_args` are the
+    call's arguments, and neither the schema nor `after_tool_validate` hooks see them."""
+
+    def __init__(self, validated_args: dict[str, Any]) -> None:
+        self.validated_args = validated_args
+        super().__init__()
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return self.__class__, (self.validated_args,)
+
+
+class SkipToolExecution(Exception):
+    """Raised by a `before_tool_execute` or `wrap_tool_execute` hook (or the tool): `result` is
+    the call's result, and the tool does not run (nor do `after_tool_execute` hooks)."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        super().__init__()
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return self.__class__, (self.result,)
+
+
 class AgentRunError(ThreadlineError, RuntimeError):
     """A run could not finish."""
 
@@ -209,6 +257,18 @@ class ModelTimeoutError(ModelConnectionError):
 
 # The categories of a provider's refusal, as pydantic-ai 2.62 names them: catch the category, or
 # `ModelHTTPError` for any status; an HTTP error in a category is an instance of both.
+class ModelRequestTimeout(ModelAPIError):
+    """A request to a model did not finish within its `request_timeout` setting (`timeout`, in
+    seconds): every attempt the SDK made, and a stream read to its last chunk, count."""
+
+    def __init__(self, model_name: str, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(model_name, f'Request to model {model_name!r} timed out after {timeout:g} seconds')
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return self.__class__, (self.model_name, self.timeout)
+
+
 class ModelRateLimitError(ModelAPIError):
     """A rate limit was reached (an HTTP 429): waiting and retrying may succeed."""
 
@@ -288,6 +348,21 @@ class UnexpectedModelBehavior(AgentRunError):
         super().__init__(message if body is None else f'{message}, body:\n{body}')
 
 
+class ContentFilterError(UnexpectedModelBehavior):
+    """The provider's content filter stopped the answer before it had any output (its finish
+    reason is `content_filter`); `body` is the response as JSON. Unlike pydantic-ai's, the
+    message leaves the body out: it holds what the model said, and messages reach logs."""
+
+    def __init__(self, message: str, body: str | None = None) -> None:
+        super().__init__(message)
+        self.body = body
+
+
+class IncompleteToolCall(UnexpectedModelBehavior):
+    """The output retries ran out on a response the token limit cut short inside a tool call's
+    arguments: asking again would only be cut short again."""
+
+
 class StoreError(ThreadlineError):
     """A conversation or step store could not do what was asked; stored data is left as it was."""
 
@@ -339,7 +414,7 @@ class UnresolvedToolEffect(UserError):
     make the effect twice. Check the destination, then `reconcile_tool_call`, or opt out."""
 
 
-class UndrainedPendingMessagesError(AgentRunError):
+class UndrainedPendingMessagesError(UserError):
     """Kept so `except UndrainedPendingMessagesError` keeps working; never raised. Every way of
     driving a run (`run`, `AgentRun.next`, a bare `async for`) delivers queued messages before the
     run may end, so none can be left behind."""
@@ -364,7 +439,7 @@ class ToolArgsError(Exception):
         super().__init__(str(errors))
 
 
-class RunCancelled(ThreadlineError):
+class RunCancelled(AgentRunError):
     """The caller cancelled a streamed run; what arrived was recorded as interrupted."""
 
 

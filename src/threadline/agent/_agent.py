@@ -17,6 +17,7 @@ from threadline.agent._capability import AbstractCapability
 from threadline.agent._capture import captured_messages
 from threadline.agent._context import AgentDepsT, RunContext
 from threadline.agent._dynamic_capability import CapabilityFunc, wrap_capability_funcs
+from threadline.agent._entered import EnteredAgent
 from threadline.agent._event_handler import EventStreamHandler, drive_with_handler, read_all
 from threadline.agent._graph import CallToolsNode, ModelRequestNode, UserPromptNode
 from threadline.agent._isolated import isolated
@@ -70,7 +71,7 @@ _UNSET = _Unset()
 _NO_OVERRIDES: Mapping[str, Any] = MappingProxyType({})
 
 
-class Agent(Generic[AgentDepsT, OutputDataT]):
+class Agent(EnteredAgent, Generic[AgentDepsT, OutputDataT]):
     """Runs a model over a message history, with tools, instructions and capabilities.
 
     Run it with `run` (async), `run_sync`, or `iter` to drive it node by node. Pass the previous

@@ -15,15 +15,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from functools import partial
 from typing import Any
 
 from threadline.agent._capability import ModelRequestContext
+from threadline.agent._cut_short import check_incomplete_tool_call, refuse_cut_short, without_output
 from threadline.agent._history_start import clean_history_at_start, refresh_dynamic_system_prompts
 from threadline.agent._model_choice import choose_for_request
 from threadline.agent._node_stream import stream_request_node, stream_tools_node
 from threadline.agent._request_stream import serving, streamed_request
+from threadline.agent._stamp import stamp_response
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._end import End, FinalResult
@@ -32,7 +33,7 @@ from threadline.agent.tools._return_schemas import with_return_schemas
 from threadline.agent.tools._reveal import visible
 from threadline.agent.tools._step import ToolStep
 from threadline.agent.tools._tool import ToolArgsError
-from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, UserError
+from threadline.exceptions import ModelRetry, SkipModelRequest, UnexpectedModelBehavior, UsageLimitExceeded, UserError
 from threadline.messages import (
     ModelMessage,
     ModelRequest,
@@ -45,8 +46,8 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from threadline.models import Model, StreamedResponse
-from threadline.models.budget import price_of
+from threadline.models import FallbackModel, Model, StreamedResponse
+from threadline.models.budget import request_timeout, within_deadline
 
 __all__ = ['AgentNode', 'CallToolsNode', 'End', 'FinalResult', 'ModelRequestNode', 'NodeResult', 'UserPromptNode']
 
@@ -163,7 +164,11 @@ class ModelRequestNode:
         answered, or from a `wrap_model_request` hook before it did, asks the model again."""
         chain = state.capabilities
         if not chain.has('wrap_model_request'):
-            request_context, prepared = await self._prepare(state)
+            opened = await self._open(state)
+            try:
+                request_context, prepared = await self._before(state, opened)
+            except SkipModelRequest as skip:  # a hook answered in the model's place
+                return self._record(state, opened.model, skip.response)
             response = await self._call(state, request_context, prepared)
             try:
                 return await self._finish(state, request_context, response)
@@ -183,6 +188,8 @@ class ModelRequestNode:
 
         try:
             response = await chain.wrap_model_request(state.ctx, opened, lifecycle)
+        except SkipModelRequest as skip:  # a hook answered in the model's place
+            response = skip.response
         except ModelRetry as retry:
             if answered:
                 self._record(state, sent[-1].model, answered[-1])
@@ -195,10 +202,14 @@ class ModelRequestNode:
     ) -> ModelResponse:
         # A run with an event_stream_handler under a capability that streams inside the request.
         model, streamed = request_context.model, state.stream_in_request
+        settings = request_context.model_settings
+        # A FallbackModel gives each of its models a deadline of its own.
+        timeout = None if isinstance(model, FallbackModel) else request_timeout(settings)
         try:
             async with serving(state, model) as model:
                 send = model.request if streamed is None else partial(streamed, model)
-                return await send(prepared, request_context.model_settings, request_context.model_request_parameters)
+                sent = send(prepared, settings, request_context.model_request_parameters)
+                return await within_deadline(model.model_name, timeout, sent)
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             return await state.capabilities.on_model_request_error(state.ctx, request_context, error)
 
@@ -221,9 +232,6 @@ class ModelRequestNode:
         the reading stopped on an error, so no `after_model_request` hook hears of it."""
         self._outcome = 'failed' if failed else 'interrupted'
 
-    async def _prepare(self, state: RunState) -> tuple[ModelRequestContext, list[ModelMessage]]:
-        return await self._before(state, await self._open(state))
-
     async def _open(self, state: RunState) -> ModelRequestContext:
         """The request enters the history and its context is built (before any hook sees it)."""
         request, fresh = self.request, not self.in_history
@@ -241,11 +249,13 @@ class ModelRequestNode:
         state.drain_asap()
         await state.resolve_tools()
         params = await state.request_parameters()
+        settings = state.step_settings()
+        state.last_max_tokens = settings.get('max_tokens') if settings else None
         return ModelRequestContext(
             model=state.model,
             # A copy for the hooks that may change it; with none, nothing but the run reads it.
             messages=list(state.history) if _hooks_see_requests(state) else state.history,
-            model_settings=state.step_settings(),
+            model_settings=settings,
             model_request_parameters=params,
         )
 
@@ -289,13 +299,13 @@ class ModelRequestNode:
         self, state: RunState, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         # Hooks see the response as it will be stored (ids, model); a replacement gets the same.
-        _stamp_response(state, response, request_context.model)
+        stamp_response(state, response, request_context.model)
         return await state.capabilities.after_model_request(state.ctx, request_context, response)
 
     def _record(self, state: RunState, model: Model, response: ModelResponse) -> CallToolsNode:
         """The response enters the history and the usage (a token limit crossed marks it interrupted)."""
         ctx = state.ctx
-        _stamp_response(state, response, model)
+        stamp_response(state, response, model)
         state.history.append(response)
         for usage in (ctx.usage, state.run_usage):
             usage.requests += 1
@@ -307,45 +317,6 @@ class ModelRequestNode:
                 response.state = 'interrupted'
                 raise
         return CallToolsNode(response)
-
-
-def _stamp_response(state: RunState, response: ModelResponse, model: Model) -> None:
-    if response.model_name is None:
-        response.model_name = model.model_name
-    if response.provider_name is None:
-        response.provider_name = model.system
-    if response.usage.cost is None:
-        response.usage.cost = _cost(response, model)
-    state.stamp(response)
-    if state.typed_tools:
-        _type_calls(state, response)
-
-
-def _type_calls(state: RunState, response: ModelResponse) -> None:
-    """Record a call to a typed tool (`load_capability`) with the tool's kind, as the reference
-    stores it, so the history names the kind without knowing the agent."""
-    for part in response.parts:
-        if isinstance(part, ToolCallPart) and part.tool_kind is None:
-            tool = state.tools.get(part.tool_name)
-            if tool is not None and tool.tool_def.tool_kind is not None:
-                part.tool_kind = tool.tool_def.tool_kind
-
-
-def _cost(response: ModelResponse, model: Model) -> Decimal | None:
-    """What the response cost at the answering model's genai-prices price, else None."""
-
-    usage = response.usage
-    if not (usage.input_tokens or usage.output_tokens) or response.model_name is None:
-        return None
-    # The URL identifies the provider best, but only the model that answered has the right one.
-    url = model.base_url if response.provider_name == model.system else None
-    return price_of(
-        (response.model_name, response.provider_name, url),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-    )
 
 
 def _hooks_see_requests(state: RunState) -> bool:
@@ -430,8 +401,20 @@ class CallToolsNode:
         return await queue_request(state, outcome)
 
     async def _handle_text(self, state: RunState, response: ModelResponse) -> ModelRequestNode | End[FinalResult[Any]]:
+        empty = without_output(response)
+        if empty:
+            refuse_cut_short(state, response)
+            if state.output.allows_none:  # no output is the output `None`
+                try:
+                    return End(
+                        FinalResult(
+                            await validate_output(state, await state.output.from_none(state.ctx, state.capabilities))
+                        )
+                    )
+                except ModelRetry as retry:
+                    return await retry_feedback(state, retry.message, cause='model_retry')
         texts = [p.content for p in response.parts if isinstance(p, TextPart)]
-        if texts and state.output.accepts_text:
+        if texts and not empty and state.output.accepts_text:
             text = ''.join(texts)
             try:
                 output = await validate_output(state, await state.output.from_text(state.ctx, state.capabilities, text))
@@ -445,8 +428,6 @@ class CallToolsNode:
                 ]
                 return await retry_feedback(state, errors, cause='validation_error')
             return End(FinalResult(output))
-        if not response.parts and response.finish_reason == 'length':  # a retry would hit the same limit
-            raise UnexpectedModelBehavior(LENGTH_BEFORE_ANY_RESPONSE)
         message = 'Please return text.' if state.output.allow_text else 'Please include your response in a tool call.'
         return await retry_feedback(state, message, cause='no_output')
 
@@ -465,6 +446,7 @@ async def queue_request(state: RunState, parts: list[ModelRequestPart]) -> Model
 async def retry_feedback(state: RunState, message: str | list[dict[str, Any]], *, cause: str) -> ModelRequestNode:
     state.output_retries += 1
     if state.output_retries > state.max_output_retries:
+        check_incomplete_tool_call(state)
         raise UnexpectedModelBehavior(f'Exceeded maximum output retries ({state.max_output_retries})')
     part = RetryFeedbackPart(
         message, retry=RetryInfo(cause, attempt=state.output_retries, max_retries=state.max_output_retries)
@@ -478,9 +460,5 @@ async def retry_after_hook(state: RunState, retry: ModelRetry) -> ModelRequestNo
     return await retry_feedback(state, retry.message, cause='model_retry')
 
 
-LENGTH_BEFORE_ANY_RESPONSE = (
-    'Model token limit (provider default) exceeded before any response was generated. Increase the `max_tokens` '
-    'model setting or simplify the prompt.'
-)
 AgentNode = UserPromptNode | ModelRequestNode | CallToolsNode
 NodeResult = ModelRequestNode | CallToolsNode | End[FinalResult[Any]]

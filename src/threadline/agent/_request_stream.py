@@ -11,8 +11,9 @@ stream while they wait. This is pydantic-ai 2.62's hand-off, and its rules are t
   `after_model_request` or `wrap_model_request` hook returns.
 - Context variables the `before_model_request` hooks set are set in the caller's task too, as
   they would be for a request that is not streamed.
-- A hook that answers without calling its handler gives the caller that response replayed as a
-  stream. One that raises `ModelRetry` before it does asks the model again (an empty stream, then
+- A hook that answers without calling its handler, or raises `SkipModelRequest` before the model
+  was asked, gives the caller that response replayed as a stream, each part whole in one
+  `PartStartEvent`. One that raises `ModelRetry` before it does asks the model again (an empty stream, then
   a retry prompt); `ModelRetry` once the caller has read the stream is an
   `UnexpectedModelBehavior`, since what was streamed cannot be taken back.
 - An error the caller's block raises reaches the hooks through their handler and is raised to
@@ -31,9 +32,11 @@ from typing import TYPE_CHECKING
 
 from threadline.agent._wrap_run import Changes, context_changes, handed_over_or_done
 from threadline.agent.capability import ModelRequestContext
-from threadline.exceptions import ModelRetry, UnexpectedModelBehavior, UserError
+from threadline.exceptions import ModelRetry, SkipModelRequest, UnexpectedModelBehavior, UserError
 from threadline.messages import ModelMessage, ModelResponse
-from threadline.models import CompleteResponseStream, Model, StreamedResponse
+from threadline.models import CompleteResponseStream, FallbackModel, Model, StreamedResponse
+from threadline.models.budget import request_timeout, within_deadline
+from threadline.models.wrapper import borrowing
 
 if TYPE_CHECKING:
     from threadline.agent._graph import ModelRequestNode
@@ -53,7 +56,13 @@ async def streamed_request(node: ModelRequestNode, state: RunState, retry: _Retr
     """Stream `node`'s request; when the block ends, `node.result` is the node after it. `retry`
     makes the retry request after a hook's `ModelRetry`."""
     if not state.capabilities.has('wrap_model_request'):
-        request_context, prepared = await node._prepare(state)
+        opened = await node._open(state)
+        try:
+            request_context, prepared = await node._before(state, opened)
+        except SkipModelRequest as skip:  # a hook answered in the model's place: replayed
+            yield CompleteResponseStream(skip.response)
+            node.result = node._record(state, opened.model, skip.response)
+            return
         async with _model_stream(node, state, request_context, prepared) as streamed:
             yield streamed
         response = _settled(node, streamed)
@@ -71,11 +80,16 @@ async def _model_stream(
     node: ModelRequestNode, state: RunState, request_context: ModelRequestContext, prepared: list[ModelMessage]
 ) -> AsyncIterator[StreamedResponse]:
     node._outcome = 'complete'
-    params = request_context.model_request_parameters
-    async with (
-        serving(state, request_context.model) as model,
-        model.request_stream(prepared, request_context.model_settings, params) as streamed,
-    ):
+    params, settings = request_context.model_request_parameters, request_context.model_settings
+    # A FallbackModel gives each of its models a deadline of its own.
+    timeout = None if isinstance(request_context.model, FallbackModel) else request_timeout(settings)
+    async with contextlib.AsyncExitStack() as stack:
+        model = await stack.enter_async_context(serving(state, request_context.model))
+        started = asyncio.get_running_loop().time()
+        opening = stack.enter_async_context(model.request_stream(prepared, settings, params))
+        streamed = await within_deadline(model.model_name, timeout, opening)
+        if timeout is not None:  # what is left of it covers reading to the last chunk
+            streamed.deadline = (started + timeout, timeout)
         node._streamed = streamed
         if state.limits.has_token_limits():
             streamed.watch = lambda so_far: state.limits.check_tokens(state.ctx.usage + so_far)
@@ -164,6 +178,8 @@ async def _answered(
     """A hook answered without the model: its response replayed, or a retry after an empty stream."""
     try:
         response = await hooks
+    except SkipModelRequest as skip:
+        response = skip.response
     except ModelRetry as error:
         yield CompleteResponseStream(ModelResponse(parts=[]))
         node.result = await retry(state, error)
@@ -182,5 +198,13 @@ async def serving(state: RunState, model: Model) -> AsyncIterator[Model]:
     if wrapped is model:
         yield model
         return
-    async with wrapped:
+    with borrowing(model):  # the wrapper is this request's; `model` is its owner's to close
+        await wrapped.__aenter__()
+    try:
         yield wrapped
+    except BaseException as error:
+        with borrowing(model):
+            await wrapped.__aexit__(type(error), error, error.__traceback__)
+        raise
+    with borrowing(model):
+        await wrapped.__aexit__(None, None, None)

@@ -75,6 +75,8 @@ class RunState:
     deferred_results: DeferredToolResults | None
     new_message_index: int = 0
     output_retries: int = 0
+    last_max_tokens: int | None = None
+    """The `max_tokens` the last request was sent with, for the errors a cut-short response gives."""
     warned_kinds: set[str] = field(default_factory=set)
     repair_events: list[RepairEvent] = field(default_factory=list)
     queue: EnqueueQueue = field(default_factory=EnqueueQueue)
@@ -369,6 +371,7 @@ class RunState:
             allow_text_output=self.output.allow_text,
             output_mode=self.output.mode,
             output_object=self.output.output_object,
+            prompted_output_template=self.output.prompted_template,
             instructions='\n\n'.join(t for t in (await self.instructions(), self.output.template) if t) or None,
         )
 

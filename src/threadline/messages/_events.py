@@ -58,10 +58,13 @@ class ToolCallPartDelta:
 
 @dataclass(frozen=True)
 class PartStartEvent:
-    """A new part started at `index` of the response being streamed."""
+    """A new part started at `index` of the response being streamed; `previous_part_kind` is the
+    kind of the part before it, if any (for a UI that groups parts of one kind)."""
 
     index: int
     part: ModelResponsePart
+    _: KW_ONLY
+    previous_part_kind: str | None = None
     event_kind: Literal['part_start'] = 'part_start'
 
 
@@ -76,10 +79,13 @@ class PartDeltaEvent:
 
 @dataclass(frozen=True)
 class PartEndEvent:
-    """The part at `index` is complete."""
+    """The part at `index` is complete (a text, thinking or tool call part: those that grow by
+    deltas); `next_part_kind` is the kind of the part after it, None for the last."""
 
     index: int
     part: ModelResponsePart
+    _: KW_ONLY
+    next_part_kind: str | None = None
     event_kind: Literal['part_end'] = 'part_end'
 
 
@@ -94,9 +100,12 @@ class FinalResultEvent:
 
 @dataclass(frozen=True)
 class FunctionToolCallEvent:
-    """A tool is about to be called."""
+    """A function tool call was checked and is about to run; `args_valid` says whether its
+    arguments passed validation (None: the call was answered unchecked, e.g. by a deferred result)."""
 
     part: ToolCallPart
+    _: KW_ONLY
+    args_valid: bool | None = None
     event_kind: Literal['function_tool_call'] = 'function_tool_call'
 
     @property

@@ -25,6 +25,7 @@ from threadline.models._base import (
     ToolDefinition,
 )
 from threadline.models._prepared import PreparedHistory
+from threadline.models._profile import DEFAULT_PROFILE, ModelProfileSpec, merge_profile
 from threadline.models._render import feedback_text, render_history
 from threadline.models._stream import CompleteResponseStream, StreamedResponse
 from threadline.models.demo import DemoModel
@@ -32,6 +33,9 @@ from threadline.models.fallback import FallbackModel
 from threadline.models.test import TestModel
 
 __all__ = [
+    'DEFAULT_PROFILE',
+    'ModelProfileSpec',
+    'merge_profile',
     'CompleteResponseStream',
     'FallbackExceptionGroup',
     'FallbackModel',

@@ -10,6 +10,7 @@ from typing import Any, Literal, TypedDict
 
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._prices import known_context_window
+from threadline.models._profile import ModelProfile
 from threadline.models._stream import CompleteResponseStream, StreamedResponse
 
 __all__ = ['Model', 'ModelProfile', 'ModelRequestParameters', 'ModelSettings', 'ToolDefinition']
@@ -22,6 +23,9 @@ class ModelSettings(TypedDict, total=False):
     temperature: float
     top_p: float
     timeout: float
+    request_timeout: float
+    """Seconds one request to one model may take, every SDK retry and a stream's last chunk
+    included; past it, `ModelRequestTimeout` (a `FallbackModel` gives each model its own)."""
     parallel_tool_calls: bool
     seed: int
     stop_sequences: list[str]
@@ -90,24 +94,17 @@ class ModelRequestParameters:
     instructions: str | None = None
     output_mode: str = 'text'
     output_object: OutputObjectDefinition | None = None
+    prompted_output_template: str | Literal[False] | None = None
+    """Under `'prompted'`: the `PromptedOutput`'s own template (None: the default; False: none)."""
+    native_tools: list[object] = field(default_factory=list)
+    """Tools the provider runs itself; Threadline offers none, a custom model may read the field."""
+    allow_image_output: bool = False
+    """Always False: Threadline has no image output (pydantic-ai's field, for custom models)."""
 
-
-@dataclass(frozen=True)
-class ModelProfile:
-    """What a model accepts, declared by its provider; rendering a history for it follows this.
-
-    `supports_inline_system_prompts`: a system message may appear mid-conversation. Where it may
-    not, a mid-conversation `SystemPromptPart` is sent as a `<system>`-tagged user part instead.
-    `context_window`: how many tokens one request may carry. Left None, the model's window is
-    looked up in genai-prices (see `Model.context_window`); set it for custom or local models.
-    """
-
-    supports_inline_system_prompts: bool = False
-    supports_tools: bool = True
-    supports_json_schema_output: bool = False
-    supports_tool_return_schema: bool = False
-    """The provider takes a tool's return schema as a field of its own (Gemini)."""
-    context_window: int | None = None
+    @property
+    def tool_defs(self) -> dict[str, ToolDefinition]:
+        """Every tool offered, function and output, by name."""
+        return {tool.name: tool for tool in [*self.function_tools, *self.output_tools]}
 
 
 class Model(ABC):

@@ -5,10 +5,12 @@ format both OpenAI models send, in one module that `openai` and `openai_response
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import TYPE_CHECKING
 
 from threadline.messages.wire import JSONObject
 from threadline.models._base import OutputObjectDefinition
+from threadline.models._lifecycle import ClientLifecycle
 from threadline.models._provider import env_key, require_extra
 from threadline.models._strict import strict_tool_schema
 
@@ -18,9 +20,10 @@ if TYPE_CHECKING:
 __all__ = ['OpenAIProvider', 'json_schema_format']
 
 
-class OpenAIProvider:
+class OpenAIProvider(ClientLifecycle):
     """Where to reach an OpenAI-compatible API: `base_url` (default `OPENAI_BASE_URL` or OpenAI's),
-    `api_key` (default `OPENAI_API_KEY`), an optional `httpx.AsyncClient`, and the SDK's retries."""
+    `api_key` (default `OPENAI_API_KEY`), an optional `httpx.AsyncClient`, and the SDK's retries.
+    `async with provider:` closes the client it made when the block ends (see `_lifecycle`)."""
 
     def __init__(
         self,
@@ -32,11 +35,12 @@ class OpenAIProvider:
     ) -> None:
         openai = require_extra('openai', 'openai')
         base_url = base_url or os.environ.get('OPENAI_BASE_URL')
-        self.client = openai.AsyncOpenAI(
-            api_key=env_key(api_key, 'OPENAI_API_KEY', 'openai'),
-            base_url=base_url,
-            http_client=http_client,
-            max_retries=max_retries,
+        key = env_key(api_key, 'OPENAI_API_KEY', 'openai')
+        self._open_client(
+            partial(
+                openai.AsyncOpenAI, api_key=key, base_url=base_url, http_client=http_client, max_retries=max_retries
+            ),
+            owned=http_client is None,
         )
         self.base_url = str(self.client.base_url)
 

@@ -29,6 +29,9 @@ from threadline.models._stream import StreamedResponse
 class _Provider(Protocol):
     client: Any
 
+    async def __aenter__(self) -> Any: ...
+    async def __aexit__(self, *exc_info: object) -> bool | None: ...
+
 
 ProviderT = TypeVar('ProviderT', bound=_Provider)
 
@@ -67,6 +70,16 @@ class ProviderModel(Model, Generic[ProviderT]):
     @property
     def model_name(self) -> str:
         return self._model_name
+
+    async def __aenter__(self) -> ProviderModel[ProviderT]:
+        """Enter the provider (built now if it was not given), whose client the last exit closes."""
+        await self.provider.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        if self._provider is not None:
+            await self._provider.__aexit__(*exc_info)
+        return None
 
     @property
     def system(self) -> str:
@@ -166,15 +179,10 @@ def binary_base64(content: BinaryContent) -> str:
 
 
 def tool_result_text(part: ToolReturnPart) -> str:
-    """A tool result as the model reads it: text as is, other values as JSON; a `failed` or
-    `retried` result as `{"error": ...}` (a synthesized `interrupted` return is its text)."""
-
-    content = part.content
-    if part.outcome in ('failed', 'retried'):
-        return msgspec.json.encode({'error': content}, enc_hook=enc_hook).decode()
-    if isinstance(content, str):
-        return content
-    return msgspec.json.encode(content, enc_hook=enc_hook).decode()
+    """A tool result as the model reads it, as pydantic-ai 2.62 sends it (`model_response_str`):
+    text as is, other values as JSON (a date unquoted), nothing as `''`; a `failed` or `retried`
+    result as `{"error": ...}` (a synthesized `interrupted` return is its text)."""
+    return part.model_response_str()
 
 
 async def post_json(

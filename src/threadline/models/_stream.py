@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable, Hashable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from threadline.exceptions import ModelRequestTimeout
 from threadline.messages import (
     FinishReason,
     ModelResponse,
     ModelResponsePart,
+    NativeToolCallPart,
     PartDeltaEvent,
     PartEndEvent,
     PartStartEvent,
@@ -95,8 +99,16 @@ class PartsManager:
         self.parts.append(part)
         return PartStartEvent(len(self.parts) - 1, part)
 
-    def end_events(self) -> list[PartEndEvent]:
-        return [PartEndEvent(i, p) for i, p in enumerate(self.parts)]
+    def end_event(self, index: int, following: ModelResponsePart | None) -> PartEndEvent | None:
+        """The end of the part at `index`, as `following` starts (None: the response ended);
+        only parts that grow by deltas end."""
+        part = self.parts[index]
+        if not isinstance(part, _GROWING):
+            return None
+        return PartEndEvent(index, part, next_part_kind=following.part_kind if following is not None else None)
+
+
+_GROWING = (TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart)
 
 
 class StreamedResponse:
@@ -112,6 +124,8 @@ class StreamedResponse:
         self.finish_reason: FinishReason | None = None
         self.provider_response_id: str | None = None
         self.complete = False
+        self.deadline: tuple[float, float] | None = None
+        """When reading must end (the loop's time) and the `request_timeout` it came from."""
         self.watch: Callable[[RequestUsage], None] | None = None
         """Called with the usage so far after each event (the run checks its token limits here,
         so a limit stops a stream in the middle, not after it)."""
@@ -121,12 +135,39 @@ class StreamedResponse:
         yield
 
     async def __aiter__(self) -> AsyncIterator[ModelStreamEvent]:
-        async for event in self._events():
+        """The model's events, each part ended as the next one starts and the last at the end
+        (pydantic-ai 2.62's order); past `deadline`, `ModelRequestTimeout`."""
+        last: PartStartEvent | None = None
+        events = self._events() if self.deadline is None else self._before_deadline(self.deadline)
+        async for event in events:
             if self.watch is not None:
                 self.watch(self.usage)
+            if isinstance(event, PartStartEvent):
+                if last is not None:
+                    if (end := self.parts.end_event(last.index, event.part)) is not None:
+                        yield end
+                    event = replace(event, previous_part_kind=last.part.part_kind)
+                last = event
             yield event
         self.complete = True
-        for event in self.parts.end_events():
+        if last is not None and (end := self.parts.end_event(last.index, None)) is not None:
+            yield end
+
+    async def _before_deadline(self, deadline: tuple[float, float]) -> AsyncIterator[ModelStreamEvent]:
+        """The events, each awaited under what is left of `deadline` (loop time, timeout)."""
+        at, timeout = deadline
+        events = aiter(self._events())
+        while True:
+            scope = asyncio.timeout_at(at)
+            try:
+                async with scope:  # around the await only: never across a yield
+                    event = await anext(events)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if scope.expired():
+                    raise ModelRequestTimeout(self.model_name, timeout) from None
+                raise
             yield event
 
     def get(self) -> ModelResponse:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -54,6 +55,8 @@ from threadline.messages import (
 from threadline.messages.wire import JSONObject, enc_hook
 from threadline.models._anthropic_answer import AnthropicStream, response_of
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._lifecycle import ClientLifecycle
+from threadline.models._profile import ModelProfileSpec, resolve_profile
 from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
 from threadline.models._schema_walk import json_type_of, walk_schema
@@ -79,9 +82,10 @@ INLINE_SYSTEM_PROMPT_MODELS = (
 )
 
 
-class AnthropicProvider:
+class AnthropicProvider(ClientLifecycle):
     """Where to reach the Anthropic API: `base_url`, `api_key` (default `ANTHROPIC_API_KEY`), an
-    optional `httpx.AsyncClient`, and the SDK's retries."""
+    optional `httpx.AsyncClient`, and the SDK's retries. `async with provider:` closes the client
+    it made when the block ends (see `threadline.models._lifecycle`)."""
 
     def __init__(
         self,
@@ -92,11 +96,12 @@ class AnthropicProvider:
         max_retries: int = 2,
     ) -> None:
         anthropic = require_extra('anthropic', 'anthropic')
-        self.client = anthropic.AsyncAnthropic(
-            api_key=env_key(api_key, 'ANTHROPIC_API_KEY', 'anthropic'),
-            base_url=base_url or os.environ.get('ANTHROPIC_BASE_URL'),
-            http_client=http_client,
-            max_retries=max_retries,
+        key, url = env_key(api_key, 'ANTHROPIC_API_KEY', 'anthropic'), base_url or os.environ.get('ANTHROPIC_BASE_URL')
+        self._open_client(
+            partial(
+                anthropic.AsyncAnthropic, api_key=key, base_url=url, http_client=http_client, max_retries=max_retries
+            ),
+            owned=http_client is None,
         )
 
 
@@ -124,12 +129,12 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
     provider_name = 'anthropic'
 
     def __init__(
-        self, model_name: str, *, provider: AnthropicProvider | None = None, profile: ModelProfile | None = None
+        self, model_name: str, *, provider: AnthropicProvider | None = None, profile: ModelProfileSpec | None = None
     ) -> None:
         inline = model_name.startswith(INLINE_SYSTEM_PROMPT_MODELS)
         native = model_name.startswith(STRUCTURED_OUTPUT_MODELS)
         default = ModelProfile(supports_inline_system_prompts=inline, supports_json_schema_output=native)
-        super().__init__(model_name, provider, profile or default)
+        super().__init__(model_name, provider, resolve_profile(default, profile))
 
     def _default_provider(self) -> AnthropicProvider:
         return AnthropicProvider()

@@ -31,10 +31,19 @@ from threadline.messages import (
     UserPromptPart,
 )
 from threadline.messages.wire import encoder
+from threadline.models._deadline import request_timeout, within_deadline
 from threadline.models._prices import price_of, priced
 from threadline.models._provider import tool_result_text
 
-__all__ = ['context_tokens', 'context_window_fraction', 'estimate_added_tokens', 'price_of', 'priced']
+__all__ = [
+    'context_tokens',
+    'context_window_fraction',
+    'estimate_added_tokens',
+    'price_of',
+    'priced',
+    'request_timeout',
+    'within_deadline',
+]
 
 CHARS_PER_TOKEN = 4
 MEDIA_TOKENS = 1_500

@@ -9,6 +9,8 @@ Rules (each tested):
   (`ModelConnectionError`, `TimeoutError`, `ConnectionError`). Any other error is raised at
   once: a 400 or a bad key fails the same way on the next try.
 - When every model fails, `FallbackExceptionGroup` is raised with each attempt's error, in order.
+- With the `request_timeout` setting, each model has a deadline of its own (`_deadline`), and
+  one that runs out falls back by default.
 - A stream falls back only before its first chunk: once a chunk reached the caller, the answer
   is under way and an error is raised as it is.
 - The response keeps the name and provider of the model that answered (so its cost is that
@@ -21,13 +23,21 @@ Rules (each tested):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from threadline.exceptions import FallbackExceptionGroup, ModelConnectionError, ModelHTTPError, UserError
+from threadline.exceptions import (
+    FallbackExceptionGroup,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelRequestTimeout,
+    UserError,
+)
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
+from threadline.models._deadline import request_timeout, within_deadline
 from threadline.models._stream import ModelStreamEvent
 
 __all__ = ['FallbackModel', 'default_fallback_on']
@@ -36,10 +46,11 @@ FallbackOn = type[BaseException] | tuple[type[BaseException], ...] | Callable[[E
 
 
 def default_fallback_on(error: Exception) -> bool:
-    """Server-side trouble another provider may not have: HTTP 5xx, 429, no connection, timeout."""
+    """Server-side trouble another provider may not have: HTTP 5xx, 429, no connection, a
+    timeout (the transport's, or the `request_timeout` setting's)."""
     if isinstance(error, ModelHTTPError):
         return error.status_code >= 500 or error.status_code == 429
-    return isinstance(error, ModelConnectionError | TimeoutError | ConnectionError)
+    return isinstance(error, ModelConnectionError | ModelRequestTimeout | TimeoutError | ConnectionError)
 
 
 class FallbackModel(Model):
@@ -97,9 +108,11 @@ class FallbackModel(Model):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         errors: list[Exception] = []
+        timeout = request_timeout(model_settings)
         for model in self.models:
             try:
-                response = await model.request(messages, model_settings, model_request_parameters)
+                answer = model.request(messages, model_settings, model_request_parameters)
+                response = await within_deadline(model.model_name, timeout, answer)
             except Exception as error:
                 if not self._accepts(error):
                     raise
@@ -117,12 +130,15 @@ class FallbackModel(Model):
         run_context: object = None,
     ) -> AsyncIterator[Any]:
         errors: list[Exception] = []
+        timeout = request_timeout(model_settings)
         for model in self.models:
             attempt = AsyncExitStack()
             try:
-                stream = await attempt.enter_async_context(
-                    model.request_stream(messages, model_settings, model_request_parameters)
-                )
+                started = asyncio.get_running_loop().time()
+                opening = model.request_stream(messages, model_settings, model_request_parameters)
+                stream = await within_deadline(model.model_name, timeout, attempt.enter_async_context(opening))
+                if timeout is not None:  # each model's own deadline, to its last chunk
+                    stream.deadline = (started + timeout, timeout)
                 events = aiter(stream)
                 first = await anext(events, _END)
             except Exception as error:

@@ -18,6 +18,7 @@ from typing import Any
 from threadline.messages import ModelMessage, ModelResponse, RequestUsage
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._estimate import estimate_tokens, estimate_usage
+from threadline.models._profile import ModelProfileSpec, resolve_profile
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 
 __all__ = ['AgentInfo', 'DeltaThinkingPart', 'DeltaToolCall', 'FunctionDef', 'FunctionModel', 'StreamFunctionDef']
@@ -65,7 +66,7 @@ class FunctionModel(Model):
         *,
         stream_function: StreamFunctionDef | None = None,
         model_name: str | None = None,
-        profile: ModelProfile | None = None,
+        profile: ModelProfileSpec | None = None,
     ) -> None:
         if function is None and stream_function is None:
             raise TypeError('FunctionModel needs `function`, `stream_function`, or both')
@@ -76,7 +77,7 @@ class FunctionModel(Model):
             stream_name = _name_of(stream_function) if stream_function is not None else ''
             model_name = f'function:{fn_name}:{stream_name}'
         self._model_name = model_name
-        self._profile = profile or ModelProfile(supports_json_schema_output=True)
+        self._profile = resolve_profile(ModelProfile(supports_json_schema_output=True), profile)
 
     @property
     def model_name(self) -> str:

@@ -28,7 +28,6 @@ Responses: text, thinking (`thought`), function calls (ids kept, or made), and u
 from __future__ import annotations
 
 import base64
-import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -56,9 +55,11 @@ from threadline.messages import (
 )
 from threadline.messages.wire import enc_hook
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._google_provider import GoogleProvider
 from threadline.models._google_wire import post, wire_request
 from threadline.models._http_errors import categorized_http_error
-from threadline.models._provider import ProviderModel, require_extra
+from threadline.models._profile import ModelProfileSpec, resolve_profile
+from threadline.models._provider import ProviderModel
 from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 
@@ -83,37 +84,18 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-class GoogleProvider:
-    """Where to reach the Gemini API: `api_key` (default `GOOGLE_API_KEY`, then `GEMINI_API_KEY`)
-    and an optional `base_url` (default the SDK's)."""
-
-    def __init__(self, *, api_key: str | None = None, base_url: str | None = None) -> None:
-        require_extra('google.genai', 'google')
-        from google import genai
-        from google.genai import types
-
-        key = api_key or os.environ.get('GOOGLE_API_KEY') or os.environ.get('GEMINI_API_KEY')
-        if not key:
-            raise UserError(
-                'the google provider needs an API key: set GOOGLE_API_KEY (or GEMINI_API_KEY), or pass api_key= '
-                'to the provider'
-            )
-        options = types.HttpOptions(base_url=base_url) if base_url else None
-        self.client = genai.Client(api_key=key, http_options=options)
-
-
 class GoogleModel(ProviderModel[GoogleProvider]):
     """A Gemini model (see the module docstring for how a history is mapped)."""
 
     provider_name = 'google'
 
     def __init__(
-        self, model_name: str, *, provider: GoogleProvider | None = None, profile: ModelProfile | None = None
+        self, model_name: str, *, provider: GoogleProvider | None = None, profile: ModelProfileSpec | None = None
     ) -> None:
         super().__init__(
             model_name,
             provider,
-            profile or ModelProfile(supports_json_schema_output=True, supports_tool_return_schema=True),
+            resolve_profile(ModelProfile(supports_json_schema_output=True, supports_tool_return_schema=True), profile),
         )
 
     def _default_provider(self) -> GoogleProvider:

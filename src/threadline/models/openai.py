@@ -56,6 +56,7 @@ from threadline.models._base import (
     ToolDefinition,
 )
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
+from threadline.models._profile import ModelProfileSpec, resolve_profile
 from threadline.models._provider import ProviderModel, binary_base64, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
@@ -87,11 +88,11 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         model_name: str,
         *,
         provider: OpenAIProvider | None = None,
-        profile: ModelProfile | None = None,
+        profile: ModelProfileSpec | None = None,
         system_prompt_role: str = 'system',
     ) -> None:
         default = ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True)
-        super().__init__(model_name, provider, profile or default)
+        super().__init__(model_name, provider, resolve_profile(default, profile))
         self.system_prompt_role = system_prompt_role
 
     def _default_provider(self) -> OpenAIProvider:

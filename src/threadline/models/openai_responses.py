@@ -64,6 +64,7 @@ from threadline.messages import (
 from threadline.messages.wire import JSONObject, encoder
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
+from threadline.models._profile import ModelProfileSpec, resolve_profile
 from threadline.models._provider import ProviderModel, require_extra, tool_result_text
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
@@ -93,10 +94,10 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
     provider_name = 'openai'
 
     def __init__(
-        self, model_name: str, *, provider: OpenAIProvider | None = None, profile: ModelProfile | None = None
+        self, model_name: str, *, provider: OpenAIProvider | None = None, profile: ModelProfileSpec | None = None
     ) -> None:
         default = ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True)
-        super().__init__(model_name, provider, profile or default)
+        super().__init__(model_name, provider, resolve_profile(default, profile))
 
     def _default_provider(self) -> OpenAIProvider:
         return OpenAIProvider()

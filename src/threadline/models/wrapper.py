@@ -5,19 +5,22 @@ Rules:
 - the name, provider, profile, URL and context window are the wrapped model's, so a response
   it serves records the wrapped model;
 - `request` and `request_stream` go to the wrapped model; override them to change a request;
-- entering the wrapper (`async with`) enters the wrapped model, and leaving it leaves that.
+- entering the wrapper (`async with`) enters the wrapped model, and leaving it leaves that,
+  except inside `borrowing(wrapped)`: a capability's wrapper around the run's model, entered
+  for one request, leaves the model to its owner (as pydantic-ai 2.62's does).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
 from threadline.models._stream import StreamedResponse
 
-__all__ = ['WrapperModel']
+__all__ = ['WrapperModel', 'borrowing']
 
 
 class WrapperModel(Model):
@@ -68,11 +71,30 @@ class WrapperModel(Model):
             yield streamed
 
     async def __aenter__(self) -> WrapperModel:
-        await self.wrapped.__aenter__()
+        if _BORROWED.get() is not self.wrapped:
+            await self.wrapped.__aenter__()
         return self
 
     async def __aexit__(self, *exc_info: object) -> bool | None:
+        if _BORROWED.get() is self.wrapped:
+            return None
         return await self.wrapped.__aexit__(*exc_info)
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}({self.wrapped!r})'
+
+
+_BORROWED: ContextVar[Model | None] = ContextVar('threadline_borrowed_model', default=None)
+"""The model a capability's wrapper serves one request around: its owner (`async with agent:`)
+opens and closes it, so the wrapper's own entry must not (closing it could close a client
+another request is using)."""
+
+
+@contextmanager
+def borrowing(model: Model) -> Iterator[None]:
+    """Inside: a `WrapperModel` around `model` enters and exits without entering `model`."""
+    token = _BORROWED.set(model)
+    try:
+        yield
+    finally:
+        _BORROWED.reset(token)

@@ -136,12 +136,13 @@ def _our_delta(delta: object) -> TextPartDelta | ThinkingPartDelta | ToolCallPar
 
 def _our_event(event: object) -> AgentStreamEvent | AgentRunResultEvent | None:
     if isinstance(event, pa.PartStartEvent):
-        return PartStartEvent(event.index, _our_response_part(event.part))
+        part = _our_response_part(event.part)
+        return PartStartEvent(event.index, part, previous_part_kind=event.previous_part_kind)
     if isinstance(event, pa.PartDeltaEvent):
         delta = _our_delta(event.delta)
         return None if delta is None else PartDeltaEvent(event.index, delta)
     if isinstance(event, pa.PartEndEvent):
-        return PartEndEvent(event.index, _our_response_part(event.part))
+        return PartEndEvent(event.index, _our_response_part(event.part), next_part_kind=event.next_part_kind)
     if isinstance(event, pa.FunctionToolResultEvent):
         added = None if event.content is None else _our_request_part(pa.UserPromptPart(event.content))
         return FunctionToolResultEvent(_our_request_part(event.part), content=getattr(added, 'content', None))

@@ -9,9 +9,9 @@ import re
 import types
 import typing
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 import typing_extensions
@@ -202,7 +202,8 @@ class OutputSpec:
 
     Rules (pydantic-ai 2.62's, checked against it):
     - `str` allows a text answer, `TextOutput(fn)` one passed through `fn`; `DeferredToolRequests`
-      allows pausing on deferred calls; `None` is not an output.
+      allows pausing on deferred calls; `None` beside another type lets a response with no
+      output (no parts, blank text, thinking only) be the output `None`.
     - Structured outputs (types, functions, `ToolOutput`) are output tools: `final_result` when
       there is one, `final_result_<Name>` each when there are several (a `ToolOutput` names its
       own). A type's docstring (a function's) describes its tool.
@@ -218,6 +219,7 @@ class OutputSpec:
         if sum(1 for m in members if m is str or isinstance(m, TextOutput)) > 1:
             raise UserError('Only one `str` or `TextOutput` is allowed.')
         self.allow_deferred = DeferredToolRequests in members
+        self.allows_none = any(m is None or m is type(None) for m in members)
         self.text_function: Any = next((m.output_function for m in members if isinstance(m, TextOutput)), None)
         self.allow_text = str in members or self.text_function is not None
         modes = [m for m in members if isinstance(m, (NativeOutput, PromptedOutput))]
@@ -234,6 +236,7 @@ class OutputSpec:
         self.mode = 'text'
         self.output_object: OutputObjectDefinition | None = None
         self.template: str | None = None
+        self.prompted_template: str | Literal[False] | None = None
         self._tools: dict[str, _Output] = {}
         self._tool_defs: dict[str, ToolDefinition] = {}
         self._json: list[_Output] = []
@@ -345,6 +348,8 @@ class OutputSpec:
         strict = getattr(marker, 'strict', None)
         self.output_object = OutputObjectDefinition(schema, name=name, description=description, strict=strict)
         template = getattr(marker, 'template', None)
+        if self.mode == 'prompted':
+            self.prompted_template = template  # the marker's own (None: the default one)
         if self.mode == 'prompted' and template is not False:
             shown = {**schema, **({'description': description} if description else {})}
             self.template = (template or PROMPTED_TEMPLATE).replace('{schema}', json.dumps(shown))
@@ -387,6 +392,17 @@ class OutputSpec:
             if not as_json:  # plain text is not validated, only processed
                 return await chain.output_lifecycle(ctx, 'process', self.context(only), text, partial(process, ctx))
             return await _lifecycles(ctx, chain, self.context(only), text, validate, process)
+
+    async def from_none(self, ctx: RunContext[Any], chain: CapabilityChain[Any]) -> Any:
+        """The output `None` of a response with none, through the capabilities' process hooks."""
+        if not chain.has_output_hooks():
+            return None
+        context = replace(self.context(None), mode='text', output_type=type(None), has_function=False)
+
+        async def process(value: Any) -> Any:
+            return value
+
+        return await chain.output_lifecycle(ctx, 'process', context, None, process)
 
     async def _text_function(self, ctx: RunContext[Any], text: str) -> Any:
         if self.text_function is None:

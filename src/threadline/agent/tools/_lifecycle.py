@@ -10,7 +10,10 @@ Rules (pydantic-ai 2.62's):
   until `after_tool_validate` accepted the arguments;
 - execution is `before_tool_execute`, the tool (through `wrap_tool_body` hooks), then
   `after_tool_execute`; an error goes to `on_tool_execute_error` hooks, and one they recover
-  records the call as failed.
+  records the call as failed;
+- `SkipToolValidation` from a validation hook supplies the arguments (no `after_tool_validate`),
+  and `SkipToolExecution` from an execution hook or the tool supplies the result (no error
+  hooks, no `after_tool_execute`): control flow, not failures.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from threadline.agent.tools._tool import Tool, ToolArgsError
-from threadline.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed, UserError
+from threadline.exceptions import ApprovalRequired, CallDeferred, ModelRetry, SkipToolExecution, ToolFailed, UserError
 from threadline.messages import ToolCallPart
 
 if TYPE_CHECKING:
@@ -87,7 +90,7 @@ class ToolLifecycle:
             with contextlib.suppress(Exception):
                 await chain.on_tool_execute_error(ctx, call, tool_def, args, waiting)
             raise
-        except ToolFailed:
+        except (ToolFailed, SkipToolExecution):  # control flow, not errors
             raise
         except Exception as error:  # noqa: BLE001 - capabilities may recover; otherwise re-raised
             result = await chain.on_tool_execute_error(ctx, call, tool_def, args, error)

@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from threadline.agent._state import RunState, now_utc
 from threadline.agent.output._deferred_types import DeferredToolResults
 from threadline.agent.output._end import End, FinalResult
 from threadline.agent.output._validators import output_call_context, validate_output
-from threadline.agent.tools._deferred import Decision, Waiting, decision_for, external_result
-from threadline.agent.tools._lifecycle import ToolLifecycle, deferred_unvalidated
+from threadline.agent.tools._calls import Checked, FunctionCalls
+from threadline.agent.tools._deferred import Waiting
+from threadline.agent.tools._lifecycle import ToolLifecycle
 from threadline.agent.tools._reveal import delta_part, revealed, visible
 from threadline.agent.tools._tool import Tool, ToolArgsError
 from threadline.exceptions import (
-    ApprovalRequired,
-    CallDeferred,
     ModelRetry,
-    ToolFailed,
     UnexpectedModelBehavior,
     UserError,
 )
@@ -29,16 +26,13 @@ from threadline.messages import (
     FunctionToolResultEvent,
     ModelRequest,
     ModelRequestPart,
-    RetryInfo,
     ToolCallPart,
-    ToolReturn,
     ToolReturnPart,
     UserContent,
-    UserPromptPart,
 )
 
 if TYPE_CHECKING:
-    from threadline.agent._context import RunContext
+    pass
 
 __all__ = ['ToolStep']
 
@@ -49,7 +43,7 @@ Outcome: TypeAlias = list[ModelRequestPart] | End[FinalResult[Any]]
 """What a step ends with: the parts of the next request, or the run's end."""
 
 
-class ToolStep:
+class ToolStep(FunctionCalls):
     """One response's tool calls: validated, executed (concurrently), answered in call order.
 
     `run()` returns the parts of the next request (tool results, retries), or `End` when an
@@ -234,20 +228,32 @@ class ToolStep:
         return True
 
     async def _run_functions(self, functions: list[int], slots: Slots) -> None:
-        """Run the function tools at `functions` concurrently, their results into `slots`."""
-        state = self.state
-        for index in functions:
-            state.emit(FunctionToolCallEvent(self.calls[index]))
-        for batch in _batches(functions, lambda i: self.callable[self.calls[i].tool_name].tool_def.sequential):
-            tasks = [self._finished_call(self.calls[i]) for i in batch]
-            results = await _gather_cancelling(tasks)
-            for index, result in zip(batch, results, strict=True):
-                slots[index] = result
-                if result is not None:
-                    state.emit(FunctionToolResultEvent(result, content=self.contents.get(result.tool_call_id)))
+        """Check the function calls at `functions` in order, then run them concurrently, their
+        results into `slots`; calls that wait are checked after the others ran (see `_calls`)."""
+        tool_of = self.callable
+        later = [i for i in functions if self.waits(self.calls[i], tool_of[self.calls[i].tool_name])]
+        for group in ([i for i in functions if i not in later], later):
+            checked = [await self._checked(self.calls[i]) for i in group]
+            sequential = [c.tool.tool_def.sequential for c in checked]
+            for batch in _batches(list(range(len(group))), sequential.__getitem__):
+                results = await _gather_cancelling([self._finished_call(checked[k]) for k in batch])
+                for k, result in zip(batch, results, strict=True):
+                    slots[group[k]] = result
+                    if result is not None:
+                        content = self.contents.get(result.tool_call_id)
+                        self.state.emit(FunctionToolResultEvent(result, content=content))
 
-    async def _finished_call(self, call: ToolCallPart) -> ToolReturnPart | None:
-        result = await self._function_call(call, self.callable[call.tool_name])
+    async def _checked(self, call: ToolCallPart) -> Checked:
+        try:
+            checked = await self.check(call, self.callable[call.tool_name])
+        except UnexpectedModelBehavior:
+            self.state.emit(FunctionToolCallEvent(call, args_valid=False))
+            raise
+        self.state.emit(FunctionToolCallEvent(call, args_valid=checked.args_valid))
+        return checked
+
+    async def _finished_call(self, checked: Checked) -> ToolReturnPart | None:
+        result = await self.run_checked(checked)
         if result is not None:
             self.finished.append(result)  # what an interrupted step still records
         return result
@@ -309,25 +315,6 @@ class ToolStep:
             said = 'No tools available.'
         return f'Unknown tool name: {call.tool_name!r}. {said}'
 
-    def _retry(self, call: ToolCallPart, content: Any, cause: str, max_retries: int | None) -> ToolReturnPart:
-        state = self.state
-        limit = state.max_retries if max_retries is None else max_retries
-        # Failed calls of one tool in one response share an attempt number, as in the reference:
-        # the model made one attempt at using the tool, however many calls it put in it.
-        count = self.step_retries.get(call.tool_name)
-        if count is None:
-            count = self.step_retries[call.tool_name] = state.ctx.retries.get(call.tool_name, 0) + 1
-        state.ctx.retries[call.tool_name] = count
-        if count > limit:
-            raise UnexpectedModelBehavior(f'Tool {call.tool_name!r} exceeded max retries count of {limit}')
-        return ToolReturnPart(
-            call.tool_name,
-            content,
-            call.tool_call_id,
-            outcome='retried',
-            retry=RetryInfo(cause, attempt=count, max_retries=limit),
-        )
-
     async def _output_call(self, call: ToolCallPart) -> ToolReturnPart:
         exhaustive = self.state.end_strategy == 'exhaustive'
         if self.final is not None and call.tool_call_id == self.final.tool_call_id:
@@ -344,102 +331,14 @@ class ToolStep:
             value = await self.state.output.from_call(ctx, self.state.capabilities, call)
             value = await validate_output(self.state, value, ctx)
         except ToolArgsError as exc:
-            return self._retry(call, exc.errors, 'validation_error', limit)
+            return self._retry(call, exc.errors, 'validation_error', limit, output=True)
         except ModelRetry as retry:
-            return self._retry(call, retry.message, 'model_retry', limit)
+            return self._retry(call, retry.message, 'model_retry', limit, output=True)
         if self.final is not None:  # exhaustive: validated, but the first output stays final
             message = 'Output tool processed, but its value will not be the final result of the agent run.'
             return ToolReturnPart(call.tool_name, message, call.tool_call_id)
         self.final = FinalResult(value, call.tool_name, call.tool_call_id)
         return ToolReturnPart(call.tool_name, 'Final result processed.', call.tool_call_id)
-
-    async def _function_call(self, call: ToolCallPart, tool: Tool[Any]) -> ToolReturnPart | None:
-        """The call's result, or None when it waits outside the run (see `_deferred`)."""
-        decision = decision_for(self.deferred, call)
-        if decision.has_result:
-            answer = external_result(call, decision.result)
-            return self._unpack(call, answer, 'success') if isinstance(answer, ToolReturn) else answer
-        if decision.denied is not None:
-            return ToolReturnPart(call.tool_name, decision.denied, call.tool_call_id, outcome='denied')
-        kind = tool.tool_def.kind
-        wait = kind if kind in ('unapproved', 'external') and not decision.approved else None
-        try:
-            return await self._execute(call, tool, decision, wait)
-        except (ApprovalRequired, CallDeferred) as exc:
-            self.waiting.raised(call, exc)
-            return None
-
-    async def _execute(
-        self, call: ToolCallPart, tool: Tool[Any], decision: Decision, wait: Any
-    ) -> ToolReturnPart | None:
-        """Validate the call's arguments and run the tool; a call that waits (`wait`: its tool's
-        kind) is validated only, as the application is shown valid arguments."""
-        state = self.state
-        limit = state.max_retries if tool.max_retries is None else tool.max_retries
-        tool_ctx = state.ctx.for_tool(
-            tool_name=call.tool_name,
-            tool_call_id=call.tool_call_id,
-            retry=state.ctx.retries.get(call.tool_name, 0),
-            max_retries=limit,
-            approved=decision.approved,
-            metadata=decision.metadata,
-        )
-        raw = decision.override_args if decision.override_args is not None else call.args
-        try:
-            return await self._validated_and_run(call, tool, tool_ctx, raw, limit, wait)
-        except ToolFailed as failed:  # done, and failed for good: no retry asked, none counted
-            return ToolReturnPart(call.tool_name, failed.message, call.tool_call_id, outcome='failed')
-
-    async def _validated_and_run(
-        self, call: ToolCallPart, tool: Tool[Any], tool_ctx: RunContext[Any], raw: Any, limit: int, wait: Any
-    ) -> ToolReturnPart | None:
-        state, chain, tool_def = self.state, self.state.capabilities, tool.tool_def
-        try:
-            # With no wrap hooks the chain calls the handler straight away.
-            validate = partial(self.lifecycle.validate, tool_ctx, call, tool)
-            args = await chain.wrap_tool_validate(tool_ctx, call, tool_def, raw, validate)
-        except ToolArgsError as exc:
-            return self._retry(call, exc.errors, 'validation_error', limit)
-        except ModelRetry as retry:
-            return self._retry(call, retry.message, 'model_retry', limit)
-        except (ApprovalRequired, CallDeferred) as exc:
-            if call.tool_call_id not in self.lifecycle.validated:
-                raise deferred_unvalidated('wrap_tool_validate', exc) from exc
-            raise
-        if wait is not None:
-            self.waiting.add(call, wait)
-            return None
-        self.lifecycle.outcomes[call.tool_call_id] = 'success'
-        try:
-            execute = partial(self.lifecycle.run_tool, tool_ctx, call, tool)
-            result = await chain.wrap_tool_execute(tool_ctx, call, tool_def, args, execute)
-        except ModelRetry as retry:
-            return self._retry(call, retry.message, 'model_retry', limit)
-        outcome = self.lifecycle.outcomes.pop(call.tool_call_id)
-        for usage in (state.ctx.usage, state.run_usage):
-            usage.tool_calls += 1  # as in the reference: a call counts once it ran, not when it asked for a retry
-        if outcome == 'success':
-            state.ctx.retries.pop(call.tool_name, None)  # a success ends the tool's run of retries
-        if isinstance(result, ToolReturnPart):
-            return result
-        if isinstance(result, ToolReturn):
-            return self._unpack(call, result, outcome)
-        return ToolReturnPart(call.tool_name, result, call.tool_call_id, outcome=outcome)  # type: ignore[arg-type]
-
-    def _unpack(self, call: ToolCallPart, result: ToolReturn[Any], outcome: str) -> ToolReturnPart:
-        if result.tools:
-            self.reveals[call.tool_call_id] = list(result.tools)
-        if result.content:
-            content = result.content if isinstance(result.content, str) else list(result.content)
-            self.trailing.append(UserPromptPart(content))
-            self.contents[call.tool_call_id] = content
-        return ToolReturnPart(
-            call.tool_name,
-            result.return_value,
-            call.tool_call_id,
-            metadata=result.metadata,
-            outcome=outcome,  # type: ignore[arg-type]
-        )
 
 
 def _callable_tools(state: RunState) -> dict[str, Tool[Any]]:
