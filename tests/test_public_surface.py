@@ -10,6 +10,7 @@ import pytest
 
 SURFACE: dict[str, set[str]] = {
     'threadline': {
+        'RunTimedOut',
         'ModelRequestTimeout',
         'ContentFilterError',
         'FallbackExceptionGroup',

@@ -28,7 +28,8 @@ part index, field, conversation) and what to do about it, never the content at t
     │   │   ├── ContentFilterError          the provider filtered the answer (finish reason)
     │   │   └── IncompleteToolCall          the token limit cut a tool call's arguments short
     │   ├── HookTimeoutError (TimeoutError) a hook registered with `timeout=` overran
-    │   └── RunCancelled                    the caller cancelled a streamed run
+    │   └── RunCancelled                    the application stopped the run (cancel(), a stream)
+    │       └── RunTimedOut (TimeoutError)  ... at its `timeout=` deadline
     ├── ReplayRefused (PermissionError)     the audit did not allow a run (in threadline.audit: it
     │                                       carries an AuditReport, and audit comes after exceptions)
     └── StoreError
@@ -56,9 +57,11 @@ report a failure: a user's code raises them, or Threadline raises and catches th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 __all__ = [
+    'RunTimedOut',
     'ModelRequestTimeout',
     'ContentFilterError',
     'IncompleteToolCall',
@@ -439,8 +442,72 @@ class ToolArgsError(Exception):
         super().__init__(str(errors))
 
 
+_Message: TypeAlias = Any
+"""A `ModelMessage` (typed loosely: messages come after exceptions in the package order)."""
+
+
 class RunCancelled(AgentRunError):
-    """The caller cancelled a streamed run; what arrived was recorded as interrupted."""
+    """The application stopped the run: `AgentRun.cancel()`, `RunContext.cancel()`, a `timeout=`
+    (`RunTimedOut`), or a cancelled stream. What the run completed is kept: `all_messages()` is a
+    history to resume from (`new_messages()` this run's part of it), with the run's `usage`,
+    `run_id`, `conversation_id` and `metadata`."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        messages: Sequence[_Message] = (),
+        new_message_index: int = 0,
+        usage: object = None,
+        metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        dump_json: Callable[[list[_Message]], bytes] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self._messages, self._new_message_index = list(messages), new_message_index
+        self.usage, self.metadata, self.run_id, self.conversation_id = usage, metadata, run_id, conversation_id
+        self._dump_json = dump_json
+
+    def all_messages(self) -> list[_Message]:
+        return list(self._messages)
+
+    def new_messages(self) -> list[_Message]:
+        return self._messages[self._new_message_index :]
+
+    def all_messages_json(self) -> bytes:
+        return self._json(self.all_messages())
+
+    def new_messages_json(self) -> bytes:
+        return self._json(self.new_messages())
+
+    @property
+    def response(self) -> _Message:
+        """The last model response the run recorded (a `ModelResponse`)."""
+        for message in reversed(self._messages):
+            if getattr(message, 'kind', None) == 'response':
+                return message
+        raise ValueError('the run was cancelled before the model answered: there is no response')
+
+    def _json(self, messages: list[_Message]) -> bytes:
+        if self._dump_json is None:
+            raise ValueError('this RunCancelled was made without its history: it has no JSON form')
+        return self._dump_json(messages)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        facts = {'messages': self._messages, 'new_message_index': self._new_message_index, 'usage': self.usage}
+        facts |= {'metadata': self.metadata, 'run_id': self.run_id, 'conversation_id': self.conversation_id}
+        return (_rebuilt, (type(self), self.message, facts))
+
+
+class RunTimedOut(RunCancelled, TimeoutError):
+    """The run did not finish before its deadline (`timeout=` on the run, or the deadline of the
+    run that started it from a tool): stopped as `RunCancelled` is, with what it completed."""
+
+
+def _rebuilt(cls: type[RunCancelled], message: str, facts: dict[str, Any]) -> RunCancelled:
+    return cls(message, **facts)
 
 
 class HookTimeoutError(AgentRunError, TimeoutError):

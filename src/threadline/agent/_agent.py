@@ -13,6 +13,7 @@ from functools import partial
 from types import FrameType, MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
+from threadline.agent._cancel import cancellable
 from threadline.agent._capability import AbstractCapability
 from threadline.agent._capture import captured_messages
 from threadline.agent._context import AgentDepsT, RunContext
@@ -355,7 +356,7 @@ class Agent(EnteredAgent, Generic[AgentDepsT, OutputDataT]):
         `wrapped` (`run()` calls the hooks itself), `wrap_run` hooks enclose it all."""
         captured = captured_messages()
         try:
-            async with contextlib.AsyncExitStack() as stack:
+            async with cancellable(state), contextlib.AsyncExitStack() as stack:
                 await state.toolsets_for_run()
                 for toolset in (state.toolset, state.step_toolset):
                     if toolset is not None:
@@ -385,7 +386,9 @@ class Agent(EnteredAgent, Generic[AgentDepsT, OutputDataT]):
 
         Options (`RunOptions`): `message_history`, `deferred_tool_results`, `model`, `deps`,
         `model_settings`, `usage_limits`, `usage`, `instructions`, `run_id`, `conversation_id`,
-        `capabilities`, `toolsets`, `retries`."""
+        `capabilities`, `toolsets`, `retries`, `metadata`, `output_type`, `timeout` (seconds for the
+        whole run: past it, `RunTimedOut`; `AgentRun.cancel()` and `RunContext.cancel()` stop a run
+        with `RunCancelled`, see `_cancel`)."""
         self._name_from(inspect.currentframe())
         state = await for_run(self, new_state(self, user_prompt, **options))
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar  # PEP 696 defaults (3.13 has them in typing)
 
 from threadline._uuid import uuid7
+from threadline.agent._cancel import RunCancellation
 from threadline.exceptions import UserError
 from threadline.messages import ModelMessage, RepairEvent, RunUsage, UserContent
 from threadline.models import Model
@@ -66,9 +68,23 @@ class RunContext(Generic[AgentDepsT]):
     repair_events: list[RepairEvent] = field(default_factory=list)
     """What repairing the given history at run start changed (`RepairEvent`s), for audit records."""
     queue: Any = field(default=None, repr=False)
+    _cancellation: RunCancellation | None = field(default=None, repr=False)
     crash_retry: CrashRetry | None = None
     """Set for a tool call that runs again because the process running it died (a durability
     capability, `threadline.durable`, knows): look the effect up by its key before repeating it."""
+
+    def cancel(self) -> None:
+        """Stop the run this context belongs to: the caller gets `RunCancelled` with what the run
+        completed (see `AgentRun.cancel`)."""
+        if self._cancellation is None:
+            raise UserError('this RunContext was built outside a run: there is no run to cancel')
+        self._cancellation.cancel()
+
+    @property
+    def deadline(self) -> datetime | None:
+        """When the run must end (its `timeout=`, or a sooner deadline of the run that started
+        it), as a UTC time; None without one."""
+        return self._cancellation.wall_deadline if self._cancellation is not None else None
 
     @property
     def context_tokens(self) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Generic
 
 from threadline.agent._graph import AgentNode, End, FinalResult, ModelRequestNode, NodeResult, UserPromptNode
@@ -89,6 +90,9 @@ class AgentRun(Generic[OutputDataT]):
                 'this run has ended: stop when the node is a threadline.End (from threadline import End; '
                 'pydantic_graph.End is a different class), then read agent_run.result'
             )
+        cancellation = self._state.ctx._cancellation
+        if cancellation is not None and cancellation.reason is not None:
+            raise asyncio.CancelledError  # cancelled between nodes: the next one does not start
         return await isolated(self._run_node(node))
 
     async def _run_node(self, node: AgentNode) -> NodeResult:
@@ -153,6 +157,14 @@ class AgentRun(Generic[OutputDataT]):
         result: NodeResult = End(FinalResult(self._result.output))
         self._next_node = result
         return result
+
+    def cancel(self) -> None:
+        """Stop the whole run (from any task or thread): what it is doing is torn down, and when
+        the `iter()` block ends the caller gets `RunCancelled`, whose `all_messages()` resumes the
+        conversation. Idempotent; a no-op once the block has ended (see `_cancel`)."""
+        cancellation = self._state.ctx._cancellation
+        if cancellation is not None:
+            cancellation.cancel()
 
     def enqueue(self, *items: Any, priority: str = 'asap') -> str | None:
         """Inject content into the run from outside (see `RunContext.enqueue`); returns the enqueue id.

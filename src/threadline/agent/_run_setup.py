@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
 
+from threadline.agent._cancel import RunCancellation
 from threadline.agent._capability import AbstractCapability
 from threadline.agent._chain import CapabilityChain, flatten
 from threadline.agent._context import AgentDepsT, RunContext
@@ -69,6 +70,8 @@ class RunOptions(TypedDict, Generic[AgentDepsT], total=False):
     retries: int | AgentRetries | None
     metadata: AgentMetadata | None
     output_type: object
+    timeout: float | None
+    """Seconds the whole run may take: past it, `RunTimedOut` (see `_cancel`)."""
 
 
 class RunSyncOptions(RunOptions[AgentDepsT], total=False):
@@ -148,6 +151,7 @@ def new_state(
     retries: int | AgentRetries | None = None,
     metadata: AgentMetadata | None = None,
     output_type: object = None,
+    timeout: float | None = None,
 ) -> RunState:
     """The state of a run of `agent` with these options (see the module docstring)."""
     overridden = agent._overrides.get()
@@ -171,6 +175,7 @@ def new_state(
         run_id=run_id,
         conversation_id=conversation_id,
         agent=agent,
+        _cancellation=RunCancellation(timeout),
     )
     ctx.metadata = resolve_metadata(agent.metadata, metadata, ctx) or {}
     budgets = retry_budgets(agent.retries, retries, overridden.get('retries'))

@@ -42,7 +42,7 @@ def _cost(response: ModelResponse, model: Model) -> Decimal | None:
     """What the response cost at the answering model's genai-prices price, else None."""
 
     usage = response.usage
-    if not (usage.input_tokens or usage.output_tokens) or response.model_name is None:
+    if not (usage.input_tokens or usage.output_tokens) or response.model_name is None or not model.priced:
         return None
     # The URL identifies the provider best, but only the model that answered has the right one.
     url = model.base_url if response.provider_name == model.system else None

@@ -125,6 +125,12 @@ class Model(ABC):
         return ModelProfile()
 
     @property
+    def priced(self) -> bool:
+        """Whether the model's answers may have a genai-prices price (False for local models,
+        which then skip the price lookup, and its first-use load of the price data)."""
+        return True
+
+    @property
     def base_url(self) -> str | None:
         """The provider API's URL, when the model talks to one (it identifies the provider best)."""
         return None

@@ -34,6 +34,10 @@ class DemoModel(Model):
     """Answers support questions by rule (see the module docstring)."""
 
     @property
+    def priced(self) -> bool:
+        return False  # a local model: no price to look up
+
+    @property
     def model_name(self) -> str:
         return 'demo'
 

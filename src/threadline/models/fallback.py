@@ -79,6 +79,10 @@ class FallbackModel(Model):
             raise UserError(f'fallback_on must be exception types or a function of the error, not {fallback_on!r}')
 
     @property
+    def priced(self) -> bool:
+        return any(m.priced for m in self.models)
+
+    @property
     def model_name(self) -> str:
         return 'fallback:' + ','.join(m.model_name for m in self.models)
 

@@ -80,6 +80,10 @@ class FunctionModel(Model):
         self._profile = resolve_profile(ModelProfile(supports_json_schema_output=True), profile)
 
     @property
+    def priced(self) -> bool:
+        return False  # a local model: no price to look up
+
+    @property
     def model_name(self) -> str:
         return self._model_name
 

@@ -61,6 +61,10 @@ class TestModel(Model):
         self.last_model_request_parameters: ModelRequestParameters | None = None
 
     @property
+    def priced(self) -> bool:
+        return False  # a local model: no price to look up
+
+    @property
     def model_name(self) -> str:
         return self._model_name
 

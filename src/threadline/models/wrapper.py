@@ -30,6 +30,10 @@ class WrapperModel(Model):
         self.wrapped = wrapped
 
     @property
+    def priced(self) -> bool:
+        return self.wrapped.priced
+
+    @property
     def model_name(self) -> str:
         return self.wrapped.model_name
 
