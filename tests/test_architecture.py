@@ -38,6 +38,7 @@ ORDER: tuple[str, ...] = (
     'agent',
     'usage',
     'profiles',
+    'concurrency',
     'toolsets',
     'realtime',
     'capabilities',
@@ -150,6 +151,7 @@ CYCLES: frozenset[tuple[str, str]] = frozenset(
         ('threadline.messages._pydantic', 'threadline.messages._codec'),
         # `threadline.models` imports FallbackModel, which resolves model names with its infer_model
         ('threadline.models.fallback', 'threadline.models'),
+        ('threadline.models.concurrency', 'threadline.models'),  # infer_model, as FallbackModel does
         # `_pydantic` builds messages' pydantic schemas with pydantic-core (DEFERRED): it loads with them
         ('threadline.messages._base', 'threadline.messages._pydantic'),
         # not a cycle: realtime sessions load when `agent.realtime()` is first called, not with the agent

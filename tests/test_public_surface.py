@@ -10,6 +10,13 @@ import pytest
 
 SURFACE: dict[str, set[str]] = {
     'threadline': {
+        'ConcurrencyLimitExceeded',
+        'AbstractConcurrencyLimiter',
+        'AnyConcurrencyLimit',
+        'ConcurrencyLimit',
+        'ConcurrencyLimitedModel',
+        'ConcurrencyLimiter',
+        'limit_model_concurrency',
         'RunTimedOut',
         'ModelRequestTimeout',
         'ContentFilterError',
@@ -254,6 +261,12 @@ SURFACE: dict[str, set[str]] = {
         'on_event',
     },
     'threadline.usage': {'RequestUsage', 'RunUsage', 'UsageLimits'},
+    'threadline.concurrency': {
+        'AbstractConcurrencyLimiter',
+        'AnyConcurrencyLimit',
+        'ConcurrencyLimit',
+        'ConcurrencyLimiter',
+    },
     'threadline.profiles': {'DEFAULT_PROFILE', 'ModelProfile', 'ModelProfileSpec', 'merge_profile'},
     'threadline.toolsets': {
         'AbstractToolset',

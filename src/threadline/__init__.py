@@ -34,6 +34,7 @@ from threadline.exceptions import (
     AgentRunError,
     ApprovalRequired,
     CallDeferred,
+    ConcurrencyLimitExceeded,
     ContentFilterError,
     FallbackExceptionGroup,
     IncompleteToolCall,
@@ -92,6 +93,14 @@ from threadline.messages import (
     to_json,
     to_jsonable_python,
 )
+from threadline.models.concurrency import (
+    AbstractConcurrencyLimiter,
+    AnyConcurrencyLimit,
+    ConcurrencyLimit,
+    ConcurrencyLimitedModel,
+    ConcurrencyLimiter,
+    limit_model_concurrency,
+)
 
 __all__ = [
     'ModelAPIError',
@@ -120,6 +129,13 @@ __all__ = [
     'BinaryContent',
     'BinaryImage',
     'CallDeferred',
+    'ConcurrencyLimitExceeded',
+    'AbstractConcurrencyLimiter',
+    'AnyConcurrencyLimit',
+    'ConcurrencyLimit',
+    'ConcurrencyLimitedModel',
+    'ConcurrencyLimiter',
+    'limit_model_concurrency',
     'ModelRequestTimeout',
     'ContentFilterError',
     'FallbackExceptionGroup',

@@ -24,6 +24,7 @@ part index, field, conversation) and what to do about it, never the content at t
     │   │                                   └── ModelAuthenticationError, ModelNotFoundError
     │   ├── FallbackExceptionGroup          every model of a FallbackModel failed
     │   ├── UsageLimitExceeded
+    │   ├── ConcurrencyLimitExceeded        a concurrency limiter's queue is full (`max_queued`)
     │   ├── UnexpectedModelBehavior
     │   │   ├── ContentFilterError          the provider filtered the answer (finish reason)
     │   │   └── IncompleteToolCall          the token limit cut a tool call's arguments short
@@ -61,6 +62,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 __all__ = [
+    'ConcurrencyLimitExceeded',
     'RunTimedOut',
     'ModelRequestTimeout',
     'ContentFilterError',
@@ -340,6 +342,11 @@ class UsageLimitExceeded(AgentRunError):
         self.limit = limit
         self.value = value
         super().__init__(message)
+
+
+class ConcurrencyLimitExceeded(AgentRunError):
+    """A run or a model request would wait in a concurrency limiter's queue longer than its
+    `max_queued` allows (`Agent(max_concurrency=...)`, `ConcurrencyLimitedModel`)."""
 
 
 class UnexpectedModelBehavior(AgentRunError):

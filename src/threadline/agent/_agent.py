@@ -38,6 +38,7 @@ from threadline.agent._run_setup import (
     new_state,
     retry_budgets,
 )
+from threadline.agent._slot import run_slot
 from threadline.agent._state import InstructionSource, RunState, SettingsLayer
 from threadline.agent._streamed import StreamedRunResult, open_stream
 from threadline.agent._streamed_sync import StreamedRunResultSync
@@ -51,6 +52,7 @@ from threadline.agent.tools._toolsets import AbstractToolset
 from threadline.exceptions import UserError
 from threadline.messages import AgentRunResultEvent, AgentStreamEvent, SystemPromptPart, UserContent
 from threadline.models import Model, ModelSettings, PreparedHistory, infer_model
+from threadline.models.concurrency import AnyConcurrencyLimit, normalize_to_limiter
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs  # typing.TypeIs from Python 3.13
@@ -110,6 +112,7 @@ class Agent(EnteredAgent, Generic[AgentDepsT, OutputDataT]):
         end_strategy: EndStrategy = 'graceful',
         defer_model_check: bool = False,
         metadata: AgentMetadata | None = None,
+        max_concurrency: AnyConcurrencyLimit = None,
     ) -> None:
         # `defer_model_check=True` keeps a model name as given until a run resolves it (so an
         # agent can be built before its provider's key is set), as pydantic-ai's does.
@@ -118,6 +121,7 @@ class Agent(EnteredAgent, Generic[AgentDepsT, OutputDataT]):
         )
         self.output_type = output_type
         self.metadata = metadata
+        self._concurrency_limiter = normalize_to_limiter(max_concurrency)  # runs at once (see `_slot`)
         self._output = OutputSpec(output_type)
         self._instructions: list[InstructionSource] = as_list(instructions)
         self._system_prompts: list[InstructionSource] = as_list(system_prompt)
@@ -356,7 +360,11 @@ class Agent(EnteredAgent, Generic[AgentDepsT, OutputDataT]):
         `wrapped` (`run()` calls the hooks itself), `wrap_run` hooks enclose it all."""
         captured = captured_messages()
         try:
-            async with cancellable(state), contextlib.AsyncExitStack() as stack:
+            async with (
+                cancellable(state),
+                run_slot(self._concurrency_limiter, self.name),
+                contextlib.AsyncExitStack() as stack,
+            ):
                 await state.toolsets_for_run()
                 for toolset in (state.toolset, state.step_toolset):
                     if toolset is not None:
