@@ -116,219 +116,41 @@ __all__ = [
     'UserError',
 ]
 
-
-class ThreadlineError(Exception):
-    """Base class of every error Threadline raises on purpose."""
-
-
-class UserError(ThreadlineError, RuntimeError):
-    """The caller used the API in a way it does not support; the message says how to fix it."""
-
-
-class MessageValidationError(ThreadlineError, ValueError):
-    """A serialized history could not be loaded.
-
-    `location` is the path of the offending value (`messages[3].parts[1].tool_call_id`), `reason`
-    what is wrong with it. Loading is all-or-nothing: when this is raised nothing was returned.
-    """
-
-    def __init__(self, location: str, reason: str) -> None:
-        self.location = location
-        self.reason = reason
-        super().__init__(f'{location}: {reason}' if location else reason)
-
-
-class ModelRetry(Exception):
-    """Raise from a tool or output validator to ask the model to try again with `message` as feedback."""
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        super().__init__(message)
-
-
-class ToolFailed(Exception):
-    """Raise from a tool (or its args validator, or a tool hook) when the call is done and failed
-    for good: the model sees `message` as a failed result, with no request to try again, and the
-    tool's retry count is not touched."""
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        super().__init__(message)
-
-
-class ApprovalRequired(Exception):
-    """Raise from a tool body to ask for a person's approval before it acts: the run ends with the
-    call in `DeferredToolRequests.approvals`, and reruns the tool once approved
-    (`ctx.tool_call_approved` is then True). Needs `DeferredToolRequests` among the output types."""
-
-    def __init__(self, metadata: dict[str, object] | None = None) -> None:
-        self.metadata = metadata
-        super().__init__('approval required')
-
-
-class CallDeferred(Exception):
-    """Raise from a tool body to hand the call to something outside the run (a client, a queue):
-    the run ends with it in `DeferredToolRequests.calls`; its result comes back with the next run."""
-
-    def __init__(self, metadata: dict[str, object] | None = None) -> None:
-        self.metadata = metadata
-        super().__init__('call deferred')
-
-
-class SkipModelRequest(Exception):
-    """Raised by a `before_model_request` or `wrap_model_request` hook: `response` is recorded as
-    the model's answer, and the model is not asked (nor do `after_model_request` hooks run)."""
-
-    def __init__(self, response: Any) -> None:
-        # A `ModelResponse`: typed loosely, as messages come after exceptions in the package order.
-        self.response = response
-        super().__init__()
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return self.__class__, (self.response,)
-
-
-class SkipToolValidation(Exception):
-    """Raised by a `before_tool_validate` or `wrap_tool_validate` hook: `validated_args` are the
-    call's arguments, and neither the schema nor `after_tool_validate` hooks see them."""
-
-    def __init__(self, validated_args: dict[str, Any]) -> None:
-        self.validated_args = validated_args
-        super().__init__()
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return self.__class__, (self.validated_args,)
-
-
-class SkipToolExecution(Exception):
-    """Raised by a `before_tool_execute` or `wrap_tool_execute` hook (or the tool): `result` is
-    the call's result, and the tool does not run (nor do `after_tool_execute` hooks)."""
-
-    def __init__(self, result: Any) -> None:
-        self.result = result
-        super().__init__()
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return self.__class__, (self.result,)
-
-
-class AgentRunError(ThreadlineError, RuntimeError):
-    """A run could not finish."""
-
-
-class ModelAPIError(AgentRunError):
-    """A request to a model's provider failed; `model_name` says which model."""
-
-    def __init__(self, model_name: str, message: str) -> None:
-        self.model_name = model_name
-        super().__init__(message)
-
-
-class ModelHTTPError(ModelAPIError):
-    """The provider answered with an HTTP error; `status_code`, `model_name` and `body` say which."""
-
-    def __init__(self, status_code: int, model_name: str, body: object = None) -> None:
-        self.status_code = status_code
-        self.body = body
-        ModelAPIError.__init__(self, model_name, f'status_code: {status_code}, model_name: {model_name}, body: {body}')
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # A categorized error's class is made at runtime: pickle rebuilds it from its category.
-        category = next((c for c, made in _HTTP_CATEGORIES.items() if made is type(self)), None)
-        return (_rebuilt_http_error, (category, self.status_code, self.model_name, self.body))
-
-    @staticmethod
-    def for_category(
-        category: HTTPErrorCategory | None, *, status_code: int, model_name: str, body: object = None
-    ) -> ModelHTTPError:
-        """An HTTP error that `except ModelHTTPError` and `except category` both catch (as
-        pydantic-ai 2.62's), for a custom model or a test."""
-        return http_error_for(category, status_code=status_code, model_name=model_name, body=body)
-
-
-def _rebuilt_http_error(
-    category: HTTPErrorCategory | None, status_code: int, model_name: str, body: object
-) -> ModelHTTPError:
-    return http_error_for(category, status_code=status_code, model_name=model_name, body=body)
-
-
-class ModelConnectionError(ModelAPIError):
-    """The provider could not be reached, or did not answer in time (after the SDK's retries)."""
-
-
-class ModelTimeoutError(ModelConnectionError):
-    """One attempt at the request timed out in the SDK's or HTTP client's own timeout."""
-
-
-# The categories of a provider's refusal, as pydantic-ai 2.62 names them: catch the category, or
-# `ModelHTTPError` for any status; an HTTP error in a category is an instance of both.
-class ModelRequestTimeout(ModelAPIError):
-    """A request to a model did not finish within its `request_timeout` setting (`timeout`, in
-    seconds): every attempt the SDK made, and a stream read to its last chunk, count."""
-
-    def __init__(self, model_name: str, timeout: float) -> None:
-        self.timeout = timeout
-        super().__init__(model_name, f'Request to model {model_name!r} timed out after {timeout:g} seconds')
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return self.__class__, (self.model_name, self.timeout)
-
-
-class ModelRateLimitError(ModelAPIError):
-    """A rate limit was reached (an HTTP 429): waiting and retrying may succeed."""
-
-
-class ModelQuotaExceededError(ModelAPIError):
-    """The account's quota, credits or billing is exhausted (an HTTP 402, or a 429 that says so)."""
-
-
-class ModelUnavailableError(ModelAPIError):
-    """The provider or model could not serve the request for now (an HTTP 503)."""
-
-
-class ModelOverloadedError(ModelUnavailableError):
-    """... because it is overloaded (an HTTP 529, or a provider that says so)."""
-
-
-class ModelServerError(ModelAPIError):
-    """The provider failed with a server error not otherwise categorized (an HTTP 500, 502, 504)."""
-
-
-class ModelRequestRejectedError(ModelAPIError):
-    """The provider rejected the request itself (an HTTP 400 or 422): resending it unchanged fails again."""
-
-
-class ModelContextWindowExceededError(ModelRequestRejectedError):
-    """The input exceeds the model's context window: compact or shorten the history and retry."""
-
-
-class ModelAuthenticationError(ModelRequestRejectedError):
-    """The credentials were refused or may not make this request (an HTTP 401 or 403)."""
-
-
-class ModelNotFoundError(ModelRequestRejectedError):
-    """The model or resource the request names was not found (an HTTP 404)."""
-
-
-HTTPErrorCategory = type[ModelAPIError]
-_HTTP_CATEGORIES: dict[HTTPErrorCategory, type[ModelHTTPError]] = {}
-
-
-def _http_error_class(category: HTTPErrorCategory) -> type[ModelHTTPError]:
-    """A `ModelHTTPError` that is also a `category`, named as the category (made once per category)."""
-    made = _HTTP_CATEGORIES.get(category)
-    if made is None:
-        made = type(category.__name__, (ModelHTTPError, category), {'__module__': __name__})
-        _HTTP_CATEGORIES[category] = made
-    return made
-
-
-def http_error_for(
-    category: HTTPErrorCategory | None, *, status_code: int, model_name: str, body: object = None
-) -> ModelHTTPError:
-    """A `ModelHTTPError` that is an instance of `category` too (None: a plain one)."""
-    cls = ModelHTTPError if category is None else _http_error_class(category)
-    return cls(status_code, model_name, body)
+from threadline.exceptions._base import (
+    AgentRunError,
+    ApprovalRequired,
+    CallDeferred,
+    MessageValidationError,
+    ModelRetry,
+    SkipModelRequest,
+    SkipToolExecution,
+    SkipToolValidation,
+    ThreadlineError,
+    ToolFailed,
+    UserError,
+)
+from threadline.exceptions._model import (
+    HTTPErrorCategory as HTTPErrorCategory,  # for models._http_errors
+)
+from threadline.exceptions._model import (
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelContextWindowExceededError,
+    ModelHTTPError,
+    ModelNotFoundError,
+    ModelOverloadedError,
+    ModelQuotaExceededError,
+    ModelRateLimitError,
+    ModelRequestRejectedError,
+    ModelRequestTimeout,
+    ModelServerError,
+    ModelTimeoutError,
+    ModelUnavailableError,
+)
+from threadline.exceptions._model import (
+    http_error_for as http_error_for,
+)
 
 
 class FallbackExceptionGroup(ExceptionGroup[Exception], AgentRunError):
@@ -566,3 +388,9 @@ class UnknownMediaType(ValueError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ''
+
+
+for _name in __all__:  # every class reports the path users import it from, not a private module
+    _value = globals()[_name]
+    if isinstance(_value, type) and _value.__module__.startswith('threadline.exceptions.'):
+        _value.__module__ = __name__
