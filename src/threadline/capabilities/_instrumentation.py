@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadline.agent.capability import AbstractCapability, CapabilityDepsT, ModelRequestContext
 from threadline.capabilities._otel_messages import otel_messages, system_instructions
+from threadline.exceptions import MessageHistoryMutatedWarning
 from threadline.messages import ModelMessage, ModelResponse, ToolCallPart
 from threadline.messages.wire import encoder
 
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
     from threadline.models import ToolDefinition
 
 __all__ = ['Instrumentation', 'MessageHistoryMutatedWarning']
-
-
-class MessageHistoryMutatedWarning(UserWarning):
-    """A message already recorded in a span was changed in place; earlier spans show the old content."""
 
 
 Fragments = dict[int, tuple[ModelMessage, Sequence[object], bytes]]

@@ -16,7 +16,7 @@ part index, field, conversation) and what to do about it, never the content at t
     │   ├── ModelAPIError
     │   │   ├── ModelHTTPError              the provider answered 4xx/5xx (also one of the categories)
     │   │   ├── ModelRequestTimeout         a request overran its `request_timeout` setting
-    │   │   ├── ModelConnectionError        the provider could not be reached
+    │   │   ├── ModelConnectionError        the provider could not be reached (`phase`: where)
     │   │   │   └── ModelTimeoutError       ... in the transport's time
     │   │   ├── ModelRateLimitError, ModelQuotaExceededError, ModelServerError,
     │   │   ├── ModelUnavailableError       └── ModelOverloadedError
@@ -25,6 +25,7 @@ part index, field, conversation) and what to do about it, never the content at t
     │   ├── FallbackExceptionGroup          every model of a FallbackModel failed
     │   ├── UsageLimitExceeded
     │   ├── ConcurrencyLimitExceeded        a concurrency limiter's queue is full (`max_queued`)
+    │   ├── SuspendedResponseExpired        a provider's background job is gone (not raised yet)
     │   ├── UnexpectedModelBehavior
     │   │   ├── ContentFilterError          the provider filtered the answer (finish reason)
     │   │   └── IncompleteToolCall          the token limit cut a tool call's arguments short
@@ -54,6 +55,12 @@ report a failure: a user's code raises them, or Threadline raises and catches th
     TurnBusy           another server holds the conversation's turn lease
     DemoFailed         a step of `threadline demo` did not do what it says
     UnknownMediaType (ValueError, KeyError)   a media type with no format name
+
+The warnings (`_warnings`), by pydantic-ai 2.62's names so its filters keep working:
+`UnsupportedSettingWarning` (a model ignores a setting the request relies on),
+`CostCalculationFailedWarning`, `MessageHistoryMutatedWarning`, `ThreadlineDeprecationWarning`
+(alias `PydanticAIDeprecationWarning`), and, for code that names them,
+`CostNotFoundWarning`, `UsageExtractionFailedWarning` and `UsageLimitUnavailableWarning`.
 """
 
 from __future__ import annotations
@@ -62,6 +69,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 __all__ = [
+    'CostCalculationFailedWarning',
+    'CostNotFoundWarning',
+    'MessageHistoryMutatedWarning',
+    'PydanticAIDeprecationWarning',
+    'ThreadlineDeprecationWarning',
+    'UnsupportedSettingWarning',
+    'UsageExtractionFailedWarning',
+    'UsageLimitUnavailableWarning',
+    'SuspendedResponseExpired',
+    'TransportPhase',
     'ConcurrencyLimitExceeded',
     'RunTimedOut',
     'ModelRequestTimeout',
@@ -147,9 +164,20 @@ from threadline.exceptions._model import (
     ModelServerError,
     ModelTimeoutError,
     ModelUnavailableError,
+    TransportPhase,
 )
 from threadline.exceptions._model import (
     http_error_for as http_error_for,
+)
+from threadline.exceptions._warnings import (
+    CostCalculationFailedWarning,
+    CostNotFoundWarning,
+    MessageHistoryMutatedWarning,
+    PydanticAIDeprecationWarning,
+    ThreadlineDeprecationWarning,
+    UnsupportedSettingWarning,
+    UsageExtractionFailedWarning,
+    UsageLimitUnavailableWarning,
 )
 
 
@@ -377,6 +405,12 @@ class WouldWait(Exception):
     """Raised by a backend operation run in the event loop (`AsyncStore._uncontended`) that would
     have to wait for another thread or process. It is raised before anything is written, so the
     operation is simply run again in a worker thread, where waiting is fine."""
+
+
+class SuspendedResponseExpired(AgentRunError):
+    """A suspended response (a provider's background job) is no longer held by the provider, so it
+    cannot be resumed: run again from the messages before it. Threadline has no background-mode
+    requests yet; the class is here for code that catches it."""
 
 
 class DemoFailed(Exception):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from threadline.exceptions._base import AgentRunError
 
@@ -10,6 +10,7 @@ __all__ = [
     'ModelAPIError',
     'ModelHTTPError',
     'ModelConnectionError',
+    'TransportPhase',
     'ModelTimeoutError',
     'ModelRequestTimeout',
     'ModelRateLimitError',
@@ -56,14 +57,38 @@ class ModelHTTPError(ModelAPIError):
         return http_error_for(category, status_code=status_code, model_name=model_name, body=body)
 
 
+def _rebuilt_connection_error(
+    kind: type[ModelConnectionError], model_name: str, message: str, phase: TransportPhase | None
+) -> ModelConnectionError:
+    return kind(model_name, message, phase=phase)
+
+
 def _rebuilt_http_error(
     category: HTTPErrorCategory | None, status_code: int, model_name: str, body: object
 ) -> ModelHTTPError:
     return http_error_for(category, status_code=status_code, model_name=model_name, body=body)
 
 
+TransportPhase: TypeAlias = Literal['pool', 'connect', 'write', 'read']
+"""Where in a request the transport failed: waiting for a pooled connection, opening one (the
+request was not sent), sending it (it may have arrived), or reading the answer (it arrived: the
+provider may have acted on it)."""
+
+
 class ModelConnectionError(ModelAPIError):
-    """The provider could not be reached, or did not answer in time (after the SDK's retries)."""
+    """The provider could not be reached, or did not answer in time (after the SDK's retries).
+
+    `phase` says where the transport failed (`TransportPhase`), or None when its error does not
+    say; whether a retry could repeat an effect depends on it. The transport's own error is the
+    `__cause__`.
+    """
+
+    def __init__(self, model_name: str, message: str, *, phase: TransportPhase | None = None) -> None:
+        self.phase: TransportPhase | None = phase
+        super().__init__(model_name, message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuilt_connection_error, (type(self), self.model_name, str(self), self.phase)
 
 
 class ModelTimeoutError(ModelConnectionError):

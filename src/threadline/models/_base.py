@@ -6,12 +6,13 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, ClassVar, Literal, TypedDict
 
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._prices import known_context_window
 from threadline.models._profile import ModelProfile
 from threadline.models._stream import CompleteResponseStream, StreamedResponse
+from threadline.models._unsupported import warn_unsupported_settings
 
 __all__ = ['Model', 'ModelProfile', 'ModelRequestParameters', 'ModelSettings', 'ToolDefinition']
 
@@ -22,14 +23,24 @@ class ModelSettings(TypedDict, total=False):
     max_tokens: int
     temperature: float
     top_p: float
+    top_k: int
     timeout: float
+    """Seconds for the SDK's HTTP client, per attempt (the transport's own timeout)."""
+    max_retries: int
+    """How many times the SDK retries a failed request (its own backoff), this request only."""
     request_timeout: float
     """Seconds one request to one model may take, every SDK retry and a stream's last chunk
     included; past it, `ModelRequestTimeout` (a `FallbackModel` gives each model its own)."""
     parallel_tool_calls: bool
     seed: int
+    presence_penalty: float
+    frequency_penalty: float
+    logit_bias: dict[str, int]
     stop_sequences: list[str]
+    extra_headers: dict[str, str]
+    """Headers sent with the request, beside (and over) the SDK's own."""
     extra_body: dict[str, Any]
+    """Fields merged into the request body last, so they win over what Threadline wrote."""
 
 
 @dataclass
@@ -109,6 +120,24 @@ class ModelRequestParameters:
 
 class Model(ABC):
     """A chat model: turns a (prepared) history into the model's next response."""
+
+    unsupported_settings: ClassVar[frozenset[str]] = frozenset()
+    """The `ModelSettings` fields this model class does not send; those that change what a
+    request guarantees (`timeout`, `stop_sequences`, ...) warn with `UnsupportedSettingWarning`
+    when a request sets them (see `warn_unsupported`), the tuning knobs are ignored silently."""
+
+    @property
+    def model_id(self) -> str:
+        """`provider:model_name`, as the model is named in a warning or an `infer_model` string."""
+        return f'{self.system}:{self.model_name}'
+
+    def warn_unsupported(self, settings: ModelSettings | None, params: ModelRequestParameters) -> None:
+        """Warn about each guarantee setting in `settings` this model ignores; a model calls this
+        as it sends a request."""
+        if settings and self.unsupported_settings:
+            warn_unsupported_settings(
+                self.model_id, settings, self.unsupported_settings, has_function_tools=bool(params.function_tools)
+            )
 
     @property
     @abstractmethod

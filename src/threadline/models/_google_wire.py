@@ -20,11 +20,12 @@ fails with a clear error (and the wire test fails loudly).
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
 from threadline.exceptions import UserError
 
-__all__ = ['post', 'wire_request']
+__all__ = ['http_options', 'post', 'wire_request']
 
 
 def wire_request(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -74,7 +75,27 @@ def _camel_key(key: str) -> str:
     return camel
 
 
-async def post(client: Any, path: str, wire: dict[str, Any]) -> Any:
+def http_options(client: Any, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+    """This request's HTTP options in the SDK's dict form: `extra_headers`, `timeout` (the SDK
+    counts milliseconds) and `max_retries` (the SDK counts attempts; a request's retry options
+    replace the client's, so its other retry options are carried over). None when none is set."""
+    options: dict[str, Any] = {}
+    if headers := settings.get('extra_headers'):
+        options['headers'] = dict(headers)
+    if (timeout := settings.get('timeout')) is not None:
+        options['timeout'] = int(1000 * timeout)
+    if (retries := settings.get('max_retries')) is not None:
+        held = getattr(
+            getattr(getattr(getattr(client, 'aio', None), '_api_client', None), '_http_options', None),
+            'retry_options',
+            None,
+        )
+        carried = held.model_dump(exclude_none=True) if held is not None else {}
+        options['retry_options'] = {**carried, 'attempts': retries + 1}
+    return options or None
+
+
+async def post(client: Any, path: str, wire: dict[str, Any], options: dict[str, Any] | None = None) -> Any:
     """POST `wire` through the SDK's API client; the response's JSON body as text."""
     api_client = getattr(getattr(client, 'aio', None), '_api_client', None)
     send = getattr(api_client, 'async_request', None)
@@ -83,5 +104,5 @@ async def post(client: Any, path: str, wire: dict[str, Any]) -> Any:
             'this google-genai version has no API client to post a request through (client.aio._api_client); '
             'install the version threadline[google] pins'
         )
-    response = await send('post', path, wire, None)
+    response = await send('post', path, wire, options)
     return response.body

@@ -12,6 +12,7 @@ from __future__ import annotations
 from threadline.exceptions import (
     HTTPErrorCategory,
     ModelAuthenticationError,
+    ModelConnectionError,
     ModelContextWindowExceededError,
     ModelHTTPError,
     ModelNotFoundError,
@@ -20,11 +21,13 @@ from threadline.exceptions import (
     ModelRateLimitError,
     ModelRequestRejectedError,
     ModelServerError,
+    ModelTimeoutError,
     ModelUnavailableError,
+    TransportPhase,
     http_error_for,
 )
 
-__all__ = ['categorized_http_error']
+__all__ = ['categorized_http_error', 'connection_error', 'is_timeout', 'transport_errors', 'transport_phase']
 
 _QUOTA = ('insufficient_quota', 'billing_hard_limit_reached', 'credit_balance_exhausted')
 _CONTEXT_WINDOW = (
@@ -85,3 +88,58 @@ def _by_status(status: int, *texts: str | None) -> HTTPErrorCategory | None:
     if status == 503:
         return ModelOverloadedError if _says(_OVERLOADED, *texts) else ModelUnavailableError
     return ModelServerError if 500 <= status < 600 else None
+
+
+# httpx's (and its successor httpx2's: the SDKs use one or the other) transport errors by where in
+# the request they happen; the SDKs keep them as `__cause__`.
+_PHASES: dict[str, TransportPhase] = {
+    'PoolTimeout': 'pool',
+    'ConnectTimeout': 'connect',
+    'ConnectError': 'connect',
+    'WriteTimeout': 'write',
+    'WriteError': 'write',
+    'ReadTimeout': 'read',
+    'ReadError': 'read',
+    'RemoteProtocolError': 'read',
+}
+
+
+_HTTP_LIBRARIES = ('httpx', 'httpx2')
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The transport error classes of the HTTP libraries installed (to catch whichever an SDK
+    raises)."""
+    found: list[type[BaseException]] = []
+    for name in _HTTP_LIBRARIES:
+        try:
+            found.append(__import__(name).TransportError)
+        except ImportError:
+            continue
+    return tuple(found)
+
+
+def is_timeout(error: BaseException) -> bool:
+    """Whether a transport error is one of its library's timeouts."""
+    return any(cls.__name__ == 'TimeoutException' for cls in type(error).__mro__)
+
+
+def transport_phase(error: BaseException) -> TransportPhase | None:
+    """Where the request failed, from `error` or the errors it was raised from (None when none
+    says). Classes are matched by module and name, so no HTTP library need be importable."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for cls in type(current).__mro__:
+            if cls.__module__.partition('.')[0] in _HTTP_LIBRARIES and cls.__name__ in _PHASES:
+                return _PHASES[cls.__name__]
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def connection_error(model_name: str, error: BaseException, *, timeout: bool) -> ModelConnectionError:
+    """The `ModelConnectionError` (`ModelTimeoutError` for a timeout) for a transport `error`,
+    naming its type and phase, not the request."""
+    kind = ModelTimeoutError if timeout else ModelConnectionError
+    return kind(model_name, f'{model_name}: {type(error).__name__}: {error}', phase=transport_phase(error))

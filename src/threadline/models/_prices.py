@@ -5,15 +5,20 @@ Rules:
   same models), then by its provider id (`openai`, `anthropic`, `google`).
 - Whatever genai-prices does not know is unknown: `None`, never a guess. The same goes for
   everything when the package is not installed.
+- A lookup that fails in any other way warns (`CostCalculationFailedWarning`) and is unknown:
+  a price never fails a run.
 - Prices come from the package's bundled table (no network); a cost is a `Decimal` in US dollars.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
+
+from threadline.exceptions import CostCalculationFailedWarning
 
 __all__ = ['ModelRef', 'known_context_window', 'price_of', 'priced']
 
@@ -77,6 +82,9 @@ def price_of(ref: ModelRef, *, input_tokens: int = 0, output_tokens: int = 0, **
     usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens, **details)
     try:
         result = calc_price(usage, ref[0], provider_id=found[0])
-    except (LookupError, ValueError):
+    except (LookupError, ValueError):  # a model or usage it cannot price: unknown, as expected
+        return None
+    except Exception as error:  # noqa: BLE001 - a price must never fail a run
+        warnings.warn(f'Failed to get cost: {type(error).__name__}', CostCalculationFailedWarning, stacklevel=2)
         return None
     return Decimal(result.total_price)

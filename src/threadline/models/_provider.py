@@ -13,16 +13,14 @@ import msgspec
 
 from threadline.exceptions import (
     MissingAPIKey,
-    ModelConnectionError,
     ModelHTTPError,
-    ModelTimeoutError,
     UnexpectedModelBehavior,
     UserError,
 )
 from threadline.messages import BinaryContent, ModelMessage, ModelResponse, ToolReturnPart
 from threadline.messages.wire import JSONObject, enc_hook
 from threadline.models._base import Model, ModelProfile, ModelRequestParameters, ModelSettings
-from threadline.models._http_errors import categorized_http_error
+from threadline.models._http_errors import categorized_http_error, connection_error
 from threadline.models._stream import StreamedResponse
 
 
@@ -118,7 +116,12 @@ class ProviderModel(Model, Generic[ProviderT]):
         return {}
 
     async def _post(self, body: JSONObject, settings: ModelSettings | None, *, stream: bool = False) -> Any:
+        """Send `body`: `extra_body` merged in last, `extra_headers` over the provider's own,
+        `timeout` and `max_retries` as this request's SDK options."""
         sdk, path, response_type, event_type = self._endpoint()
+        settings = settings or {}
+        if extra := settings.get('extra_body'):
+            body = {**body, **extra}
         return await post_json(
             sdk,
             self.provider.client,
@@ -126,9 +129,10 @@ class ProviderModel(Model, Generic[ProviderT]):
             body,
             model_name=self._model_name,
             response_type=response_type,
-            timeout=(settings or {}).get('timeout'),
+            timeout=settings.get('timeout'),
+            max_retries=settings.get('max_retries'),
             stream_cls=sdk.AsyncStream[event_type] if stream else None,
-            headers=self._headers(body),
+            headers={**self._headers(body), **settings.get('extra_headers', {})},
         )
 
     async def request(
@@ -137,6 +141,7 @@ class ProviderModel(Model, Generic[ProviderT]):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        self.warn_unsupported(model_settings, model_request_parameters)
         body = self.request_body(messages, model_settings, model_request_parameters)
         return self._response(await self._post(body, model_settings))
 
@@ -148,6 +153,7 @@ class ProviderModel(Model, Generic[ProviderT]):
         model_request_parameters: ModelRequestParameters,
         run_context: object = None,
     ) -> AsyncIterator[StreamedResponse]:
+        self.warn_unsupported(model_settings, model_request_parameters)
         body = {**self.request_body(messages, model_settings, model_request_parameters), **self.stream_fields}
         stream = await self._post(body, model_settings, stream=True)
         try:
@@ -194,6 +200,7 @@ async def post_json(
     model_name: str,
     response_type: Any,
     timeout: float | None = None,
+    max_retries: int | None = None,
     stream_cls: Any = None,
     headers: dict[str, str] | None = None,
 ) -> Any:
@@ -213,6 +220,8 @@ async def post_json(
     options: JSONObject = {'headers': {'content-type': 'application/json', **(headers or {})}}
     if timeout:
         options['timeout'] = timeout
+    if max_retries is not None:
+        options['max_retries'] = max_retries
     content = msgspec.json.encode(body, enc_hook=enc_hook)
     try:
         if stream_cls is not None:
@@ -224,8 +233,7 @@ async def post_json(
         body = _error_body(exc)
         raise categorized_http_error(exc.status_code, model_name, body, **_error_facts(body)) from exc
     except sdk.APIConnectionError as exc:  # timeouts too, after the SDK's own retries
-        kind = ModelTimeoutError if isinstance(exc, sdk.APITimeoutError) else ModelConnectionError
-        raise kind(model_name, f'{model_name}: {type(exc).__name__}: {exc}') from exc
+        raise connection_error(model_name, exc, timeout=isinstance(exc, sdk.APITimeoutError)) from exc
     try:
         data = msgspec.json.decode(text)
     except msgspec.DecodeError as exc:

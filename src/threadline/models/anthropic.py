@@ -127,6 +127,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
     """A Messages API model (see the module docstring for how a history is mapped)."""
 
     provider_name = 'anthropic'
+    unsupported_settings = frozenset({'frequency_penalty', 'logit_bias', 'presence_penalty', 'seed'})
 
     def __init__(
         self, model_name: str, *, provider: AnthropicProvider | None = None, profile: ModelProfileSpec | None = None
@@ -164,8 +165,11 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         tools = [*params.function_tools, *params.output_tools]
         if tools:
             body['tools'] = [_tool(t) for t in tools]
-            if not params.allow_text_output:
-                body['tool_choice'] = {'type': 'any'}
+            choice: JSONObject = {'type': 'auto' if params.allow_text_output else 'any'}
+            if 'parallel_tool_calls' in settings:
+                choice['disable_parallel_tool_use'] = not settings['parallel_tool_calls']
+            if len(choice) > 1 or choice['type'] == 'any':
+                body['tool_choice'] = choice
         if params.output_mode == 'native' and params.output_object is not None:
             if params.output_object.strict is False:
                 raise UserError(
@@ -175,7 +179,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
 
             schema = transform_schema(walk_schema(params.output_object.json_schema, _strict_node))
             body['output_config'] = {'format': {'type': 'json_schema', 'schema': schema}}
-        for key in ('temperature', 'top_p'):
+        for key in ('temperature', 'top_p', 'top_k'):
             if key in settings:
                 body[key] = settings[key]
         if 'stop_sequences' in settings:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from threadline.exceptions import ModelConnectionError, ModelTimeoutError, UnexpectedModelBehavior, UserError
+from threadline.exceptions import UnexpectedModelBehavior, UserError
 from threadline.messages import (
     BinaryContent,
     CachePoint,
@@ -56,8 +56,8 @@ from threadline.messages import (
 from threadline.messages.wire import enc_hook
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._google_provider import GoogleProvider
-from threadline.models._google_wire import post, wire_request
-from threadline.models._http_errors import categorized_http_error
+from threadline.models._google_wire import http_options, post, wire_request
+from threadline.models._http_errors import categorized_http_error, connection_error, is_timeout, transport_errors
 from threadline.models._profile import ModelProfileSpec, resolve_profile
 from threadline.models._provider import ProviderModel
 from threadline.models._schema_walk import json_type_of, walk_schema
@@ -88,6 +88,7 @@ class GoogleModel(ProviderModel[GoogleProvider]):
     """A Gemini model (see the module docstring for how a history is mapped)."""
 
     provider_name = 'google'
+    unsupported_settings = frozenset({'extra_body', 'logit_bias', 'parallel_tool_calls'})
 
     def __init__(
         self, model_name: str, *, provider: GoogleProvider | None = None, profile: ModelProfileSpec | None = None
@@ -140,6 +141,9 @@ class GoogleModel(ProviderModel[GoogleProvider]):
             ('max_tokens', 'max_output_tokens'),
             ('stop_sequences', 'stop_sequences'),
             ('seed', 'seed'),
+            ('top_k', 'top_k'),
+            ('presence_penalty', 'presence_penalty'),
+            ('frequency_penalty', 'frequency_penalty'),
         ):
             if ours in settings:
                 config[theirs] = settings[ours]  # type: ignore[literal-required]
@@ -151,13 +155,15 @@ class GoogleModel(ProviderModel[GoogleProvider]):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        self.warn_unsupported(model_settings, model_request_parameters)
         body = self.request_body(messages, model_settings, model_request_parameters)
         from google.genai import types
 
         # The API's JSON built here, not by the SDK's validation and conversion (see _google_wire).
         path, wire = wire_request(body)
+        options = http_options(self.provider.client, model_settings or {})
         with _errors(self._model_name):
-            text = await post(self.provider.client, path, wire)
+            text = await post(self.provider.client, path, wire, options)
         try:
             response = types.GenerateContentResponse.model_validate_json(text or '{}')
         except ValueError:  # pydantic's ValidationError: not JSON, or not a response
@@ -172,7 +178,10 @@ class GoogleModel(ProviderModel[GoogleProvider]):
         model_request_parameters: ModelRequestParameters,
         run_context: object = None,
     ) -> AsyncIterator[StreamedResponse]:
+        self.warn_unsupported(model_settings, model_request_parameters)
         body = self.request_body(messages, model_settings, model_request_parameters)
+        if options := http_options(self.provider.client, model_settings or {}):
+            body['config'] = {**body['config'], 'http_options': options}
         with _errors(self._model_name):
             stream = await self.provider.client.aio.models.generate_content_stream(**body)
         try:
@@ -458,7 +467,6 @@ class _GeminiStream(StreamedResponse):
 def _errors(model_name: str) -> Iterator[None]:
     """Turns the SDK's API errors into `ModelHTTPError` (status and body kept), and transport
     errors into `ModelConnectionError`."""
-    import httpx
     from google.genai import errors
 
     try:
@@ -473,6 +481,5 @@ def _errors(model_name: str) -> Iterator[None]:
             code=status if isinstance(status, str) else None,
             message=message if isinstance(message, str) else None,
         ) from error
-    except httpx.TransportError as error:  # unreachable, or no answer in time
-        kind = ModelTimeoutError if isinstance(error, httpx.TimeoutException) else ModelConnectionError
-        raise kind(model_name, f'{model_name}: {type(error).__name__}: {error}') from error
+    except transport_errors() as error:  # unreachable, or no answer in time
+        raise connection_error(model_name, error, timeout=is_timeout(error)) from error

@@ -82,6 +82,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
     """A Chat Completions model (see the module docstring for how a history is mapped)."""
 
     provider_name = 'openai'
+    unsupported_settings = frozenset({'top_k'})
 
     def __init__(
         self,
@@ -116,9 +117,11 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         settings = settings or {}
         if 'max_tokens' in settings:
             body['max_completion_tokens'] = settings['max_tokens']
-        for key in ('temperature', 'top_p', 'seed', 'parallel_tool_calls'):
+        for key in ('temperature', 'top_p', 'seed', 'presence_penalty', 'frequency_penalty', 'logit_bias'):
             if key in settings:
                 body[key] = settings[key]
+        if 'parallel_tool_calls' in settings and tools:  # the API refuses it without tools
+            body['parallel_tool_calls'] = settings['parallel_tool_calls']
         if 'stop_sequences' in settings:
             body['stop'] = settings['stop_sequences']
         return body

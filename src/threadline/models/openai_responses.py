@@ -92,6 +92,10 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
     """A Responses API model (see the module docstring for the mapping and held state)."""
 
     provider_name = 'openai'
+    # The Responses API has no field for these.
+    unsupported_settings = frozenset(
+        {'frequency_penalty', 'logit_bias', 'presence_penalty', 'seed', 'stop_sequences', 'top_k'}
+    )
 
     def __init__(
         self, model_name: str, *, provider: OpenAIProvider | None = None, profile: ModelProfileSpec | None = None

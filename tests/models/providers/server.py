@@ -1,6 +1,6 @@
 """A local HTTP server that answers the official SDK clients with recorded provider responses.
 
-Responses are queued per test (a JSON body with a status, or an SSE stream); every request body is
+Responses are queued per test (a JSON body with a status, or an SSE stream, optionally after a `delay`); every request body is
 recorded, so tests check exactly what the SDK sent (unless `record=False`: a benchmark's bodies,
 kept and parsed, would load the garbage collector of the process it measures). Only 127.0.0.1 is
 used.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,6 +50,8 @@ class ProviderServer:
                     if server.replies
                     else {'status': 500, 'body': {'error': 'no reply queued'}}
                 )
+                if reply.get('delay'):  # seconds before answering: a client's timeout to run out
+                    time.sleep(reply['delay'])
                 if 'sse' in reply:
                     self.send_response(200)
                     self.send_header('content-type', 'text/event-stream')
