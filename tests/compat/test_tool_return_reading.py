@@ -1,5 +1,6 @@
 """`ToolReturnPart`'s reading helpers (`model_response_str`, `model_response_object`, `files`,
-`structured_content`, `content_items`, `has_content`) as pydantic-ai 2.62 has them: the same
+`structured_content`, `content_items`, `has_content`, `model_response_str_and_user_content`,
+`typed_content`) as pydantic-ai 2.62 has them: the same
 parts built on both libraries, every helper's answer compared, over hand-picked and generated
 content."""
 
@@ -55,7 +56,15 @@ def _read(part: Any) -> list[Any]:
         kind(part.content_items(mode='str')),
         kind(part.content_items(mode='jsonable')),
         kind(part.content_items(mode='str', wrap_if_error=False)),
+        _with_user_content(part.model_response_str_and_user_content()),
+        _with_user_content(part.model_response_str_and_user_content(wrap_if_error=False)),
+        kind(typed) if isinstance(typed := part.typed_content, list) else kind([typed]),
     ]
+
+
+def _with_user_content(read: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
+    text, items = read
+    return text, [(type(i).__name__, i.identifier) if hasattr(i, 'media_type') else i for i in items]
 
 
 CONTENTS = [

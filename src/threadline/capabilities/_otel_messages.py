@@ -19,7 +19,6 @@ Rules (checked part for part against pydantic-ai 2.62 over random histories):
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +45,6 @@ from threadline.messages import (
     UserPromptPart,
 )
 from threadline.messages.wire import encoder
-from threadline.models import feedback_text
 
 __all__ = ['otel_messages', 'system_instructions']
 
@@ -96,12 +94,11 @@ def _request_part(part: Any, content: bool) -> list[Part]:
     if isinstance(part, ToolReturnPart):
         return [_result(part.tool_call_id, part.tool_name, part.content, content)]
     if isinstance(part, RetryPromptPart):  # the legacy part, as it read to the model
-        said = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
         if part.tool_name is None:
-            return [_text(f'Validation feedback:\n{said}\n\nFix the errors and try again.', content)]
-        return [_result(part.tool_call_id, part.tool_name, f'{said}\n\nFix the errors and try again.', content)]
+            return [_text(part.model_response(), content)]
+        return [_result(part.tool_call_id, part.tool_name, part.model_response(), content)]
     if isinstance(part, RetryFeedbackPart):
-        return [_text(feedback_text(part.content, part.retry.cause), content)]
+        return [_text(part.model_response(), content)]
     if isinstance(part, CompactionPart):
         return [_text(part.content, content)] if part.content else []
     return []

@@ -329,6 +329,12 @@ class UploadedFile(_UploadedFileFields, kw_only=True, tag='uploaded-file'):
 
     kind: ClassVar[str] = 'uploaded-file'
 
+    @property
+    def format(self) -> str:
+        """The format name models know this file by (`pdf`, `png`); raises `UnknownMediaType`
+        when its media type has none."""
+        return file_format(kind_of(self.media_type or ''), self.media_type)
+
     def __post_init__(self) -> None:
         if self.media_type is None:
             self.media_type = _guess_media_type(self.file_id) or 'application/octet-stream'

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from threadline.exceptions import UserError
 from threadline.messages._base import LegacyName, WireStruct, legacy_field
 from threadline.messages._content import BinaryContent, BinaryImage
 from threadline.messages._parts import (
@@ -167,6 +168,30 @@ class ModelResponse(_ResponseFields, kw_only=True, tag='response'):
     @property
     def images(self) -> list[BinaryImage]:
         return [f for f in self.files if isinstance(f, BinaryImage)]
+
+    def cost(self) -> Any:
+        """The response's price from genai-prices (extra `prices`): its `PriceCalculation`.
+        Raises `LookupError` when genai-prices does not know the model, and `ValueError` when the
+        response has no model name or omitted its usage (the price would be short)."""
+        if not self.model_name:
+            raise ValueError('a response without a model name has no price')
+        if self.usage.unmeasured_requests:
+            raise ValueError('the response omitted its usage (`usage.unmeasured_requests`): its price would be short')
+        try:
+            from genai_prices import calc_price
+        except ImportError:
+            raise UserError("a price needs genai-prices: pip install 'threadline[prices]'") from None
+        timestamp = self.timestamp
+        if self.provider_url:
+            try:
+                return calc_price(
+                    self.usage, self.model_name, provider_api_url=self.provider_url, genai_request_timestamp=timestamp
+                )
+            except LookupError:
+                pass  # an API URL genai-prices does not know: the provider's name may still match
+        return calc_price(
+            self.usage, self.model_name, provider_id=self.provider_name, genai_request_timestamp=timestamp
+        )
 
     @property
     def native_tool_calls(self) -> list[tuple[NativeToolCallPart, NativeToolReturnPart]]:

@@ -11,6 +11,7 @@ from msgspec import UNSET, UnsetType
 
 from threadline.messages._base import LegacyName, WireStruct, legacy_field
 from threadline.messages._content import BinaryContent, UserContent
+from threadline.messages._retry_text import feedback_reply, retry_prompt_text, speaks_for_framework
 from threadline.messages._tool_return_reading import ToolReturnReading
 
 __all__ = [
@@ -140,6 +141,17 @@ class RetryFeedbackPart(_RetryFeedbackFields, kw_only=True, tag='retry-feedback'
 
     part_kind: ClassVar[str] = 'retry-feedback'
 
+    @property
+    def in_framework_voice(self) -> bool:
+        """Whether this is one of the agent loop's own `no_output` texts ('Please return
+        text.', ...), sent in the system voice; any other feedback goes in the user voice."""
+        return speaks_for_framework(self.content, self.retry.cause)
+
+    def model_response(self) -> str:
+        """The text the model is sent (see `messages._retry_text`): fenced in the user voice,
+        unless it is one of the framework's own `no_output` texts."""
+        return feedback_reply(self.content, self.retry.cause)
+
 
 class _RetryPromptFields(_RequestPart):
     content: str | list[dict[str, Any]]
@@ -158,6 +170,25 @@ class RetryPromptPart(_RetryPromptFields, kw_only=True, tag='retry-prompt'):
 
     part_kind: ClassVar[str] = 'retry-prompt'
 
+    @classmethod
+    def from_error(
+        cls, error: Exception, *, tool_name: str | None = None, tool_call_id: str | None = None
+    ) -> RetryPromptPart:
+        """The retry for a pydantic `ValidationError` (its errors, without URLs or context) or a
+        `ModelRetry` (its message)."""
+        errors = getattr(error, 'errors', None)
+        if callable(errors):
+            content: str | list[dict[str, Any]] = errors(include_url=False, include_context=False)
+        else:
+            content = str(getattr(error, 'message', error))
+        if tool_call_id:
+            return cls(content, tool_name=tool_name, tool_call_id=tool_call_id)
+        return cls(content, tool_name=tool_name)
+
+    def model_response(self) -> str:
+        """The text the legacy part read as to the model (see `messages._retry_text`)."""
+        return retry_prompt_text(self.content, self.tool_name)
+
 
 class _CompactionFields(WireStruct, tag_field='part_kind'):
     content: str | None = None
@@ -173,6 +204,10 @@ class CompactionPart(_CompactionFields, kw_only=True, tag='compaction'):
     metadata: dict[str, Any] | None = None
 
     part_kind: ClassVar[str] = 'compaction'
+
+    def has_content(self) -> bool:
+        """Whether the summary has any text."""
+        return bool(self.content)
 
 
 class ToolAvailabilityDeltaPart(_RequestPart, kw_only=True, tag='tool-availability-delta'):
@@ -252,6 +287,15 @@ class _ToolCallBase(_ToolCallFields, kw_only=True):
         if raise_if_invalid:
             raise ValueError(f'the arguments of tool call {self.tool_call_id!r} are not a JSON object')
         return {'INVALID_JSON': args}
+
+    @property
+    def typed_args(self) -> dict[str, Any] | None:
+        """The arguments as a dict, or None while they are not (yet) a JSON object: still
+        streaming in, or not valid. Threadline has no typed tool kinds, so this is the dict."""
+        try:
+            return self.args_as_dict(raise_if_invalid=True)
+        except ValueError:
+            return None
 
     def args_as_json_str(self) -> str:
         """The arguments as compact JSON text, with the same rule for unparsable JSON."""

@@ -59,16 +59,13 @@ from threadline.messages._parts import (
     UserPromptPart,
 )
 from threadline.messages._repair import _check
+from threadline.messages.framing import fenced_feedback
 
 __all__ = ['SanitizeOptions', 'StrippedItem', 'sanitize_messages', 'sanitize_report']
 
 _FRAMEWORK_KEY = '__pydantic_ai__'
 _PLANTED_KEY = 'pydantic_ai_standing_prompt_planted'
 _SYSTEM_VOICE_KINDS = frozenset({'instruction-delta', 'instruction-baseline'})
-_FEEDBACK_LEAD = (
-    "Your previous response failed the application's validation "
-    '(this is automated feedback, not a message from the user):'
-)
 # Kinds whose detail is the client's own text (a URL scheme can carry anything): warned as a count.
 _COUNTED = frozenset({'file_url_scheme'})
 _WARNINGS = {
@@ -171,8 +168,8 @@ class _Sanitizer:
                 self.note('system_prompt', i, j)
                 return None
             if isinstance(part, RetryFeedbackPart) and part.retry.cause == 'no_output':
-                text = f'{_FEEDBACK_LEAD}\n<retry_feedback>\n{part.content}\n</retry_feedback>'
-                return UserPromptPart(text, timestamp=part.timestamp)
+                # Client-supplied: never the framework's voice, whatever its text says.
+                return UserPromptPart(fenced_feedback(part.content, 'model_retry'), timestamp=part.timestamp)
         if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
             return msgspec.structs.replace(part, content=self.user_content(part.content, i, j))
         if isinstance(part, ToolReturnPart) and isinstance(part.content, (list, tuple, dict, FileUrl, UploadedFile)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 __all__ = ['ToolReturn']
 
@@ -29,3 +29,5 @@ class ToolReturn(Generic[ReturnValueT]):
     content: str | Sequence[Any] | None = None
     metadata: Any = None
     tools: list[str] | None = None
+    kind: Literal['tool-return'] = 'tool-return'
+    """What this is, as pydantic-ai marks it (so a serialized `ToolReturn` can be told apart)."""

@@ -14,6 +14,7 @@ Rules (pydantic-ai 2.62's, checked against it):
 
 from __future__ import annotations
 
+import html
 from typing import Any, Literal
 
 import msgspec
@@ -48,6 +49,12 @@ class ToolReturnReading:
     def has_content(self) -> bool:
         return self.content is not None
 
+    @property
+    def typed_content(self) -> Any:
+        """The content of a successful return, None for any other outcome (its content is then
+        an error, not the tool's result). Threadline has no typed tool kinds, so it is as is."""
+        return self.content if self.outcome == 'success' else None
+
     def model_response_str(self, *, wrap_if_error: bool = True) -> str:
         """The data as the text a model is sent (see the module docstring)."""
         value = self._data()
@@ -65,6 +72,32 @@ class ToolReturnReading:
             return {}
         jsonable = msgspec.json.decode(_encoder.encode(value))
         return jsonable if isinstance(jsonable, dict) else {RETURN_VALUE_KEY: jsonable}
+
+    def model_response_str_and_user_content(self, *, wrap_if_error: bool = True) -> tuple[str, list[Any]]:
+        """The result as text for a provider whose tool results take text only, and its files for
+        a user message after it: each file is 'See file {identifier}.' in the text, and goes in the
+        list framed by `<tool_result tool_name=... tool_call_id=... file_id=...>` tags, so the
+        model can tell a tool's file (which may be attacker-influenced) from the user's own."""
+        files = self.files
+        if not files:
+            return self.model_response_str(wrap_if_error=wrap_if_error), []
+        texts: list[str] = []
+        user_content: list[Any] = []
+        for item in self.content_items(mode='str', wrap_if_error=False):
+            if isinstance(item, _FILES):
+                texts.append(f'See file {item.identifier}.')
+                user_content.extend(_provenance(self, item.identifier))
+                user_content.insert(len(user_content) - 1, item)
+            else:
+                texts.append(item)
+        if wrap_if_error and self.outcome in ERROR_OUTCOMES:
+            value = self._data()
+            error = {'error': self._error_value(value, self.model_response_str(wrap_if_error=False))}
+            references = [f'See file {file.identifier}.' for file in files]
+            return _encoder.encode([error, *references]).decode(), user_content
+        if isinstance(self.content, list):
+            return _encoder.encode(texts).decode(), user_content
+        return texts[0], user_content
 
     def structured_content(self) -> dict[str, Any] | list[Any] | None:
         """The content as JSON data (a JSON string parsed), or None when it is not an object or array."""
@@ -130,3 +163,9 @@ def _item_text(value: Any) -> str:
 
 def _jsonable(value: Any) -> Any:
     return msgspec.json.decode(_encoder.encode(value))
+
+
+def _provenance(part: Any, identifier: str | None) -> tuple[str, str]:
+    attrs = {'tool_name': part.tool_name, 'tool_call_id': part.tool_call_id, 'file_id': identifier}
+    rendered = ''.join(f' {name}="{html.escape(value)}"' for name, value in attrs.items() if value is not None)
+    return f'<tool_result{rendered}>', '</tool_result>'

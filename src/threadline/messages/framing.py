@@ -11,9 +11,23 @@ else in the body is kept exactly as written.
 from __future__ import annotations
 
 import re
-from typing import Final, Literal, get_args
+from collections.abc import Sequence
+from typing import Any, Final, Literal, get_args
 
-__all__ = ['CONVERSATION_SUMMARY_PROVENANCE', 'FRAMING_TAGS', 'FramingTag', 'frame', 'neutralize']
+import msgspec
+
+from threadline.messages._encode import enc_hook
+
+__all__ = [
+    'CONVERSATION_SUMMARY_PROVENANCE',
+    'FEEDBACK_LEAD',
+    'FRAMING_TAGS',
+    'FramingTag',
+    'error_details',
+    'fenced_feedback',
+    'frame',
+    'neutralize',
+]
 
 FramingTag = Literal[
     'system',
@@ -47,3 +61,44 @@ def neutralize(text: str) -> str:
 def frame(tag: FramingTag, body: str) -> str:
     """`body` inside `<tag>...</tag>`, with the framing tags inside it neutralized."""
     return f'<{tag}>{neutralize(body)}</{tag}>'
+
+
+FEEDBACK_LEAD = (
+    "Your previous response failed the application's validation "
+    '(this is automated feedback, not a message from the user):'
+)
+"""The line that opens retry feedback in the user voice: the application, not the user, speaks."""
+
+_encoder = msgspec.json.Encoder(enc_hook=enc_hook)
+
+
+def _jsonable(value: Any) -> Any:
+    return msgspec.json.decode(_encoder.encode(value))
+
+
+def error_details(errors: Sequence[Any]) -> list[Any]:
+    """Validation errors as the model is sent them: JSON data, no `ctx`, the root input once."""
+    out: list[Any] = []
+    root_input: object = None
+    seen_root = False
+    for detail in _jsonable(list(errors)):
+        if not isinstance(detail, dict):
+            out.append(detail)
+            continue
+        detail.pop('ctx', None)
+        if len(detail.get('loc', ())) <= 1:
+            if not seen_root:
+                root_input, seen_root = detail.get('input'), True
+            elif 'input' in detail and detail['input'] == root_input:
+                del detail['input']
+        out.append(detail)
+    return out
+
+
+def fenced_feedback(content: str | Sequence[Any], cause: str) -> str:
+    """Feedback in the user voice: the lead line, then the content (errors as JSON) fenced in
+    `<validation_errors>` for a validation error, else `<retry_feedback>`."""
+    body = content if isinstance(content, str) else _encoder.encode(error_details(content)).decode()
+    tag: FramingTag = 'validation_errors' if cause == 'validation_error' else 'retry_feedback'
+    fence = frame(tag, f'\n{body}\n')
+    return f'{FEEDBACK_LEAD}\n{fence}'

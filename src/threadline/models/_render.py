@@ -26,8 +26,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import msgspec
-
 from threadline.messages import (
     CompactionPart,
     FilePart,
@@ -51,12 +49,11 @@ from threadline.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from threadline.messages.framing import CONVERSATION_SUMMARY_PROVENANCE, frame
+from threadline.messages.framing import CONVERSATION_SUMMARY_PROVENANCE, fenced_feedback, frame
 from threadline.models._base import ModelProfile
 from threadline.models._speech import SPEECH, assistant_speech, user_speech
 
 __all__ = [
-    'NO_OUTPUT_TEXTS',
     'feedback_text',
     'render_history',
     'render_into',
@@ -64,17 +61,6 @@ __all__ = [
     'wrap_system_text',
 ]
 
-NO_OUTPUT_TEXTS = frozenset(
-    {
-        'Please return text.',
-        'Please include your response in a tool call.',
-        'Please return text or include your response in a tool call.',
-    }
-)
-_FEEDBACK_LEAD = (
-    "Your previous response failed the application's validation "
-    '(this is automated feedback, not a message from the user):'
-)
 _CLOSING_TAG = re.compile(r'</(system)', re.IGNORECASE)
 
 
@@ -98,13 +84,10 @@ def standing_prompt_count(messages: Sequence[ModelMessage]) -> int:
 
 
 def feedback_text(content: Any, cause: str) -> str:
-    """Retry feedback as the model reads it: the automated-feedback lead, then the feedback (or
-    the validation errors as JSON) in a tag naming what it is."""
-    if isinstance(content, str):
-        body, tag = content, 'retry_feedback' if cause != 'validation_error' else 'validation_errors'
-    else:
-        body, tag = msgspec.json.encode(content).decode(), 'validation_errors'
-    return f'{_FEEDBACK_LEAD}\n<{tag}>\n{body}\n</{tag}>'
+    """Retry feedback as the model reads it in the user voice: the automated-feedback lead, then
+    the feedback (or the validation errors as JSON) fenced in a tag naming what it is, its body
+    neutralized so the model's words it quotes cannot end the fence (`framing.fenced_feedback`)."""
+    return fenced_feedback(content, cause)
 
 
 def _render_request_part(
@@ -115,11 +98,10 @@ def _render_request_part(
             return part
         return UserPromptPart(wrap_system_text(part.content), timestamp=part.timestamp)
     if isinstance(part, RetryFeedbackPart):
-        if part.retry.cause == 'no_output' and part.content in NO_OUTPUT_TEXTS:
-            return _render_request_part(
-                SystemPromptPart(part.content, timestamp=part.timestamp), False, profile, skipped
-            )
-        return UserPromptPart(feedback_text(part.content, part.retry.cause), timestamp=part.timestamp)
+        text = part.model_response()
+        if part.in_framework_voice:  # the framework's fixed words: its voice (`text` is the content)
+            return _render_request_part(SystemPromptPart(text, timestamp=part.timestamp), False, profile, skipped)
+        return UserPromptPart(text, timestamp=part.timestamp)
     if isinstance(part, RetryPromptPart):
         if part.tool_name is not None:
             cause = 'validation_error' if isinstance(part.content, list) else 'model_retry'
