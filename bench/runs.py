@@ -246,13 +246,8 @@ def streaming_run(side: Side) -> Callable[[], Any]:
         first = None
         count = 0
         async with agent.run_stream('go') as result:
-            # pydantic-ai groups deltas every 0.1 s by default; both sides yield every delta here.
-            stream = (
-                result.stream_text(delta=True, debounce_by=None)
-                if side.name != 'threadline'
-                else result.stream_text(delta=True)
-            )
-            async for _ in stream:
+            # Both libraries group deltas every 0.1 s by default; both yield every delta here.
+            async for _ in result.stream_text(delta=True, debounce_by=None):
                 if first is None:
                     first = time.perf_counter() - start
                 count += 1
