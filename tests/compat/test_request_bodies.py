@@ -281,3 +281,25 @@ async def test_anthropic_strict_tools_follow_the_reference(server: ProviderServe
     assert strict['forecast_strict'] is True  # asked for: rewritten by the SDK's transform_schema
     assert {name for name, value in strict.items() if value} == {'forecast_strict'}  # never by default
     assert ours['tools'] == reference['tools']
+
+
+async def test_openai_chat_sends_a_tools_files_in_a_user_message_after_the_results(server: ProviderServer) -> None:
+    """Chat Completions' tool messages take text only: the reference references each file in the
+    result ('See file ...') and sends it in a user message after the request's results, framed
+    by the call it came from; so does Threadline."""
+    from threadline import BinaryContent
+    from threadline.messages import ModelMessagesTypeAdapter as OursTA
+    from threadline.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart, UserPromptPart
+
+    image = BinaryContent(b'\x89PNG\r\n\x1a\n', media_type='image/png')
+    history_ = [
+        ModelRequest([UserPromptPart('draw it')]),
+        ModelResponse([ToolCallPart('draw', {'what': 'cat'}, 'c1'), ToolCallPart('draw', {'what': 'dog'}, 'c2')]),
+        ModelRequest(
+            [ToolReturnPart('draw', ['here it is', image], 'c1'), ToolReturnPart('draw', image, 'c2', outcome='failed')]
+        ),
+    ]
+    messages = json.loads(OursTA.dump_json(history_))
+    ours, reference = await _ours(server, 'openai', messages), await _reference(server, 'openai', messages)
+    assert _fold_openai(ours) == _fold_openai(reference)
+    assert ours['messages'][-1]['role'] == 'user'

@@ -57,7 +57,7 @@ from threadline.models._base import (
 )
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
 from threadline.models._profile import ModelProfileSpec, resolve_profile
-from threadline.models._provider import ProviderModel, binary_base64, require_extra, tool_result_text
+from threadline.models._provider import ProviderModel, binary_base64, require_extra
 from threadline.models._render import standing_prompt_count
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
@@ -132,6 +132,7 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         first_request = True
         for index, message in enumerate(messages):
             if isinstance(message, ModelRequest):
+                tool_files: list[JSONObject] = []
                 for j, part in enumerate(message.parts):
                     if isinstance(part, SystemPromptPart):
                         out.append({'role': self.system_prompt_role, 'content': part.content})
@@ -140,9 +141,14 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
                     elif isinstance(part, UserPromptPart):
                         out.append({'role': 'user', 'content': self._user_content(part, index, j)})
                     elif isinstance(part, ToolReturnPart):
-                        out.append(
-                            {'role': 'tool', 'tool_call_id': part.tool_call_id, 'content': tool_result_text(part)}
-                        )
+                        # A tool message takes text only: its files follow the request's parts in a
+                        # user message, each framed by the call it came from.
+                        text, files = part.model_response_str_and_user_content()
+                        if files and isinstance(items := self._user_content(UserPromptPart(files), index, j), list):
+                            tool_files.extend(items)
+                        out.append({'role': 'tool', 'tool_call_id': part.tool_call_id, 'content': text})
+                if tool_files:
+                    out.append({'role': 'user', 'content': tool_files})
                 if first_request and standing == 0 and params.instructions:
                     out.insert(0, {'role': self.system_prompt_role, 'content': params.instructions})
                 first_request = False
