@@ -283,10 +283,12 @@ async def test_anthropic_strict_tools_follow_the_reference(server: ProviderServe
     assert ours['tools'] == reference['tools']
 
 
-async def test_openai_chat_sends_a_tools_files_in_a_user_message_after_the_results(server: ProviderServer) -> None:
-    """Chat Completions' tool messages take text only: the reference references each file in the
-    result ('See file ...') and sends it in a user message after the request's results, framed
-    by the call it came from; so does Threadline."""
+@pytest.mark.parametrize('provider', ['openai', 'openai-responses', 'anthropic'])
+async def test_a_tools_files_reach_the_model_as_files(server: ProviderServer, provider: str) -> None:
+    """A tool that returns an image: Chat Completions' tool messages take text only, so the
+    reference references each file in the result ('See file ...') and sends it in a user message
+    after the request's results, framed by the call it came from; the Responses and Messages APIs
+    take files in a tool result, so it goes there, beside the text, in order. So does Threadline."""
     from threadline import BinaryContent
     from threadline.messages import ModelMessagesTypeAdapter as OursTA
     from threadline.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart, UserPromptPart
@@ -300,6 +302,7 @@ async def test_openai_chat_sends_a_tools_files_in_a_user_message_after_the_resul
         ),
     ]
     messages = json.loads(OursTA.dump_json(history_))
-    ours, reference = await _ours(server, 'openai', messages), await _reference(server, 'openai', messages)
-    assert _fold_openai(ours) == _fold_openai(reference)
-    assert ours['messages'][-1]['role'] == 'user'
+    ours, reference = await _ours(server, provider, messages), await _reference(server, provider, messages)
+    assert FOLD[provider](ours) == FOLD[provider](reference)
+    last = ours['input'][-1] if provider == 'openai-responses' else ours['messages'][-1]
+    assert 'image' in json.dumps(last)

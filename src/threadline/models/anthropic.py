@@ -207,7 +207,11 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
                     elif isinstance(part, UserPromptPart):
                         blocks.extend(self._user_blocks(part, index, j))
                     elif isinstance(part, ToolReturnPart):
-                        blocks.insert(sum(b['type'] == 'tool_result' for b in blocks), _tool_result(part))
+                        result = _tool_result(part)
+                        if part.files:  # text and files in their order, as blocks (the API takes both)
+                            items = part.content_items(mode='str', wrap_if_error=False)
+                            result['content'] = self._user_blocks(UserPromptPart(items), index, j) or ''
+                        blocks.insert(sum(b['type'] == 'tool_result' for b in blocks), result)
                 _add(turns, 'user', blocks)
                 first_request = False
             else:

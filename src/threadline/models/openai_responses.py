@@ -273,7 +273,9 @@ def map_input(messages: Sequence[ModelMessage], provider_name: str) -> list[JSON
                 elif isinstance(part, UserPromptPart):
                     items.append({'role': 'user', 'content': _user_content(part, index, j)})
                 elif isinstance(part, ToolReturnPart):
-                    output = tool_result_text(part)
+                    output: str | list[JSONObject] = tool_result_text(part)
+                    if part.files:  # text and files in their order, as input items (the API takes both)
+                        output = _user_content(UserPromptPart(part.content_items(mode='str')), index, j)
                     items.append({'type': 'function_call_output', 'call_id': part.tool_call_id, 'output': output})
         else:
             items.extend(_response_items(message, provider_name))
