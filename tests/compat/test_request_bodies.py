@@ -87,7 +87,9 @@ def server() -> Iterator[ProviderServer]:
         yield running
 
 
-async def _ours(server: ProviderServer, provider: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+async def _ours(
+    server: ProviderServer, provider: str, messages: list[dict[str, Any]], gemini: str = 'gemini-2.5-flash'
+) -> dict[str, Any]:
     if provider == 'openai':
         from threadline.models.openai import OpenAIChatModel, OpenAIProvider
 
@@ -106,7 +108,7 @@ async def _ours(server: ProviderServer, provider: str, messages: list[dict[str, 
     elif provider == 'google':
         from threadline.models.google import GoogleModel, GoogleProvider
 
-        model = GoogleModel('gemini-2.5-flash', provider=GoogleProvider(api_key='k', base_url=server.url))
+        model = GoogleModel(gemini, provider=GoogleProvider(api_key='k', base_url=server.url))
         server.queue(fixture('gemini_text.json'))
     else:
         from threadline.models.anthropic import AnthropicModel, AnthropicProvider
@@ -122,7 +124,9 @@ async def _ours(server: ProviderServer, provider: str, messages: list[dict[str, 
     return server.bodies()[-1]
 
 
-async def _reference(server: ProviderServer, provider: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+async def _reference(
+    server: ProviderServer, provider: str, messages: list[dict[str, Any]], gemini: str = 'gemini-2.5-flash'
+) -> dict[str, Any]:
     from pydantic_ai import ModelMessagesTypeAdapter as ReferenceTA
     from pydantic_ai.models import ModelRequestParameters as ReferenceParameters
     from pydantic_ai.tools import ToolDefinition as ReferenceTool
@@ -143,7 +147,7 @@ async def _reference(server: ProviderServer, provider: str, messages: list[dict[
         from pydantic_ai.models.google import GoogleModel
         from pydantic_ai.providers.google import GoogleProvider
 
-        model = GoogleModel('gemini-2.5-flash', provider=GoogleProvider(api_key='k', base_url=server.url))
+        model = GoogleModel(gemini, provider=GoogleProvider(api_key='k', base_url=server.url))
         server.queue(fixture('gemini_text.json'))
     else:
         from pydantic_ai.models.anthropic import AnthropicModel
@@ -283,12 +287,22 @@ async def test_anthropic_strict_tools_follow_the_reference(server: ProviderServe
     assert ours['tools'] == reference['tools']
 
 
-@pytest.mark.parametrize('provider', ['openai', 'openai-responses', 'anthropic'])
-async def test_a_tools_files_reach_the_model_as_files(server: ProviderServer, provider: str) -> None:
+@pytest.mark.parametrize(
+    ('provider', 'gemini'),
+    [
+        ('openai', ''),
+        ('openai-responses', ''),
+        ('anthropic', ''),
+        ('google', 'gemini-2.5-flash'),
+        ('google', 'gemini-3-pro-preview'),
+    ],
+)
+async def test_a_tools_files_reach_the_model_as_files(server: ProviderServer, provider: str, gemini: str) -> None:
     """A tool that returns an image: Chat Completions' tool messages take text only, so the
-    reference references each file in the result ('See file ...') and sends it in a user message
-    after the request's results, framed by the call it came from; the Responses and Messages APIs
-    take files in a tool result, so it goes there, beside the text, in order. So does Threadline."""
+        reference references each file in the result ('See file ...') and sends it in a user message
+        after the request's results, framed by the call it came from; the Responses and Messages APIs
+        take files in a tool result, so it goes there, beside the text, in order; Gemini 3 reads an image
+    inside a `function_response`, Gemini 2.5 after it, framed. So does Threadline."""
     from threadline import BinaryContent
     from threadline.messages import ModelMessagesTypeAdapter as OursTA
     from threadline.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart, UserPromptPart
@@ -302,7 +316,8 @@ async def test_a_tools_files_reach_the_model_as_files(server: ProviderServer, pr
         ),
     ]
     messages = json.loads(OursTA.dump_json(history_))
-    ours, reference = await _ours(server, provider, messages), await _reference(server, provider, messages)
+    ours = await _ours(server, provider, messages, gemini or 'gemini-2.5-flash')
+    reference = await _reference(server, provider, messages, gemini or 'gemini-2.5-flash')
     assert FOLD[provider](ours) == FOLD[provider](reference)
-    last = ours['input'][-1] if provider == 'openai-responses' else ours['messages'][-1]
+    last = ours['input'][-1] if provider == 'openai-responses' else ours.get('contents', ours.get('messages'))[-1]
     assert 'image' in json.dumps(last)

@@ -12,7 +12,9 @@ Request mapping:
   as `{"return_value": value}`, a failed or retried one as `{"error": "<text>"}` (the key Gemini's
   schema gives errors); the parts after the last `function_response` of a request go in a
   `Content` of their own, because Gemini reads a `Content` holding a `function_response` as the
-  model's;
+  model's; a tool's files go inside its `function_response` (`parts`) where the model reads them
+  there (Gemini 3 and later: images, PDFs, plain text), else after the request's last
+  `function_response`, each framed by the call it came from and referenced in the result;
 - a response goes back as a `model` turn: calls as `function_call` with their ids and arguments as
   an object (cut-off arguments as `{"INVALID_JSON": "<raw>"}`), thinking as `thought` text;
 - thought signatures go back only to Gemini: kept in a part's `provider_details`
@@ -28,6 +30,7 @@ Responses: text, thinking (`thought`), function calls (ids kept, or made), and u
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -107,7 +110,7 @@ class GoogleModel(ProviderModel[GoogleProvider]):
         self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
     ) -> dict[str, Any]:
         """What `request` hands the SDK: `model`, `contents` and `config`, in the SDK's dict form."""
-        system, contents = map_messages(messages, params)
+        system, contents = map_messages(messages, params, native_file_types=_native_file_types(self._model_name))
         config: dict[str, Any] = {'response_modalities': ['TEXT']}
         if system:
             config['system_instruction'] = {'role': 'user', 'parts': system}
@@ -253,21 +256,30 @@ def _fold_options(schema: dict[str, Any]) -> None:
 
 
 def map_messages(
-    messages: Sequence[ModelMessage], params: ModelRequestParameters
+    messages: Sequence[ModelMessage], params: ModelRequestParameters, *, native_file_types: tuple[str, ...] = ()
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The `system_instruction` parts and the `contents` for a (rendered) history."""
+    """The `system_instruction` parts and the `contents` for a (rendered) history;
+    `native_file_types` are the media types the model reads inside a `function_response`."""
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if isinstance(message, ModelRequest):
             parts: list[dict[str, Any]] = []
+            tool_files: list[dict[str, Any]] = []
             for j, part in enumerate(message.parts):
                 if isinstance(part, SystemPromptPart):
                     system.append({'text': part.content})
                 elif isinstance(part, UserPromptPart):
                     parts.extend(_user_parts(part, index, j))
+                elif isinstance(part, ToolReturnPart) and part.files:
+                    response, framed = _function_response_with_files(part, native_file_types, index, j)
+                    parts.append({'function_response': response})
+                    tool_files.extend(framed)
                 elif isinstance(part, ToolReturnPart):
                     parts.append({'function_response': _function_response(part)})
+            if tool_files:  # after the last function_response: a ToolReturn's user content may follow
+                last = max(i for i, p in enumerate(parts) if 'function_response' in p) + 1
+                parts[last:last] = tool_files
             contents.extend(_split_after_responses(parts))
         else:
             turn = _model_turn(message)
@@ -331,6 +343,46 @@ def _function_response(part: ToolReturnPart) -> dict[str, Any]:
         else:
             response = {'return_value': value}
     return {'name': part.tool_name, 'response': response, 'id': part.tool_call_id}
+
+
+def _native_file_types(model_name: str) -> tuple[str, ...]:
+    """The media types a Gemini model reads inside a `function_response`: Gemini 3 and later
+    (not Gemma, 2.5 or earlier) read images, PDFs and plain text there."""
+    if 'gemma' in model_name or not model_name.startswith('gemini-') or _OLDER_GEMINI.match(model_name):
+        return ()
+    return ('image/png', 'image/jpeg', 'image/webp', 'application/pdf', 'text/plain')
+
+
+_OLDER_GEMINI = re.compile(r'gemini-(?:1|2)[.-]')
+
+
+def _function_response_with_files(
+    part: ToolReturnPart, native_file_types: tuple[str, ...], index: int, j: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A result holding files: those the model reads in a `function_response` go in its `parts`,
+    the others after it, framed by the call they came from and referenced in the result."""
+    native: list[dict[str, Any]] = []
+    framed: list[dict[str, Any]] = []
+    references: list[str] = []
+    # The user content the helper builds is (opening tag, file, closing tag) per file, in order.
+    _, user_content = part.model_response_str_and_user_content(wrap_if_error=False)
+    for opening, file, closing in zip(user_content[::3], user_content[1::3], user_content[2::3], strict=True):
+        (mapped,) = _user_parts(UserPromptPart([file]), index, j)
+        if file.media_type in native_file_types:
+            native.append(mapped)
+        else:
+            references.append(f'See file {file.identifier}.')
+            framed.extend([{'text': opening}, mapped, {'text': closing}])
+    if part.outcome in ('failed', 'retried'):
+        response: dict[str, Any] = {'error': part.model_response_str(wrap_if_error=False)}
+    else:
+        response = part.model_response_object(wrap_if_error=False)
+        if references:
+            response = {'output': [response, *references]}
+    out: dict[str, Any] = {'name': part.tool_name, 'response': response, 'id': part.tool_call_id}
+    if native:
+        out['parts'] = native
+    return out, framed
 
 
 def _signature_of(part: Any, message: ModelResponse) -> bytes | None:
