@@ -10,6 +10,7 @@ from typing import Any, Literal
 # At run time, not only for type checkers: pydantic resolves these names when a user builds a
 # `TypeAdapter` of an event.
 from threadline.messages._content import UserContent
+from threadline.messages._deltas import TextPartDelta, ThinkingPartDelta, ToolCallPartDelta
 from threadline.messages._messages import ModelMessage, ModelRequestPart, ModelResponsePart
 from threadline.messages._parts import ToolCallPart
 
@@ -27,33 +28,6 @@ __all__ = [
     'ThinkingPartDelta',
     'ToolCallPartDelta',
 ]
-
-
-@dataclass(frozen=True)
-class TextPartDelta:
-    """More text for the text part being streamed."""
-
-    content_delta: str
-    part_delta_kind: Literal['text'] = 'text'
-
-
-@dataclass(frozen=True)
-class ThinkingPartDelta:
-    """More thinking (and/or its signature) for the thinking part being streamed."""
-
-    content_delta: str | None = None
-    signature_delta: str | None = None
-    part_delta_kind: Literal['thinking'] = 'thinking'
-
-
-@dataclass(frozen=True)
-class ToolCallPartDelta:
-    """More of a tool call being streamed: a name, a chunk of JSON arguments, an id."""
-
-    tool_name_delta: str | None = None
-    args_delta: str | None = None
-    tool_call_id: str | None = None
-    part_delta_kind: Literal['tool_call'] = 'tool_call'
 
 
 @dataclass(frozen=True)
