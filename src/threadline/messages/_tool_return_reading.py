@@ -86,8 +86,8 @@ class ToolReturnReading:
         for item in self.content_items(mode='str', wrap_if_error=False):
             if isinstance(item, _FILES):
                 texts.append(f'See file {item.identifier}.')
-                user_content.extend(_provenance(self, item.identifier))
-                user_content.insert(len(user_content) - 1, item)
+                opening, closing = _provenance(self, item.identifier)
+                user_content.extend([opening, item, closing])
             else:
                 texts.append(item)
         if wrap_if_error and self.outcome in ERROR_OUTCOMES:
@@ -166,6 +166,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _provenance(part: Any, identifier: str | None) -> tuple[str, str]:
+    """The tags framing one file a tool returned, naming the call it came from (values escaped)."""
     attrs = {'tool_name': part.tool_name, 'tool_call_id': part.tool_call_id, 'file_id': identifier}
     rendered = ''.join(f' {name}="{html.escape(value)}"' for name, value in attrs.items() if value is not None)
     return f'<tool_result{rendered}>', '</tool_result>'
