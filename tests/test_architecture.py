@@ -437,3 +437,23 @@ def test_any_stays_rare() -> None:
     """New code states its types: a JSON body is `messages.wire.JSONObject`, an untrusted input
     `object` narrowed by isinstance, an SDK value its SDK type (under TYPE_CHECKING)."""
     assert any_per_thousand_lines(SRC) <= ANY_PER_THOUSAND_LINES
+
+
+MAX_MODULE_LINES = 500
+"""A module that outgrows a screenful of screens has more than one job: split it by job."""
+
+
+def modules_over(root: pathlib.Path, limit: int) -> dict[str, int]:
+    """The Python modules under `root` longer than `limit` lines, with their lengths."""
+    lengths = {str(path.relative_to(root)): len(path.read_text().splitlines()) for path in root.rglob('*.py')}
+    return {name: n for name, n in sorted(lengths.items()) if n > limit}
+
+
+def test_modules_stay_small() -> None:
+    assert modules_over(SRC, MAX_MODULE_LINES) == {}
+
+
+def test_an_oversized_module_is_reported(tmp_path: pathlib.Path) -> None:
+    (tmp_path / 'big.py').write_text('x = 1\n' * (MAX_MODULE_LINES + 1))
+    (tmp_path / 'small.py').write_text('x = 1\n' * MAX_MODULE_LINES)
+    assert modules_over(tmp_path, MAX_MODULE_LINES) == {'big.py': MAX_MODULE_LINES + 1}
