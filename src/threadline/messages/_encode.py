@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from threadline.messages._content import Base64Bytes
 from threadline.messages._opaque import OpaqueContent, OpaquePart
 
-__all__ = ['enc_hook']
+__all__ = ['enc_hook', 'json_encoder', 'jsonable']
 
 
 def enc_hook(obj: Any) -> Any:
@@ -20,3 +22,12 @@ def enc_hook(obj: Any) -> Any:
     if isinstance(obj, (OpaquePart, OpaqueContent)):
         return obj.data
     return to_jsonable_python(obj)
+
+
+json_encoder = msgspec.json.Encoder(enc_hook=enc_hook, decimal_format='string')
+"""The encoder for text a model reads (tool results, feedback): `enc_hook`, decimals as strings."""
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as plain JSON data (dicts, lists, strings, numbers), as the model would read it."""
+    return msgspec.json.decode(json_encoder.encode(value))

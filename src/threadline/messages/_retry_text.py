@@ -25,9 +25,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
-from threadline.messages._encode import enc_hook
+from threadline.messages._encode import jsonable
 from threadline.messages.framing import fenced_feedback
 
 __all__ = [
@@ -55,12 +53,6 @@ def _no_output_texts() -> frozenset[str]:
 NO_OUTPUT_TEXTS = _no_output_texts()
 """The `no_output` feedback texts that are the framework's own words (sent in its voice)."""
 
-_encoder = msgspec.json.Encoder(enc_hook=enc_hook)
-
-
-def _jsonable(value: Any) -> Any:
-    return msgspec.json.decode(_encoder.encode(value))
-
 
 def speaks_for_framework(content: object, cause: str) -> bool:
     """Whether feedback is the framework's fixed words (sent in its voice, unfenced)."""
@@ -80,7 +72,7 @@ def retry_prompt_text(content: str | Sequence[Any], tool_name: str | None) -> st
     if isinstance(content, str):
         description = content if tool_name is not None else f'Validation feedback:\n{content}'
     else:
-        errors = _jsonable(list(content))
+        errors = jsonable(list(content))
         for detail in errors:
             if isinstance(detail, dict):
                 detail.pop('ctx', None)

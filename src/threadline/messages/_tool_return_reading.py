@@ -20,7 +20,7 @@ from typing import Any, Literal
 import msgspec
 
 from threadline.messages._content import AudioUrl, BinaryContent, DocumentUrl, ImageUrl, UploadedFile, VideoUrl
-from threadline.messages._encode import enc_hook
+from threadline.messages._encode import json_encoder, jsonable
 
 __all__ = ['ERROR_OUTCOMES', 'RETURN_VALUE_KEY', 'ToolReturnReading']
 
@@ -31,7 +31,6 @@ RETURN_VALUE_KEY = 'return_value'
 """The key a value that is not a JSON object goes under in `model_response_object()`."""
 
 _FILES = (ImageUrl, AudioUrl, DocumentUrl, VideoUrl, BinaryContent, UploadedFile)
-_encoder = msgspec.json.Encoder(enc_hook=enc_hook, decimal_format='string')
 
 
 class ToolReturnReading:
@@ -60,7 +59,7 @@ class ToolReturnReading:
         value = self._data()
         text = '' if value is None else value if isinstance(value, str) else _text(value)
         if wrap_if_error and self.outcome in ERROR_OUTCOMES:
-            return _encoder.encode({'error': self._error_value(value, text)}).decode()
+            return json_encoder.encode({'error': self._error_value(value, text)}).decode()
         return text
 
     def model_response_object(self, *, wrap_if_error: bool = True) -> dict[str, Any]:
@@ -70,8 +69,8 @@ class ToolReturnReading:
             return {'error': self._error_value(value, self.model_response_str(wrap_if_error=False))}
         if value is None:
             return {}
-        jsonable = msgspec.json.decode(_encoder.encode(value))
-        return jsonable if isinstance(jsonable, dict) else {RETURN_VALUE_KEY: jsonable}
+        data = jsonable(value)
+        return data if isinstance(data, dict) else {RETURN_VALUE_KEY: data}
 
     def model_response_str_and_user_content(self, *, wrap_if_error: bool = True) -> tuple[str, list[Any]]:
         """The result as text for a provider whose tool results take text only, and its files for
@@ -94,9 +93,9 @@ class ToolReturnReading:
             value = self._data()
             error = {'error': self._error_value(value, self.model_response_str(wrap_if_error=False))}
             references = [f'See file {file.identifier}.' for file in files]
-            return _encoder.encode([error, *references]).decode(), user_content
+            return json_encoder.encode([error, *references]).decode(), user_content
         if isinstance(self.content, list):
-            return _encoder.encode(texts).decode(), user_content
+            return json_encoder.encode(texts).decode(), user_content
         return texts[0], user_content
 
     def structured_content(self) -> dict[str, Any] | list[Any] | None:
@@ -125,8 +124,8 @@ class ToolReturnReading:
             return [wrapped, *files]
         if self.outcome == 'retried' and isinstance(content, list) and not files:
             # A retry's validation errors are one array the model is shown whole, not an item each.
-            return [self.model_response_str(wrap_if_error=False) if mode == 'str' else _jsonable(items)]
-        convert = _item_text if mode == 'str' else _jsonable
+            return [self.model_response_str(wrap_if_error=False) if mode == 'str' else jsonable(items)]
+        convert = _item_text if mode == 'str' else jsonable
         return [item if isinstance(item, _FILES) else convert(item) for item in items]
 
     def _split(self) -> tuple[list[Any], list[Any]]:
@@ -148,21 +147,17 @@ class ToolReturnReading:
     def _error_value(self, value: Any, text: str) -> Any:
         # A retry's validation errors go in as the array they are, not as a string holding it.
         if self.outcome == 'retried' and value is not None and not isinstance(value, str):
-            return _jsonable(value)
+            return jsonable(value)
         return text
 
 
 def _text(value: Any) -> str:
-    dumped = _encoder.encode(value)
+    dumped = json_encoder.encode(value)
     return msgspec.json.decode(dumped) if dumped.startswith(b'"') else dumped.decode()
 
 
 def _item_text(value: Any) -> str:
     return value if isinstance(value, str) else _text(value)
-
-
-def _jsonable(value: Any) -> Any:
-    return msgspec.json.decode(_encoder.encode(value))
 
 
 def _provenance(part: Any, identifier: str | None) -> tuple[str, str]:

@@ -14,9 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final, Literal, get_args
 
-import msgspec
-
-from threadline.messages._encode import enc_hook
+from threadline.messages._encode import json_encoder, jsonable
 
 __all__ = [
     'CONVERSATION_SUMMARY_PROVENANCE',
@@ -69,19 +67,13 @@ FEEDBACK_LEAD = (
 )
 """The line that opens retry feedback in the user voice: the application, not the user, speaks."""
 
-_encoder = msgspec.json.Encoder(enc_hook=enc_hook)
-
-
-def _jsonable(value: Any) -> Any:
-    return msgspec.json.decode(_encoder.encode(value))
-
 
 def error_details(errors: Sequence[Any]) -> list[Any]:
     """Validation errors as the model is sent them: JSON data, no `ctx`, the root input once."""
     out: list[Any] = []
     root_input: object = None
     seen_root = False
-    for detail in _jsonable(list(errors)):
+    for detail in jsonable(list(errors)):
         if not isinstance(detail, dict):
             out.append(detail)
             continue
@@ -98,7 +90,7 @@ def error_details(errors: Sequence[Any]) -> list[Any]:
 def fenced_feedback(content: str | Sequence[Any], cause: str) -> str:
     """Feedback in the user voice: the lead line, then the content (errors as JSON) fenced in
     `<validation_errors>` for a validation error, else `<retry_feedback>`."""
-    body = content if isinstance(content, str) else _encoder.encode(error_details(content)).decode()
+    body = content if isinstance(content, str) else json_encoder.encode(error_details(content)).decode()
     tag: FramingTag = 'validation_errors' if cause == 'validation_error' else 'retry_feedback'
     fence = frame(tag, f'\n{body}\n')
     return f'{FEEDBACK_LEAD}\n{fence}'
