@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+import msgspec
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -29,7 +30,41 @@ def _refuse(title: str, loc: _Loc, kind: str, message: str) -> ValidationError:
 
 
 def checked_input(raw: object, title: str) -> None:
-    """Walk `raw` (without recursion) for the rules above; a `ValidationError` at the first break."""
+    """Check `raw` for the rules above; a `ValidationError` at the first break.
+
+    The common input breaks no rule, so it is checked in bulk first: one C encode finds any text
+    UTF-8 cannot carry, and a walk over containers alone (no paths built, strings not visited)
+    finds the depth. Only an input that fails either, or that the encoder cannot take, is walked
+    value by value to name where it breaks."""
+    if not _plainly_fine(raw):
+        _walk(raw, title)
+
+
+def _plainly_fine(raw: object) -> bool:
+    """Whether `raw` surely breaks no rule (False: unsure, walk it)."""
+    try:
+        msgspec.json.encode(raw)  # refuses a lone surrogate, in a key or a value
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return False
+    level: list[object] = [raw] if isinstance(raw, _CONTAINERS) else []
+    # Values at depth d have paths of length d: the deepest allowed is MAX_DEPTH, so containers
+    # deeper than MAX_DEPTH - 1 (whose items would sit past it) go to the walk.
+    for _ in range(MAX_DEPTH):
+        below: list[object] = []
+        for value in level:
+            items = value.values() if isinstance(value, dict) else value
+            below.extend(item for item in items if isinstance(item, _CONTAINERS))  # type: ignore[attr-defined]
+        if not below:
+            return True
+        level = below
+    return False
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _walk(raw: object, title: str) -> None:
+    """Walk `raw` (without recursion), value by value; a `ValidationError` at the first break."""
     stack: list[tuple[object, _Loc]] = [(raw, ())]
     while stack:
         value, loc = stack.pop()
