@@ -233,6 +233,8 @@ SURFACE: dict[str, set[str]] = {
         'PreparedHistory',  # the checked, rendered history a run keeps between requests
         'StreamedResponse',  # what a custom Model's request_stream yields (pydantic_ai.models has it)
         'CompleteResponseStream',  # a whole response replayed as a stream (a model or hook that does not stream)
+        'ThinkingEffort',  # the unified `thinking` setting's types (pydantic_ai.settings has them)
+        'ThinkingLevel',
         'ToolDefinition',
         'UnknownModel',
         'feedback_text',

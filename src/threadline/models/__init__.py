@@ -22,6 +22,8 @@ from threadline.models._base import (
     ModelRequestParameters,
     ModelSettings,
     OutputObjectDefinition,
+    ThinkingEffort,
+    ThinkingLevel,
     ToolDefinition,
 )
 from threadline.models._prepared import PreparedHistory
@@ -49,6 +51,8 @@ __all__ = [
     'ModelSettings',
     'PreparedHistory',
     'StreamedResponse',
+    'ThinkingEffort',
+    'ThinkingLevel',
     'ToolDefinition',
     'UnknownModel',
     'feedback_text',

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, TypeAlias, TypedDict
 
 from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._prices import known_context_window
@@ -14,7 +14,23 @@ from threadline.models._profile import ModelProfile
 from threadline.models._stream import CompleteResponseStream, StreamedResponse
 from threadline.models._unsupported import warn_unsupported_settings
 
-__all__ = ['Model', 'ModelProfile', 'ModelRequestParameters', 'ModelSettings', 'ToolDefinition']
+__all__ = [
+    'Model',
+    'ModelProfile',
+    'ModelRequestParameters',
+    'ModelSettings',
+    'ThinkingEffort',
+    'ThinkingLevel',
+    'ToolDefinition',
+]
+
+ThinkingEffort: TypeAlias = Literal['minimal', 'low', 'medium', 'high', 'xhigh', 'max']
+"""An effort level for a model's thinking (reasoning), least to most."""
+
+ThinkingLevel: TypeAlias = bool | ThinkingEffort
+"""The unified `thinking` setting: True (think, at the model's default effort), False (do not
+think, or as little as the model allows), or an effort level (snapped to the nearest the model
+accepts)."""
 
 
 class ModelSettings(TypedDict, total=False):
@@ -41,6 +57,10 @@ class ModelSettings(TypedDict, total=False):
     """Headers sent with the request, beside (and over) the SDK's own."""
     extra_body: dict[str, Any]
     """Fields merged into the request body last, so they win over what Threadline wrote."""
+    thinking: ThinkingLevel
+    """Thinking for models that think (see `ThinkingLevel`), sent as each provider spells it:
+    OpenAI's `reasoning_effort` / `reasoning.effort`, Gemini's `thinking_config`. Ignored by a
+    model whose profile says it does not think (`supports_thinking`)."""
 
 
 @dataclass
@@ -111,6 +131,9 @@ class ModelRequestParameters:
     """Tools the provider runs itself; Threadline offers none, a custom model may read the field."""
     allow_image_output: bool = False
     """Always False: Threadline has no image output (pydantic-ai's field, for custom models)."""
+    thinking: ThinkingLevel | None = None
+    """The `thinking` setting in effect for this request: None when unset, or when the model's
+    profile says it does not think (the agent resolves it from the settings before each request)."""
 
     @property
     def tool_defs(self) -> dict[str, ToolDefinition]:

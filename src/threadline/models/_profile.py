@@ -51,15 +51,30 @@ _KEPT_KEYS = frozenset(
         'supports_mid_conversation_effort',
         'supports_request_scoped_system_prompts',
         'supports_text_output',
-        'supports_thinking',
         'supports_video_input',
-        'thinking_always_enabled',
-        'thinking_enabled_by_default',
         'thinking_tags',
         'tool_addition_mode',
         'tool_additions',
         'tool_call_id_length',
         'tool_deferral_mode',
+    }
+)
+
+# Provider-specific keys (pydantic-ai's names), kept like those above and read by that provider's
+# model through `profile.get(...)`: how its thinking is spelled and which efforts it accepts.
+_PROVIDER_KEYS = frozenset(
+    {
+        'google_disables_thinking_with_zero_budget',
+        'google_supports_minimal_thinking_level',
+        'google_supports_thinking_level',
+        'google_thinking_levels',
+        'openai_chat_supports_max_reasoning_effort',
+        'openai_reasoning_efforts',
+        'openai_responses_supports_max_reasoning_effort',
+        'openai_responses_supports_reasoning_context',
+        'openai_supports_minimal_reasoning_effort',
+        'openai_supports_reasoning',
+        'openai_supports_reasoning_effort_none',
     }
 )
 
@@ -72,6 +87,9 @@ class ModelProfile(Mapping[str, object]):
     not, a mid-conversation `SystemPromptPart` is sent as a `<system>`-tagged user part instead.
     `context_window`: how many tokens one request may carry. Left None, the model's window is
     looked up in genai-prices (see `Model.context_window`); set it for custom or local models.
+    `supports_thinking`: the model takes the `thinking` setting; `thinking_always_enabled`: it
+    thinks and cannot stop (`thinking=False` asks for its least); `thinking_enabled_by_default`:
+    it thinks when the request does not say.
     `kept`: pydantic-ai's keys that Threadline does not act on, as they were given.
     """
 
@@ -81,6 +99,9 @@ class ModelProfile(Mapping[str, object]):
     supports_tool_return_schema: bool = False
     """The provider takes a tool's return schema as a field of its own (Gemini)."""
     context_window: int | None = None
+    supports_thinking: bool = False
+    thinking_always_enabled: bool = False
+    thinking_enabled_by_default: bool = False
     kept: Mapping[str, object] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> object:
@@ -146,7 +167,7 @@ def _from_mapping(base: ModelProfile, changes: Mapping[str, object]) -> ModelPro
             if not isinstance(value, _TYPES[key]) or (key == 'context_window' and isinstance(value, bool)):
                 raise UserError(f'profile key {key!r} takes {_describe(key)}, not {type(value).__name__}')
             ours[key] = value
-        elif key in _KEPT_KEYS:
+        elif key in _KEPT_KEYS or key in _PROVIDER_KEYS:
             kept[key] = value
         else:
             raise UserError(

@@ -12,7 +12,7 @@ import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from threadline.messages import ModelMessage, ModelResponse, RequestUsage
@@ -20,6 +20,7 @@ from threadline.models._base import Model, ModelProfile, ModelRequestParameters,
 from threadline.models._estimate import estimate_tokens, estimate_usage
 from threadline.models._profile import ModelProfileSpec, resolve_profile
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
+from threadline.models._thinking import resolve_thinking
 
 __all__ = ['AgentInfo', 'DeltaThinkingPart', 'DeltaToolCall', 'FunctionDef', 'FunctionModel', 'StreamFunctionDef']
 
@@ -104,7 +105,7 @@ class FunctionModel(Model):
                     pass
                 whole: ModelResponse = stream.get()
                 return whole
-        info = _agent_info(model_settings, model_request_parameters)
+        info = _agent_info(model_settings, model_request_parameters, self._profile)
         # The list itself, as pydantic-ai passes it (the agent hands each request a fresh one).
         message_list = messages if type(messages) is list else list(messages)
         if inspect.iscoroutinefunction(self.function):
@@ -134,7 +135,7 @@ class FunctionModel(Model):
             async with super().request_stream(messages, model_settings, model_request_parameters) as stream:
                 yield stream
             return
-        info = _agent_info(model_settings, model_request_parameters)
+        info = _agent_info(model_settings, model_request_parameters, self._profile)
         source = self.stream_function(messages if type(messages) is list else list(messages), info)
         try:
             yield _FunctionStream(self, source, messages)
@@ -182,7 +183,13 @@ class _FunctionStream(StreamedResponse):
                     yield self.parts.whole(key, delta)
 
 
-def _agent_info(settings: ModelSettings | None, params: ModelRequestParameters) -> AgentInfo:
+def _agent_info(settings: ModelSettings | None, params: ModelRequestParameters, profile: ModelProfile) -> AgentInfo:
+    """What the function is told; `thinking` moves from the settings to the parameters, resolved
+    against the model's profile (None unless `profile=` says the model thinks), as a provider
+    model reads it."""
+    if settings and 'thinking' in settings:
+        params = replace(params, thinking=resolve_thinking(settings, params, profile))
+        settings = {k: v for k, v in settings.items() if k != 'thinking'}  # type: ignore[assignment]
     return AgentInfo(
         function_tools=params.function_tools,
         allow_text_output=params.allow_text_output,

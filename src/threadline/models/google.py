@@ -30,12 +30,14 @@ from threadline.messages import (
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._google_contents import map_messages, native_file_types
 from threadline.models._google_provider import GoogleProvider
+from threadline.models._google_thinking import google_thinking_config, google_thinking_keys
 from threadline.models._google_wire import http_options, post, wire_request
 from threadline.models._http_errors import categorized_http_error, connection_error, is_timeout, transport_errors
-from threadline.models._profile import ModelProfileSpec, resolve_profile
+from threadline.models._profile import ModelProfileSpec, merge_profile, resolve_profile
 from threadline.models._provider import ProviderModel
 from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
+from threadline.models._thinking import resolve_thinking
 
 if TYPE_CHECKING:
     from google.genai.types import GenerateContentResponse, GenerateContentResponseUsageMetadata, Part
@@ -67,7 +69,13 @@ class GoogleModel(ProviderModel[GoogleProvider]):
         super().__init__(
             model_name,
             provider,
-            resolve_profile(ModelProfile(supports_json_schema_output=True, supports_tool_return_schema=True), profile),
+            resolve_profile(
+                merge_profile(
+                    ModelProfile(supports_json_schema_output=True, supports_tool_return_schema=True),
+                    google_thinking_keys(model_name),
+                ),
+                profile,
+            ),
         )
 
     def _default_provider(self) -> GoogleProvider:
@@ -118,6 +126,9 @@ class GoogleModel(ProviderModel[GoogleProvider]):
         ):
             if ours in settings:
                 config[theirs] = settings[ours]  # type: ignore[literal-required]
+        thinking = resolve_thinking(settings, params, self.profile)
+        if thinking is not None:
+            config['thinking_config'] = google_thinking_config(thinking, self.profile)
         return {'model': self._model_name, 'contents': contents, 'config': config}
 
     async def request(

@@ -56,11 +56,13 @@ from threadline.models._base import (
     ToolDefinition,
 )
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
-from threadline.models._profile import ModelProfileSpec, resolve_profile
+from threadline.models._openai_reasoning import openai_effort, openai_reasoning_keys, without_sampling_while_reasoning
+from threadline.models._profile import ModelProfileSpec, merge_profile, resolve_profile
 from threadline.models._provider import ProviderModel, binary_base64, require_extra
 from threadline.models._render import standing_prompt_count
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
+from threadline.models._thinking import resolve_thinking
 from threadline.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesModelSettings
 
 if TYPE_CHECKING:
@@ -92,7 +94,10 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
         profile: ModelProfileSpec | None = None,
         system_prompt_role: str = 'system',
     ) -> None:
-        default = ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True)
+        default = merge_profile(
+            ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True),
+            openai_reasoning_keys(model_name),
+        )
         super().__init__(model_name, provider, resolve_profile(default, profile))
         self.system_prompt_role = system_prompt_role
 
@@ -114,7 +119,13 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             body['response_format'] = {'type': 'json_schema', 'json_schema': json_schema_format(params.output_object)}
         elif params.output_mode == 'prompted':
             body['response_format'] = {'type': 'json_object'}
-        settings = settings or {}
+        thinking = resolve_thinking(settings, params, self.profile)
+        settings = without_sampling_while_reasoning(settings or {}, thinking, self.profile)
+        if thinking is not None:
+            takes_max = self.profile.get('openai_chat_supports_max_reasoning_effort', False) is True
+            effort = openai_effort(thinking, self.profile, takes_max=takes_max)
+            if effort is not None:
+                body['reasoning_effort'] = effort
         if 'max_tokens' in settings:
             body['max_completion_tokens'] = settings['max_tokens']
         for key in ('temperature', 'top_p', 'seed', 'presence_penalty', 'frequency_penalty', 'logit_bias'):

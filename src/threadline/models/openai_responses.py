@@ -64,10 +64,16 @@ from threadline.messages import (
 from threadline.messages.wire import JSONObject, encoder
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
-from threadline.models._profile import ModelProfileSpec, resolve_profile
+from threadline.models._openai_reasoning import (
+    openai_reasoning_keys,
+    responses_reasoning,
+    without_sampling_while_reasoning,
+)
+from threadline.models._profile import ModelProfileSpec, merge_profile, resolve_profile
 from threadline.models._provider import ProviderModel, require_extra, tool_result_text
 from threadline.models._stream import ModelStreamEvent, StreamedResponse
 from threadline.models._strict import strict_tool_schema
+from threadline.models._thinking import resolve_thinking
 
 if TYPE_CHECKING:
     from openai.types.responses import ResponseUsage
@@ -100,7 +106,10 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
     def __init__(
         self, model_name: str, *, provider: OpenAIProvider | None = None, profile: ModelProfileSpec | None = None
     ) -> None:
-        default = ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True)
+        default = merge_profile(
+            ModelProfile(supports_inline_system_prompts=True, supports_json_schema_output=True),
+            openai_reasoning_keys(model_name),
+        )
         super().__init__(model_name, provider, resolve_profile(default, profile))
 
     def _default_provider(self) -> OpenAIProvider:
@@ -111,7 +120,8 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
         self, messages: Sequence[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
     ) -> JSONObject:
         """The Responses API request body for a (rendered) history: what `request` sends."""
-        options: dict[str, Any] = dict(settings or {})
+        thinking = resolve_thinking(settings, params, self.profile)
+        options: dict[str, Any] = dict(without_sampling_while_reasoning(settings or {}, thinking, self.profile))
         previous, sent = self._held_state(list(messages), options)
         body: JSONObject = {'model': self._model_name, 'input': map_input(sent, self.provider_name)}
         if not body['input'] and previous is None:
@@ -127,9 +137,11 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
             body['text'] = {'format': {'type': 'json_schema', **json_schema_format(params.output_object)}}
         elif params.output_mode == 'prompted':
             body['text'] = {'format': {'type': 'json_object'}}
-        if _reasons(self._model_name):
+        if self.profile.get('openai_supports_reasoning', False):
             # Reasoning comes back encrypted, so it can be sent back even when nothing is stored.
             body['include'] = ['reasoning.encrypted_content']
+        if reasoning := responses_reasoning(thinking, self.profile):
+            body['reasoning'] = reasoning
         if previous is not None:
             body['previous_response_id'] = previous
         if 'openai_conversation_id' in options:
@@ -230,14 +242,6 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
             provider_response_id=raw.id,
             finish_reason=_finish(raw),
         )
-
-
-_REASONING_MODELS = ('gpt-5', 'gpt-6', 'o1', 'o3', 'o4')
-
-
-def _reasons(model_name: str) -> bool:
-    """Whether the model reasons (its chat-tuned variants do not)."""
-    return model_name.startswith(_REASONING_MODELS) and '-chat' not in model_name
 
 
 def _without_volatile(
