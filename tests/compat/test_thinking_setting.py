@@ -135,6 +135,28 @@ async def test_thinking_is_sent_as_the_reference_sends_it(server: ProviderServer
     assert not differing, differing[:3]
 
 
+@pytest.mark.parametrize(
+    ('provider', 'given'),
+    [
+        ('openai', {'openai_reasoning_effort': 'low'}),
+        ('openai', {'openai_reasoning_effort': 'none'}),
+        ('openai-responses', {'openai_reasoning_effort': 'high'}),
+        ('openai-responses', {'openai_reasoning_effort': 'none'}),
+        ('google', {'google_thinking_config': {'thinking_budget': 1024, 'include_thoughts': True}}),
+    ],
+)
+async def test_a_provider_setting_wins_over_thinking(
+    server: ProviderServer, provider: str, given: dict[str, Any]
+) -> None:
+    models = ['gpt-5.1', 'gpt-5', 'o3-mini'] if provider != 'google' else ['gemini-2.5-flash', 'gemini-3-pro-preview']
+    for name in models:
+        for thinking in (None, 'max', False):
+            for sampling in (False, True):
+                settings = {**_settings(thinking, sampling), **given}
+                ours = await _outcome(_ours, server, provider, name, settings)
+                assert ours == await _outcome(_reference, server, provider, name, settings), (name, settings)
+
+
 async def test_a_thinking_value_no_model_takes_is_a_clear_error(server: ProviderServer) -> None:
     with pytest.raises(UserError, match=r"setting `thinking` takes True, False or one of 'minimal'.*not str 'hgih'"):
         await _ours(server, 'openai', 'gpt-5', {'thinking': 'hgih'})

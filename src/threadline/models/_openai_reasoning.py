@@ -9,6 +9,7 @@ Rules for the effort sent:
 - an unpinned model gets the effort named (True is `'medium'`, `'max'` is `'xhigh'` unless the API
   takes `'max'` for it), `'minimal'` becomes `'low'` where minimal is refused, and `thinking=False`
   on a model that cannot stop reasoning sends nothing (it keeps its default);
+- an explicit `openai_reasoning_effort` setting is sent as given, and wins over `thinking`;
 - while a reasoning model reasons, the sampling settings (temperature, top_p, penalties,
   logit_bias) are refused by the API: they are dropped, with a `UserWarning` naming them.
 """
@@ -26,13 +27,24 @@ from threadline.models._thinking import request_thinks
 
 __all__ = [
     'SAMPLING_SETTINGS',
+    'OpenAIChatModelSettings',
     'openai_effort',
     'openai_reasoning_keys',
+    'explicit_effort',
     'responses_reasoning',
     'without_sampling_while_reasoning',
 ]
 
 Effort = Literal['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']
+
+
+class OpenAIChatModelSettings(ModelSettings, total=False):
+    """Settings of OpenAI's models beside the common ones."""
+
+    openai_reasoning_effort: Effort
+    """The reasoning effort, sent as given (it wins over the unified `thinking`)."""
+
+
 _ORDER: tuple[Effort, ...] = get_args(Effort)
 _NAMED: dict[ThinkingLevel, Effort] = {
     True: 'medium',
@@ -143,7 +155,8 @@ def without_sampling_while_reasoning(
     """`settings` without the sampling settings when this request reasons (see the module rules)."""
     if not profile.get('openai_supports_reasoning', False):
         return settings
-    reasons = request_thinks(thinking, profile)
+    explicit = explicit_effort(settings)
+    reasons = explicit != 'none' if explicit is not None else request_thinks(thinking, profile)
     can_stop = profile.get('openai_supports_reasoning_effort_none', False)
     pinned = profile.get('openai_reasoning_efforts')
     if isinstance(pinned, (set, frozenset)):
@@ -161,12 +174,22 @@ def without_sampling_while_reasoning(
     return {key: value for key, value in settings.items() if key not in dropped}  # type: ignore[return-value]
 
 
-def responses_reasoning(thinking: ThinkingLevel | None, profile: ModelProfile) -> JSONObject:
+def explicit_effort(settings: ModelSettings | None) -> str | None:
+    """The `openai_reasoning_effort` setting, if given."""
+    value = (settings or {}).get('openai_reasoning_effort')
+    return value if isinstance(value, str) and value else None
+
+
+def responses_reasoning(
+    thinking: ThinkingLevel | None, profile: ModelProfile, settings: ModelSettings | None = None
+) -> JSONObject:
     """The Responses API's `reasoning` object for a request (empty: send none): the effort for
     `thinking`, and `context='all_turns'` on the families that keep earlier turns' reasoning, so
     the reasoning sent back from earlier turns is read (as pydantic-ai sends it by default)."""
     reasoning: JSONObject = {}
-    if thinking is not None:
+    if (explicit := explicit_effort(settings)) is not None:
+        reasoning['effort'] = explicit
+    elif thinking is not None:
         takes_max = profile.get('openai_responses_supports_max_reasoning_effort', False) is True
         effort = openai_effort(thinking, profile, takes_max=takes_max)
         if effort is not None:

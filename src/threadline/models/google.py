@@ -42,7 +42,7 @@ from threadline.models._thinking import resolve_thinking
 if TYPE_CHECKING:
     from google.genai.types import GenerateContentResponse, GenerateContentResponseUsageMetadata, Part
 
-__all__ = ['GoogleModel', 'GoogleProvider']
+__all__ = ['GoogleModel', 'GoogleModelSettings', 'GoogleProvider']
 
 _FINISH: dict[str, FinishReason] = {
     'STOP': 'stop',
@@ -55,6 +55,14 @@ _FINISH: dict[str, FinishReason] = {
     'IMAGE_SAFETY': 'content_filter',
     'MALFORMED_FUNCTION_CALL': 'error',
 }
+
+
+class GoogleModelSettings(ModelSettings, total=False):
+    """Settings of Gemini beside the common ones."""
+
+    google_thinking_config: dict[str, Any]
+    """Gemini's `thinking_config` (`thinking_budget`, `thinking_level`, `include_thoughts`), sent
+    as given: it wins over the unified `thinking`."""
 
 
 class GoogleModel(ProviderModel[GoogleProvider]):
@@ -127,7 +135,9 @@ class GoogleModel(ProviderModel[GoogleProvider]):
             if ours in settings:
                 config[theirs] = settings[ours]  # type: ignore[literal-required]
         thinking = resolve_thinking(settings, params, self.profile)
-        if thinking is not None:
+        if given := settings.get('google_thinking_config'):
+            config['thinking_config'] = given
+        elif thinking is not None:
             config['thinking_config'] = google_thinking_config(thinking, self.profile)
         return {'model': self._model_name, 'contents': contents, 'config': config}
 

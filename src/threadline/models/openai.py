@@ -56,7 +56,13 @@ from threadline.models._base import (
     ToolDefinition,
 )
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
-from threadline.models._openai_reasoning import openai_effort, openai_reasoning_keys, without_sampling_while_reasoning
+from threadline.models._openai_reasoning import (
+    OpenAIChatModelSettings,
+    explicit_effort,
+    openai_effort,
+    openai_reasoning_keys,
+    without_sampling_while_reasoning,
+)
 from threadline.models._profile import ModelProfileSpec, merge_profile, resolve_profile
 from threadline.models._provider import ProviderModel, binary_base64, require_extra
 from threadline.models._render import standing_prompt_count
@@ -69,7 +75,13 @@ if TYPE_CHECKING:
     from openai.types import CompletionUsage
     from openai.types.chat import ChatCompletionChunk
 
-__all__ = ['OpenAIChatModel', 'OpenAIProvider', 'OpenAIResponsesModel', 'OpenAIResponsesModelSettings']
+__all__ = [
+    'OpenAIChatModel',
+    'OpenAIChatModelSettings',
+    'OpenAIProvider',
+    'OpenAIResponsesModel',
+    'OpenAIResponsesModelSettings',
+]
 
 _FINISH: dict[str, FinishReason] = {
     'stop': 'stop',
@@ -121,7 +133,9 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             body['response_format'] = {'type': 'json_object'}
         thinking = resolve_thinking(settings, params, self.profile)
         settings = without_sampling_while_reasoning(settings or {}, thinking, self.profile)
-        if thinking is not None:
+        if (explicit := explicit_effort(settings)) is not None:
+            body['reasoning_effort'] = explicit
+        elif thinking is not None:
             takes_max = self.profile.get('openai_chat_supports_max_reasoning_effort', False) is True
             effort = openai_effort(thinking, self.profile, takes_max=takes_max)
             if effort is not None:

@@ -65,6 +65,7 @@ from threadline.messages.wire import JSONObject, encoder
 from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
 from threadline.models._openai_reasoning import (
+    OpenAIChatModelSettings,
     openai_reasoning_keys,
     responses_reasoning,
     without_sampling_while_reasoning,
@@ -83,7 +84,7 @@ __all__ = ['OpenAIResponsesModel', 'OpenAIResponsesModelSettings']
 logger = logging.getLogger('threadline.models')
 
 
-class OpenAIResponsesModelSettings(ModelSettings, total=False):
+class OpenAIResponsesModelSettings(OpenAIChatModelSettings, total=False):
     """Settings of the Responses API beside the common ones."""
 
     openai_previous_response_id: Literal['auto'] | str
@@ -140,7 +141,7 @@ class OpenAIResponsesModel(ProviderModel[OpenAIProvider]):
         if self.profile.get('openai_supports_reasoning', False):
             # Reasoning comes back encrypted, so it can be sent back even when nothing is stored.
             body['include'] = ['reasoning.encrypted_content']
-        if reasoning := responses_reasoning(thinking, self.profile):
+        if reasoning := responses_reasoning(thinking, self.profile, options):  # type: ignore[arg-type]
             body['reasoning'] = reasoning
         if previous is not None:
             body['previous_response_id'] = previous
