@@ -23,6 +23,7 @@ retry prompts that answer no call: store Threadline's history, not this form.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -106,7 +107,7 @@ class AGUIAdapter:
             UserMessage,
         )
 
-        new_id = generate_message_id or (lambda: str(uuid.uuid4()))
+        new_id = generate_message_id or _message_ids()
         out: list[Message] = []
         for message in messages:
             if isinstance(message, ModelResponse):
@@ -208,6 +209,19 @@ class _Loader:
             self.out[-1] = ModelResponse(parts=[*self.out[-1].parts, *parts])
         elif parts:
             self.out.append(ModelResponse(parts=parts))
+
+
+def _message_ids() -> Callable[[], str]:
+    """Fresh message ids in UUIDv4 form: one random UUID, then each id flips its low bits by a
+    counter, so a thousand messages cost one `uuid4()` instead of a thousand (the version and
+    variant bits are untouched; ids of one dump are distinct, another dump's start elsewhere)."""
+    base, count = uuid.uuid4().int, itertools.count()
+
+    def new_id() -> str:
+        h = f'{base ^ next(count):032x}'
+        return f'{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}'
+
+    return new_id
 
 
 def _text(value: object) -> str:

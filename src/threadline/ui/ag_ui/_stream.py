@@ -34,6 +34,7 @@ from threadline.messages import (
 )
 from threadline.ui._errors import log_failure, public_error
 from threadline.ui.ag_ui._adapter import AGUIAdapter, _text
+from threadline.ui.ag_ui._wire import event_sse
 
 if TYPE_CHECKING:
     from ag_ui.core import BaseEvent, Message  # the extra `ui`: imported when a stream runs
@@ -142,7 +143,11 @@ def _with_client_ids(snapshot: list[Message], first_new: int, client: Sequence[o
 
 
 def encode(event: BaseEvent) -> str:
-    """One event as a server-sent event, by the protocol package's own encoder."""
+    """One event as a server-sent event, as the protocol package's own encoder writes it (a
+    messages snapshot is written in one pass, `_wire`)."""
+    from ag_ui.core import MessagesSnapshotEvent
     from ag_ui.encoder import EventEncoder
 
+    if type(event) is MessagesSnapshotEvent:
+        return event_sse(event)
     return EventEncoder().encode(event)
