@@ -58,9 +58,9 @@ class CostNotFoundWarning(Warning):
 
 
 class UsageExtractionFailedWarning(Warning):
-    """pydantic-ai's warning for usage figures genai-prices could not read from an answer.
-    Threadline's providers read usage from the SDK's typed answer, so it does not emit it; it is
-    here for code that filters or raises it."""
+    """Usage figures genai-prices could not read from an answer, raised by
+    `RequestUsage.extract` (a custom model's helper; Threadline's own providers read usage from
+    the SDK's typed answer)."""
 
 
 class UsageLimitUnavailableWarning(Warning):

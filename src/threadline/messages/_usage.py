@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from decimal import Decimal
 from typing import Any, ClassVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from threadline.exceptions import UsageExtractionFailedWarning
 from threadline.messages._base import LegacyName, MessageMeta, WireStruct, legacy_field
 
 __all__ = ['RequestUsage', 'RunUsage']
@@ -106,10 +108,75 @@ class RequestUsage(_UsageBase, kw_only=True):
         """Add `other` into this usage in place."""
         self._add_into(other)
 
+    @classmethod
+    def extract(
+        cls,
+        data: object,
+        *,
+        provider: str,
+        provider_url: str,
+        provider_fallback: str,
+        api_flavor: str = 'default',
+        details: dict[str, int] | None = None,
+    ) -> RequestUsage:
+        """The usage in a provider's answer `data` (its JSON, decoded), read by genai-prices'
+        rules for that provider, for a custom model's `request` (pydantic-ai 2.62's method).
+
+        Rules: the provider is looked up by its API URL, then `provider`, then
+        `provider_fallback`; the first that genai-prices knows and that reads `data` gives the
+        counts. A cost a Pydantic AI Gateway wrote into `data['usage']` is kept as the cost.
+        When a lookup or a read fails with an error (not merely an unknown provider), an
+        `UsageExtractionFailedWarning` names the error's type, never the data, and the usage
+        is empty but for that cost. Needs genai-prices (the provider extras bring it).
+        """
+        from genai_prices.data_snapshot import get_snapshot  # a provider extra's dependency
+
+        cost, failure = gateway_cost(data), None
+        for provider_id, url in ((None, provider_url), (provider, None), (provider_fallback, None)):
+            if not provider_id and not url:
+                continue
+            try:
+                found = get_snapshot().find_provider(None, provider_id, url)
+                extracted = found.extract_usage(data, api_flavor=api_flavor)[1]
+            except LookupError:
+                continue
+            except Exception as error:  # noqa: BLE001 - genai-prices may raise anything on odd data
+                failure = error
+                continue
+            counts = {k: v for k, v in vars(extracted).items() if v is not None and k in _COUNTERS}
+            return cls(**counts, details=dict(details or {}), cost=cost)
+        if failure is not None:
+            warnings.warn(
+                f'Failed to extract usage with `genai-prices`: {type(failure).__name__}',
+                UsageExtractionFailedWarning,
+                stacklevel=2,
+            )
+        return cls(details=dict(details or {}), cost=cost)
+
     def __add__(self, other: RequestUsage) -> RequestUsage:
         total = msgspec.structs.replace(self, details=dict(self.details))
         total._add_into(other)
         return total
+
+
+def gateway_cost(data: object) -> Decimal | None:
+    """The cost a Pydantic AI Gateway wrote into an answer's `usage` (`logfire_ai_gateway.cost`,
+    or the older `pydantic_ai_gateway.cost_estimate`), as a decimal; 0 is a real cost (a cache
+    hit), a negative or non-finite one is none."""
+    usage = data.get('usage') if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    for block, key in (('logfire_ai_gateway', 'cost'), ('pydantic_ai_gateway', 'cost_estimate')):
+        value = usage.get(block, {}).get(key) if isinstance(usage.get(block), dict) else None
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            continue
+        try:
+            cost = Decimal(str(value))
+        except ArithmeticError:
+            continue
+        if cost.is_finite() and cost >= 0:  # NaN or a negative cost would break cost limits
+            return cost
+    return None
 
 
 class RunUsage(_UsageBase, kw_only=True):
