@@ -26,13 +26,14 @@ Request mapping:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from threadline.exceptions import UserError
+from threadline.exceptions import UnsupportedSettingWarning, UserError
 from threadline.messages import (
     BinaryContent,
     CachePoint,
@@ -154,6 +155,13 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
     ) -> JSONObject:
         """The Messages API request body for a (rendered) history: what `request` sends."""
         settings = settings or {}
+        if 'thinking' in settings:  # pydantic-ai sends it; Threadline does not yet, and says so
+            warnings.warn(
+                f'The `thinking` setting is not sent to Anthropic models by this version of Threadline; '
+                f'{self._model_name!r} thinks as it does by default.',
+                UnsupportedSettingWarning,
+                stacklevel=3,
+            )
         system, turns = self.map_messages(messages, params)
         body: JSONObject = {
             'model': self._model_name,
