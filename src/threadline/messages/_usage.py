@@ -166,8 +166,9 @@ def gateway_cost(data: object) -> Decimal | None:
     usage = data.get('usage') if isinstance(data, dict) else None
     if not isinstance(usage, dict):
         return None
-    for block, key in (('logfire_ai_gateway', 'cost'), ('pydantic_ai_gateway', 'cost_estimate')):
-        value = usage.get(block, {}).get(key) if isinstance(usage.get(block), dict) else None
+    for name, key in (('logfire_ai_gateway', 'cost'), ('pydantic_ai_gateway', 'cost_estimate')):
+        block = usage.get(name)
+        value = block.get(key) if isinstance(block, dict) else None
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             continue
         try:

@@ -30,6 +30,7 @@ __all__ = [
     'OpenAIChatModelSettings',
     'openai_effort',
     'openai_reasoning_keys',
+    'request_effort',
     'explicit_effort',
     'responses_reasoning',
     'without_sampling_while_reasoning',
@@ -180,6 +181,19 @@ def explicit_effort(settings: ModelSettings | None) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def request_effort(
+    thinking: ThinkingLevel | None, profile: ModelProfile, settings: ModelSettings | None, *, api: str
+) -> str | None:
+    """The effort a request sends on `api` ('chat' or 'responses', which differ in taking
+    'max'): an explicit `openai_reasoning_effort`, else the one `thinking` maps to, else None."""
+    if (explicit := explicit_effort(settings)) is not None:
+        return explicit
+    if thinking is None:
+        return None
+    takes_max = profile.get(f'openai_{api}_supports_max_reasoning_effort', False) is True
+    return openai_effort(thinking, profile, takes_max=takes_max)
+
+
 def responses_reasoning(
     thinking: ThinkingLevel | None, profile: ModelProfile, settings: ModelSettings | None = None
 ) -> JSONObject:
@@ -187,13 +201,8 @@ def responses_reasoning(
     `thinking`, and `context='all_turns'` on the families that keep earlier turns' reasoning, so
     the reasoning sent back from earlier turns is read (as pydantic-ai sends it by default)."""
     reasoning: JSONObject = {}
-    if (explicit := explicit_effort(settings)) is not None:
-        reasoning['effort'] = explicit
-    elif thinking is not None:
-        takes_max = profile.get('openai_responses_supports_max_reasoning_effort', False) is True
-        effort = openai_effort(thinking, profile, takes_max=takes_max)
-        if effort is not None:
-            reasoning['effort'] = effort
+    if (effort := request_effort(thinking, profile, settings, api='responses')) is not None:
+        reasoning['effort'] = effort
     if profile.get('openai_responses_supports_reasoning_context', False):
         reasoning['context'] = 'all_turns'
     return reasoning

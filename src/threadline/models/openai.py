@@ -58,9 +58,8 @@ from threadline.models._base import (
 from threadline.models._openai_provider import OpenAIProvider, json_schema_format
 from threadline.models._openai_reasoning import (
     OpenAIChatModelSettings,
-    explicit_effort,
-    openai_effort,
     openai_reasoning_keys,
+    request_effort,
     without_sampling_while_reasoning,
 )
 from threadline.models._profile import ModelProfileSpec, merge_profile, resolve_profile
@@ -133,13 +132,8 @@ class OpenAIChatModel(ProviderModel[OpenAIProvider]):
             body['response_format'] = {'type': 'json_object'}
         thinking = resolve_thinking(settings, params, self.profile)
         settings = without_sampling_while_reasoning(settings or {}, thinking, self.profile)
-        if (explicit := explicit_effort(settings)) is not None:
-            body['reasoning_effort'] = explicit
-        elif thinking is not None:
-            takes_max = self.profile.get('openai_chat_supports_max_reasoning_effort', False) is True
-            effort = openai_effort(thinking, self.profile, takes_max=takes_max)
-            if effort is not None:
-                body['reasoning_effort'] = effort
+        if (effort := request_effort(thinking, self.profile, settings, api='chat')) is not None:
+            body['reasoning_effort'] = effort
         if 'max_tokens' in settings:
             body['max_completion_tokens'] = settings['max_tokens']
         for key in ('temperature', 'top_p', 'seed', 'presence_penalty', 'frequency_penalty', 'logit_bias'):
