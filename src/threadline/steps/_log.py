@@ -11,7 +11,8 @@ loop has started the model request it goes behind), and awaited by the next writ
 starts. Only a write that need not be on disk before
 anything happens outside the process may go behind: the one before the first model request, and
 the tool results before the next one (no tool runs until the next write, which waits). Its error
-surfaces at the next write. A write the run waits for, and one that goes behind without waiting
+surfaces at the next write, which carries it instead when it has not gone to the store yet
+(`_may_carry_behind` lists when). A write the run waits for, and one that goes behind without waiting
 for the disk, runs in the event loop instead of a thread when the store can start it at once
 (`AsyncStore._in_loop_or_thread`): a thread hop costs more than such a write, and a model that
 answers at once would wait for the hop.
@@ -80,6 +81,12 @@ class RunLog:
     """Recorded with the run record by the write that registers it."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     behind: asyncio.Future[None] | None = None
+    behind_snapshot: Literal['complete', 'interrupted'] | None = None
+    """The snapshot state the write behind carries (while it is `behind`)."""
+    behind_started: bool = False
+    """The write behind has gone to the store: it can no longer be carried by the next write."""
+    carry_behind: bool = False
+    """The next write carries the write behind, which has not started: it stands down."""
 
     def event(self, ctx: Any, kind: str, *, at: tuple[int, datetime] | None = None, **fields: Any) -> None:
         """Record an event of the run's current step, now (or at the `(step, time)` it happened)."""
@@ -105,6 +112,7 @@ class RunLog:
         that ledger row yet (a sibling call's group commit may have). A failed write that went
         behind is raised here, unless `raise_behind=False` (its records are pending again)."""
         async with self.lock:
+            self.carry_behind = self._may_carry_behind()
             await self._settle_behind(raise_behind)
             if needed is not None and not any(e is needed for e in self.effects):
                 return
@@ -119,7 +127,19 @@ class RunLog:
             return  # a write is under way, or the run is durable: what is pending rides with the next one
         prepared = self._prepare(ctx, durable=durable, finish=None)
         if prepared is not None:
+            self.behind_snapshot, self.behind_started, self.carry_behind = prepared[1].snapshot, False, False
             self.behind = asyncio.ensure_future(self._commit(*prepared, waited=False))
+
+    def _may_carry_behind(self) -> bool:
+        """Whether the write about to be made may carry the write behind, which has not gone to
+        the store yet (a model that answered at once): one transaction instead of two. A crash
+        leaves the store as if the write behind had not committed yet, which it may anyway; the
+        only record lost is the snapshot it carried, so it is carried only when the new write's
+        snapshot takes that one's place: a settled one, or any when it carried none (a snapshot
+        marks where it was taken, so one carried further would mark the wrong place)."""
+        if self.behind is None or self.behind.done() or self.behind_started or self.snapshot is None:
+            return False
+        return self.snapshot == 'complete' or self.behind_snapshot is None
 
     async def _settle_behind(self, raise_error: bool) -> None:
         behind, self.behind = self.behind, None
@@ -127,9 +147,13 @@ class RunLog:
             return
         try:
             await behind
+        except _Carried:
+            pass  # what it held is pending again, for the write about to be made
         except Exception:
             if raise_error:
                 raise
+        finally:
+            self.carry_behind = False
 
     def _prepare(self, ctx: Any, *, durable: bool, finish: RunFinish | None) -> tuple[StepWrite, _Undo] | None:
         """Take what is pending into one `StepWrite` (None when only events are pending: they
@@ -195,8 +219,13 @@ class RunLog:
             elif write.history is None and (waited or not write.durable):
                 if not waited:
                     await asyncio.sleep(0)  # let the model request it goes behind start first
+                    if self.carry_behind:
+                        raise _Carried
+                    self.behind_started = True
                 revision = await self.store._in_loop_or_thread(self.store.sync.step_write, write)
             else:
+                if not waited:
+                    self.behind_started = True
                 revision = await self.store.step_write(write)
         except BaseException:
             # Nothing was written: what it carried is pending again, ahead of what came since.
@@ -206,3 +235,7 @@ class RunLog:
             self.registered, self.snapshot_index = undo.registered, undo.snapshot_index
             raise
         self.revision = revision
+
+
+class _Carried(Exception):
+    """A write behind stood down: the next write carries what it held."""

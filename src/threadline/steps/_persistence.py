@@ -31,7 +31,11 @@ The write before a model request goes *behind* it: it commits once the request i
 (in the event loop when the store can start it at once, as it needs no sync; else in a worker
 thread), and the next write waits for it (and raises its error, such as a conflict). A
 crash at any instant leaves the store either before or after that commit, as it would if the run
-had waited, so going behind changes what the run waits for, never what a crash may lose. So that
+had waited, so going behind changes what the run waits for, never what a crash may lose. A write
+behind that has not reached the store when the next write is made (the model answered before
+the event loop got to it) is carried by that write instead: one transaction, the store left as
+if the first had not committed yet, which it may not have. Only its snapshot is not kept, so it is
+carried only when the next write's snapshot takes that one's place (`RunLog._may_carry_behind`). So that
 no first model request is made for a conversation the store would refuse, the run start checks
 what the first write would: the stored tip (`ConflictError`) and quarantine
 (`ConversationQuarantined`), and the ledger (`UnresolvedToolEffect`). A writer that changes the

@@ -92,6 +92,9 @@ class SQLiteDialect:
         self._busy_ms = int(busy_timeout * 1000)
         self._at_once = False
         """Inside `uncontended`: a lock held by another process fails at once (`WouldWait`)."""
+        self._loop_pragmas = False
+        """The connection is set for `uncontended` (no busy wait, no autocheckpoint). It stays so
+        between such operations, which is most of them, and is set back before one in a thread."""
         self._loop_writes = 0
         """Writes committed inside `uncontended` since the last checkpoint made for them."""
         self._checkpointer: threading.Thread | None = None
@@ -184,8 +187,7 @@ class SQLiteDialect:
                 yield True  # reads only, of a file no writer of ours holds
                 return
             try:
-                self.connection.execute('PRAGMA busy_timeout=0')
-                self.connection.execute('PRAGMA wal_autocheckpoint=0')
+                self._pragmas_for_loop(True)
             except sqlite3.Error:
                 yield False  # closed, say: the worker thread reports it as every operation does
                 return
@@ -194,10 +196,21 @@ class SQLiteDialect:
                 yield True
             finally:
                 self._at_once = False
-                self.connection.execute(f'PRAGMA busy_timeout={self._busy_ms}')
-                self.connection.execute(f'PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT}')
         finally:
             self._lock.release()
+
+    def _pragmas_for_loop(self, loop: bool) -> None:
+        """Set the connection for operations inside `uncontended` (`loop`) or in a thread, if it
+        is not so already (the lock held): two statements saved on each side of most operations."""
+        if self._loop_pragmas == loop or not self.writable:
+            return
+        if loop:
+            self.connection.execute('PRAGMA busy_timeout=0')
+            self.connection.execute('PRAGMA wal_autocheckpoint=0')
+        else:
+            self.connection.execute(f'PRAGMA busy_timeout={self._busy_ms}')
+            self.connection.execute(f'PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT}')
+        self._loop_pragmas = loop
 
     def _count_loop_write(self) -> None:
         """After a commit (the lock held): count it if it was made in the event loop, and start
@@ -244,6 +257,8 @@ class SQLiteDialect:
     def _transaction(self) -> Iterator[Any]:
         with self._lock:
             try:
+                if not self._at_once:
+                    self._pragmas_for_loop(False)
                 self.connection.execute('BEGIN IMMEDIATE')
             except sqlite3.Error as exc:
                 raise self._failure(exc, 'cannot start a write') from None
@@ -265,6 +280,11 @@ class SQLiteDialect:
     @contextmanager
     def read(self) -> Iterator[Any]:
         with self._lock:
+            if not self._at_once:
+                try:
+                    self._pragmas_for_loop(False)
+                except sqlite3.Error as exc:
+                    raise self._failure(exc, 'cannot read') from None
             yield from self._reading(self.connection, 'the read failed')
 
     def _reading(self, conn: sqlite3.Connection, failed: str) -> Iterator[sqlite3.Connection]:
