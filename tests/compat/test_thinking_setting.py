@@ -186,16 +186,3 @@ async def test_a_function_model_is_told_the_thinking_in_effect(profile: dict[str
     await Agent(FunctionModel(ours, profile=profile)).run('hi', model_settings={'thinking': 'high'})
     await RefAgent(RefFunctionModel(theirs, profile=profile)).run('hi', model_settings={'thinking': 'high'})
     assert told['ours'] == told['theirs'] == (('high' if profile else None), False)
-
-
-async def test_anthropic_says_it_does_not_send_thinking_yet(server: ProviderServer) -> None:
-    from threadline.exceptions import UnsupportedSettingWarning
-    from threadline.models.anthropic import AnthropicModel, AnthropicProvider
-
-    model = AnthropicModel('claude-sonnet-4-6', provider=AnthropicProvider(base_url=server.url, api_key='k'))
-    server.queue(fixture('anthropic_text.json'))
-    with pytest.warns(UnsupportedSettingWarning, match='`thinking` setting is not sent to Anthropic'):
-        await model.request(
-            [ModelRequest(parts=[UserPromptPart('hi')])], {'thinking': 'high'}, ModelRequestParameters()
-        )
-    assert 'thinking' not in server.bodies()[-1]

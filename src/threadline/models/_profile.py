@@ -64,6 +64,14 @@ _KEPT_KEYS = frozenset(
 # model through `profile.get(...)`: how its thinking is spelled and which efforts it accepts.
 _PROVIDER_KEYS = frozenset(
     {
+        'anthropic_disables_thinking_with_between_tools',
+        'anthropic_disallows_budget_thinking',
+        'anthropic_disallows_sampling_settings',
+        'anthropic_disallows_top_effort_when_thinking_disabled',
+        'anthropic_supports_adaptive_thinking',
+        'anthropic_supports_effort',
+        'anthropic_supports_max_effort',
+        'anthropic_supports_xhigh_effort',
         'google_disables_thinking_with_zero_budget',
         'google_supports_minimal_thinking_level',
         'google_supports_thinking_level',

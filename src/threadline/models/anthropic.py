@@ -18,6 +18,9 @@ Request mapping:
   one, or from another provider, is carried as `<assistant_thinking>` text at the end of the user
   turn before it; an empty text prompt is left out (the API refuses empty text blocks);
 - consecutive turns of one role are merged (the API wants them alternating);
+- the unified `thinking` goes as Claude's `thinking` object and `output_config.effort`, and
+  `anthropic_thinking` / `anthropic_effort` as given (`_anthropic_thinking` lists the rules: budgets,
+  efforts, refusals, sampling settings on the newest models, no forced tool call while thinking);
 - a tool with an Anthropic definition (`MemoryTool`'s `memory`) goes as that provider-defined tool,
   with the beta header it needs; a tool with `strict=True` uses Anthropic's strict tool use (its
   schema rewritten by the SDK's `transform_schema`); schema titles are dropped.
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from threadline.exceptions import UnsupportedSettingWarning, UserError
+from threadline.exceptions import UserError
 from threadline.messages import (
     BinaryContent,
     CachePoint,
@@ -55,20 +58,30 @@ from threadline.messages import (
 )
 from threadline.messages.wire import JSONObject, enc_hook
 from threadline.models._anthropic_answer import AnthropicStream, response_of
-from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ToolDefinition
+from threadline.models._anthropic_thinking import (
+    AnthropicModelSettings,
+    anthropic_thinking_keys,
+    check_thinking,
+    effort_of,
+    max_tokens_for,
+    thinking_of,
+    thinking_type,
+)
+from threadline.models._base import ModelProfile, ModelRequestParameters, ModelSettings, ThinkingLevel, ToolDefinition
 from threadline.models._lifecycle import ClientLifecycle
-from threadline.models._profile import ModelProfileSpec, resolve_profile
+from threadline.models._profile import ModelProfileSpec, merge_profile, resolve_profile
 from threadline.models._provider import ProviderModel, binary_base64, env_key, require_extra, tool_result_text
 from threadline.models._render import standing_prompt_count
 from threadline.models._schema_walk import json_type_of, walk_schema
 from threadline.models._stream import StreamedResponse
+from threadline.models._thinking import resolve_thinking
 
 if TYPE_CHECKING:
     import httpx
 
     from threadline.memory.anthropic import MemoryTool
 
-__all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicProvider', 'MemoryTool']
+__all__ = ['INLINE_SYSTEM_PROMPT_MODELS', 'AnthropicModel', 'AnthropicModelSettings', 'AnthropicProvider', 'MemoryTool']
 
 _TOOL_BETAS = {'memory_20250818': 'context-management-2025-06-27'}
 """Anthropic tool types offered only behind a beta header (`MemoryTool`'s `memory`), by type."""
@@ -136,6 +149,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         inline = model_name.startswith(INLINE_SYSTEM_PROMPT_MODELS)
         native = model_name.startswith(STRUCTURED_OUTPUT_MODELS)
         default = ModelProfile(supports_inline_system_prompts=inline, supports_json_schema_output=native)
+        default = merge_profile(default, anthropic_thinking_keys(model_name))
         super().__init__(model_name, provider, resolve_profile(default, profile))
 
     def _default_provider(self) -> AnthropicProvider:
@@ -155,17 +169,14 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
     ) -> JSONObject:
         """The Messages API request body for a (rendered) history: what `request` sends."""
         settings = settings or {}
-        if 'thinking' in settings:  # pydantic-ai sends it; Threadline does not yet, and says so
-            warnings.warn(
-                f'The `thinking` setting is not sent to Anthropic models by this version of Threadline; '
-                f'{self._model_name!r} thinks as it does by default.',
-                UnsupportedSettingWarning,
-                stacklevel=3,
-            )
+        thinking = resolve_thinking(settings, params, self.profile)
+        sent = thinking_of(dict(settings), thinking, self.profile)
+        effort = effort_of(dict(settings), thinking, self.profile)
+        check_thinking(self._model_name, sent, effort, self.profile)
         system, turns = self.map_messages(messages, params)
         body: JSONObject = {
             'model': self._model_name,
-            'max_tokens': settings.get('max_tokens', 4096),
+            'max_tokens': max_tokens_for(dict(settings), sent, 4096),
             'messages': turns,
         }
         if system:
@@ -173,11 +184,15 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         tools = [*params.function_tools, *params.output_tools]
         if tools:
             body['tools'] = [_tool(t) for t in tools]
-            choice: JSONObject = {'type': 'auto' if params.allow_text_output else 'any'}
+            choice: JSONObject = {
+                'type': 'auto' if params.allow_text_output or not self._may_force(settings, thinking) else 'any'
+            }
             if 'parallel_tool_calls' in settings:
                 choice['disable_parallel_tool_use'] = not settings['parallel_tool_calls']
             if len(choice) > 1 or choice['type'] == 'any':
                 body['tool_choice'] = choice
+        if sent is not None:
+            body['thinking'] = sent
         if params.output_mode == 'native' and params.output_object is not None:
             if params.output_object.strict is False:
                 raise UserError(
@@ -187,12 +202,32 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
 
             schema = transform_schema(walk_schema(params.output_object.json_schema, _strict_node))
             body['output_config'] = {'format': {'type': 'json_schema', 'schema': schema}}
-        for key in ('temperature', 'top_p', 'top_k'):
-            if key in settings:
-                body[key] = settings[key]
+        if effort is not None:
+            body['output_config'] = {**body.get('output_config', {}), 'effort': effort}  # type: ignore[dict-item]
+        self._sampling(body, settings)
         if 'stop_sequences' in settings:
             body['stop_sequences'] = settings['stop_sequences']
         return body
+
+    def _may_force(self, settings: ModelSettings, thinking: ThinkingLevel | None) -> bool:
+        """Whether the tool call output tools need may be forced (`tool_choice: any`): not by a
+        request that thinks, nor of a model that refuses forcing (see `_anthropic_thinking`)."""
+        thinks = thinking_type(dict(settings), thinking, self.profile) is not None
+        return bool(self.profile.get('supports_forced_tool_choice', True)) and not thinks
+
+    def _sampling(self, body: JSONObject, settings: ModelSettings) -> None:
+        """Temperature, top_p and top_k, dropped with a warning on models that refuse them."""
+        given = [key for key in ('temperature', 'top_p', 'top_k') if key in settings]
+        if given and self.profile.get('anthropic_disallows_sampling_settings', False):
+            warnings.warn(
+                f'Sampling parameters {given} are not supported by {self._model_name!r}. '
+                'These settings will be ignored.',
+                UserWarning,
+                stacklevel=4,
+            )
+            return
+        for key in given:
+            body[key] = settings[key]
 
     def map_messages(
         self, messages: Sequence[ModelMessage], params: ModelRequestParameters
