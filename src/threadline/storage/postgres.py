@@ -178,7 +178,7 @@ class PostgresDialect:
         except psycopg.Error as exc:
             raise BackendError(f'the read failed: {_describe(exc)}') from None
 
-    def search_read(self) -> AbstractContextManager[Connection]:
+    def scan_read(self, what: str = 'the search') -> AbstractContextManager[Connection]:
         """Every read has a pooled connection of its own already."""
         return self.read()
 

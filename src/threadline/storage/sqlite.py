@@ -301,22 +301,24 @@ class SQLiteDialect:
             conn.execute('COMMIT')
 
     @contextmanager
-    def search_read(self) -> Iterator[Any]:
-        """A read on a second connection to the file, under its own lock: WAL lets it read while
-        the first connection writes, so a search never delays another tenant's turn. (An
-        in-memory or read-only database has one connection: `read()`.)"""
+    def scan_read(self, what: str = 'the search') -> Iterator[Any]:
+        """A read that goes through many rows (a search, a whole history's load), on a second
+        connection to the file under its own lock: WAL lets it read while the first connection
+        writes, so a long scan never delays another tenant's turn, and it fills its own page
+        cache, not the writer's (a 20k-message load would push out every page the next step
+        write needs). An in-memory or read-only database has one connection: `read()`."""
         if self.path == ':memory:' or not self.writable:
             with self.read() as conn:
                 yield conn
             return
         if not self._search_lock.acquire(blocking=not self._at_once):
-            raise WouldWait('another search holds the search connection')
+            raise WouldWait(f'another scan holds the connection {what} needs')
         try:
             if self._searcher is None:
                 self._searcher = sqlite3.connect(
                     self.path, check_same_thread=False, isolation_level=None, timeout=self._busy_ms / 1000
                 )
-            yield from self._reading(self._searcher, 'the search failed')
+            yield from self._reading(self._searcher, f'{what} failed')
         finally:
             self._search_lock.release()
 

@@ -78,9 +78,10 @@ class Dialect(Protocol):
         """A connection inside a read-only transaction with a consistent view."""
         ...
 
-    def search_read(self) -> AbstractContextManager[Connection]:
-        """`read()` for a search: where the database allows it, on a connection of its own, so
-        a long search never holds up a write (SQLite: a second connection to the WAL file)."""
+    def scan_read(self, what: str = 'the search') -> AbstractContextManager[Connection]:
+        """`read()` for one that goes through many rows (a search, a whole history's load; `what`
+        names it in an error): where the database allows it, on a connection of its own, so a
+        long scan never holds up a write (SQLite: a second connection to the WAL file)."""
         ...
 
     def q(self, sql: str) -> str:

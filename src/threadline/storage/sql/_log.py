@@ -199,7 +199,7 @@ class LogOps(SQLBase):
 
     def load(self, conversation_id: str, *, scope: str, last: int | None = None) -> StoredConversation:
         """The stored history (or its last `last` messages, cut where no tool call loses its result)."""
-        with self._read() as conn:
+        with self._dialect.scan_read('the load') as conn:
             conversation = self._conversation(conn, conversation_id, scope)
             segments = self._lineage(conn, conversation.head_branch)
             length = conversation.length
@@ -403,7 +403,7 @@ class LogOps(SQLBase):
         terms = parse_query(query)
         if not terms:
             return []
-        with self._dialect.search_read() as conn:
+        with self._dialect.scan_read() as conn:
             allowed: builtins.list[Segment] | None = None
             conversations: builtins.list[str] | None = None
             if conversation_id is not None:
