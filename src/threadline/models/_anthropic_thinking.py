@@ -53,6 +53,14 @@ class AnthropicModelSettings(ModelSettings, total=False):
     N}`, `{'type': 'disabled'}`), sent as given: it wins over the unified `thinking`."""
     anthropic_effort: AnthropicEffort | None
     """`output_config.effort`, sent as given: it wins over the effort `thinking` maps to."""
+    anthropic_cache: bool | Literal['5m', '1h']
+    """The API's automatic cache breakpoint, moved forward as the conversation grows."""
+    anthropic_cache_instructions: bool | Literal['5m', '1h']
+    """A cache breakpoint after the instructions (the last `system` block)."""
+    anthropic_cache_tool_definitions: bool | Literal['5m', '1h']
+    """A cache breakpoint on the last tool definition."""
+    anthropic_cache_messages: bool | Literal['5m', '1h']
+    """A cache breakpoint on the conversation's last block (not with `anthropic_cache`)."""
 
 
 _BUDGET: dict[ThinkingLevel, int] = {

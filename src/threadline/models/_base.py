@@ -33,6 +33,23 @@ think, or as little as the model allows), or an effort level (snapped to the nea
 accepts)."""
 
 
+CacheRetention: TypeAlias = Literal['5m', '30m', '1h']
+"""How long a provider keeps a prompt cache entry (snapped to the tiers it has)."""
+
+
+class CacheConfig(TypedDict, total=False):
+    """The unified `cache` setting in full: `{}` is `cache=True`, `{'retention': '1h'}` is `'1h'`."""
+
+    retention: CacheRetention
+    messages: bool
+    """Also cache the growing conversation, not only tools and instructions (default True)."""
+
+
+CacheSetting: TypeAlias = bool | CacheRetention | CacheConfig
+"""The unified `cache` setting: True, a retention, a `CacheConfig`, or False (no library-placed
+cache breakpoints; `CachePoint`s and provider settings still apply)."""
+
+
 class ModelSettings(TypedDict, total=False):
     """Settings passed through to the provider; each model reads the keys it supports."""
 
@@ -61,6 +78,9 @@ class ModelSettings(TypedDict, total=False):
     """Thinking for models that think (see `ThinkingLevel`), sent as each provider spells it:
     OpenAI's `reasoning_effort` / `reasoning.effort`, Gemini's `thinking_config`. Ignored by a
     model whose profile says it does not think (`supports_thinking`)."""
+    cache: CacheSetting
+    """Prompt caching placed by the library (Anthropic: breakpoints on tools, instructions and the
+    conversation; `threadline.models._anthropic_cache` lists the rules). Ignored by other models."""
 
 
 @dataclass

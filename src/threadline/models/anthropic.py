@@ -18,6 +18,8 @@ Request mapping:
   one, or from another provider, is carried as `<assistant_thinking>` text at the end of the user
   turn before it; an empty text prompt is left out (the API refuses empty text blocks);
 - consecutive turns of one role are merged (the API wants them alternating);
+- prompt caching: `anthropic_cache*` and the unified `cache` put cache breakpoints on tools,
+  instructions and the conversation (`_anthropic_cache` lists the rules);
 - the unified `thinking` goes as Claude's `thinking` object and `output_config.effort`, and
   `anthropic_thinking` / `anthropic_effort` as given (`_anthropic_thinking` lists the rules: budgets,
   efforts, refusals, sampling settings on the newest models, no forced tool call while thinking);
@@ -58,6 +60,7 @@ from threadline.messages import (
 )
 from threadline.messages.wire import JSONObject, enc_hook
 from threadline.models._anthropic_answer import AnthropicStream, response_of
+from threadline.models._anthropic_cache import apply_cache, translated_cache
 from threadline.models._anthropic_thinking import (
     AnthropicModelSettings,
     anthropic_thinking_keys,
@@ -205,6 +208,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         if effort is not None:
             body['output_config'] = {**body.get('output_config', {}), 'effort': effort}  # type: ignore[dict-item]
         self._sampling(body, settings)
+        apply_cache(body, translated_cache(dict(settings)))
         if 'stop_sequences' in settings:
             body['stop_sequences'] = settings['stop_sequences']
         return body
