@@ -268,8 +268,12 @@ class ModelRequestNode:
         request_context = await state.capabilities.before_model_request(state.ctx, request_context)
         if state.drain_asap():  # content a hook enqueued reaches this request too
             request_context.messages = list(state.history)
-        # Deferred tools follow the history actually sent: a processor that dropped a reveal hides them.
+        # Plain output types go as JSON text where the model asks for it (Claude while it thinks).
         params = request_context.model_request_parameters
+        if state.output.auto and params.output_tools:
+            mode = request_context.model.structured_output_mode(request_context.model_settings, params)
+            params = request_context.model_request_parameters = state.output.for_mode(params, mode)
+        # Deferred tools follow the history actually sent: a processor that dropped a reveal hides them.
         if params.output_mode == 'native' and not request_context.model.profile.supports_json_schema_output:
             raise UserError(
                 f'Native structured output is not supported by {request_context.model.model_name!r}: use '

@@ -109,6 +109,8 @@ def anthropic_thinking_keys(model_name: str) -> dict[str, object]:
         or starts(('claude-sonnet-5-5', 'claude-haiku-5-5')),
         'anthropic_disables_thinking_with_between_tools': starts('claude-sonnet-5-5'),
         'supports_forced_tool_choice': not starts(_NO_FORCING),
+        # A forced tool call is answered without thinking (extended thinking refuses it).
+        'forced_tool_choice_disables_thinking': True,
     }
 
 

@@ -12,6 +12,7 @@ from threadline.messages import ModelMessage, ModelResponse
 from threadline.models._prices import known_context_window
 from threadline.models._profile import ModelProfile
 from threadline.models._stream import CompleteResponseStream, StreamedResponse
+from threadline.models._thinking import ThinkingEffort, ThinkingLevel, request_thinks, resolve_thinking
 from threadline.models._unsupported import warn_unsupported_settings
 
 __all__ = [
@@ -23,14 +24,6 @@ __all__ = [
     'ThinkingLevel',
     'ToolDefinition',
 ]
-
-ThinkingEffort: TypeAlias = Literal['minimal', 'low', 'medium', 'high', 'xhigh', 'max']
-"""An effort level for a model's thinking (reasoning), least to most."""
-
-ThinkingLevel: TypeAlias = bool | ThinkingEffort
-"""The unified `thinking` setting: True (think, at the model's default effort), False (do not
-think, or as little as the model allows), or an effort level (snapped to the nearest the model
-accepts)."""
 
 
 CacheRetention: TypeAlias = Literal['5m', '30m', '1h']
@@ -240,6 +233,27 @@ class Model(ABC):
 
         response = await self.request(messages, model_settings, model_request_parameters)
         yield CompleteResponseStream(response)
+
+    def structured_output_mode(self, settings: ModelSettings | None, params: ModelRequestParameters) -> str:
+        """How this model asks for a structured output of plain types (`'tool'`, `'native'` or
+        `'prompted'`), for a request with `settings` and `params` (which offer output tools).
+
+        Rules (pydantic-ai 2.62's default for its 'auto' output mode):
+        - the profile's `default_structured_output_mode` (`'tool'` when unset);
+        - but `'native'` instead of `'tool'` when the model takes JSON schema output and a forced
+          tool call would stop this request from thinking (`forced_tool_choice_disables_thinking`),
+          since output tools must be forced on a request that cannot end in text.
+        """
+        mode = str(self.profile.get('default_structured_output_mode', 'tool'))
+        profile = self.profile
+        if (
+            mode == 'tool'
+            and profile.supports_json_schema_output
+            and profile.get('forced_tool_choice_disables_thinking', False)
+            and request_thinks(resolve_thinking(settings, params, profile), profile)
+        ):
+            return 'native'
+        return mode
 
     async def __aenter__(self) -> Model:
         """Enter the model (a wrapper a capability adds is entered around each request it

@@ -11,13 +11,23 @@ Rules (as pydantic-ai 2.62 resolves it before a request):
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import TYPE_CHECKING, Literal, TypeAlias, get_args
 
 from threadline.exceptions import UserError
-from threadline.models._base import ModelRequestParameters, ModelSettings, ThinkingEffort, ThinkingLevel
 from threadline.models._profile import ModelProfile
 
-__all__ = ['EFFORTS', 'request_thinks', 'resolve_thinking']
+if TYPE_CHECKING:
+    from threadline.models._base import ModelRequestParameters, ModelSettings
+
+__all__ = ['EFFORTS', 'ThinkingEffort', 'ThinkingLevel', 'request_thinks', 'resolve_thinking']
+
+ThinkingEffort: TypeAlias = Literal['minimal', 'low', 'medium', 'high', 'xhigh', 'max']
+"""An effort level for a model's thinking (reasoning), least to most."""
+
+ThinkingLevel: TypeAlias = bool | ThinkingEffort
+"""The unified `thinking` setting: True (think, at the model's default effort), False (do not
+think, or as little as the model allows), or an effort level (snapped to the nearest the model
+accepts)."""
 
 EFFORTS: tuple[ThinkingEffort, ...] = get_args(ThinkingEffort)
 """The effort levels, least to most."""

@@ -213,6 +213,15 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
             body['stop_sequences'] = settings['stop_sequences']
         return body
 
+    def structured_output_mode(self, settings: ModelSettings | None, params: ModelRequestParameters) -> str:
+        """JSON text instead of an output tool while Claude thinks by budget, which refuses the
+        forced tool call an output tool needs: `'native'` where the model takes JSON schema
+        output, else `'prompted'`; otherwise the default rule (`Model.structured_output_mode`)."""
+        thinking = resolve_thinking(settings, params, self.profile)
+        if params.output_tools and thinking_type(dict(settings or {}), thinking, self.profile) == 'enabled':
+            return 'native' if self.profile.supports_json_schema_output else 'prompted'
+        return super().structured_output_mode(settings, params)
+
     def _may_force(self, settings: ModelSettings, thinking: ThinkingLevel | None) -> bool:
         """Whether the tool call output tools need may be forced (`tool_choice: any`): not by a
         request that thinks, nor of a model that refuses forcing (see `_anthropic_thinking`)."""

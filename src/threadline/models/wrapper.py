@@ -53,6 +53,9 @@ class WrapperModel(Model):
     def context_window(self) -> int | None:
         return self.wrapped.context_window
 
+    def structured_output_mode(self, settings: ModelSettings | None, params: ModelRequestParameters) -> str:
+        return self.wrapped.structured_output_mode(settings, params)
+
     async def request(
         self,
         messages: Sequence[ModelMessage],

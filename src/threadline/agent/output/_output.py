@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import re
 import types
 import typing
@@ -17,12 +16,18 @@ import msgspec
 import typing_extensions
 
 from threadline.agent.output._deferred_types import DeferredToolRequests
+from threadline.agent.output._json_text import (
+    model_prompted_instructions,
+    partial_json,
+    prompted_instructions,
+    without_fences,
+)
 from threadline.agent.output._types import NativeOutput, PromptedOutput, TextOutput, ToolOutput
 from threadline.agent.tools._schema import drop_property_titles, is_model_like
 from threadline.agent.tools._tool import Tool, ToolArgsError, takes_run_context
 from threadline.exceptions import UserError
 from threadline.messages import BinaryImage, ToolCallPart
-from threadline.models import OutputObjectDefinition, ToolDefinition
+from threadline.models import ModelRequestParameters, OutputObjectDefinition, ToolDefinition
 
 if TYPE_CHECKING:
     from threadline.agent._chain import CapabilityChain
@@ -65,16 +70,6 @@ def _response_of(annotation: Any) -> Any:
 
 
 _NOT_IN_TOOL_NAMES = re.compile(r'[^a-zA-Z0-9_-]')
-_FENCED = re.compile(r'```(?:\w+)?\r?\n(\{.*?\})\s*(?:\r?\n?```|\Z)', flags=re.DOTALL)
-
-
-def _without_fences(text: str) -> str:
-    """A JSON object a model wrapped in a Markdown code fence, unfenced (text that starts with `{`
-    is taken as it is)."""
-    if text.startswith('{'):
-        return text
-    match = _FENCED.search(text)
-    return match.group(1) if match else text
 
 
 def _is_function(target: Any) -> bool:
@@ -159,7 +154,7 @@ class _Output:
             arguments = self.function.validate_args_or_raise(args, partial=partial)
             return arguments[self.single_field] if self.single_field is not None else arguments
         if isinstance(args, str):
-            text = _without_fences(args) or '{}'
+            text = without_fences(args) or '{}'
             value = self.adapter.validate_json(
                 text, experimental_allow_partial='trailing-strings' if partial else 'off'
             )
@@ -189,12 +184,6 @@ class OutputContext:
     allows_text: bool = False
     allows_image: bool = False
     allows_deferred_tools: bool = False
-
-
-PROMPTED_TEMPLATE = (
-    "Always respond with a JSON object that's compatible with this schema:\n\n{schema}\n\n"
-    "Don't include any text or Markdown fencing before or after."
-)
 
 
 class OutputSpec:
@@ -242,6 +231,7 @@ class OutputSpec:
         self._json: list[_Output] = []
         self._structured = structured
         self.auto = False
+        self._auto_object: OutputObjectDefinition | None = None
         """Only plain types and functions (no `ToolOutput`, no text): the reference's 'auto' mode,
         output tools that also take the output as JSON text."""
         if modes:
@@ -332,11 +322,21 @@ class OutputSpec:
 
         self.mode = 'native' if isinstance(marker, NativeOutput) else 'prompted'
         self._json = [_Output(m, _label(m), None, None, None) for m in marker.outputs]
+        self.output_object = self._json_object(marker.name, marker.description, getattr(marker, 'strict', None))
+        template = getattr(marker, 'template', None)
+        if self.mode == 'prompted':
+            self.prompted_template = template  # the marker's own (None: the default one)
+        if self.mode == 'prompted' and template is not False:
+            self.template = prompted_instructions(self.output_object, template)
+
+    def _json_object(self, name: str | None, description: str | None, strict: bool | None) -> OutputObjectDefinition:
+        """The JSON the members of `_json` are asked for: the one member's own schema, or for
+        several `{"result": {"kind": <Name>, "data": ...}}`."""
         if len(self._json) == 1:
             only = self._json[0]
             schema = only.full_schema
-            name = marker.name or schema.get('title') or _label(only.target)
-            description = marker.description or only.description
+            name = name or schema.get('title') or _label(only.target)
+            description = description or only.description
         else:
             schema = {
                 'type': 'object',
@@ -344,15 +344,29 @@ class OutputSpec:
                 'required': ['result'],
                 'additionalProperties': False,
             }
-            name, description = marker.name, marker.description
-        strict = getattr(marker, 'strict', None)
-        self.output_object = OutputObjectDefinition(schema, name=name, description=description, strict=strict)
-        template = getattr(marker, 'template', None)
-        if self.mode == 'prompted':
-            self.prompted_template = template  # the marker's own (None: the default one)
-        if self.mode == 'prompted' and template is not False:
-            shown = {**schema, **({'description': description} if description else {})}
-            self.template = (template or PROMPTED_TEMPLATE).replace('{schema}', json.dumps(shown))
+        return OutputObjectDefinition(schema, name=name, description=description, strict=strict)
+
+    def for_mode(self, params: ModelRequestParameters, mode: str) -> ModelRequestParameters:
+        """`params` for a model that asks for structured output as JSON text (`mode` 'native' or
+        'prompted') in place of output tools, as pydantic-ai's 'auto' mode lets a model choose
+        (Claude while it thinks). Only plain output types can move: a `ToolOutput` stays a tool.
+        The JSON is the one `NativeOutput` of the same types asks for, and the answer is read as
+        this output's JSON text already is."""
+        if mode not in ('native', 'prompted') or not self.auto or not params.output_tools:
+            return params
+        if self._auto_object is None:
+            self._auto_object = self._json_object(name=None, description=None, strict=None)
+        instructions = params.instructions
+        if mode == 'prompted':
+            instructions = '\n\n'.join(t for t in (instructions, model_prompted_instructions(self._auto_object)) if t)
+        return replace(
+            params,
+            output_mode=mode,
+            output_tools=[],
+            output_object=self._auto_object,
+            allow_text_output=True,
+            instructions=instructions,
+        )
 
     @staticmethod
     def _kind_schema(output: _Output) -> dict[str, Any]:
@@ -419,7 +433,7 @@ class OutputSpec:
             return self._json[0], self._json[0].validate(text, partial=partial)
 
         try:
-            document = _partial_json(text) if partial else msgspec.json.decode(text)
+            document = partial_json(text) if partial else msgspec.json.decode(text)
         except (msgspec.DecodeError, ValueError) as exc:
             raise ToolArgsError(
                 [{'type': 'json_invalid', 'loc': [], 'msg': f'Invalid JSON: {exc}', 'input': text}]
@@ -440,13 +454,6 @@ class OutputSpec:
                 ]
             )
         return chosen, chosen.validate(result.get('data'), partial=partial)
-
-
-def _partial_json(text: str) -> Any:
-    """JSON that may be cut short (a streaming answer): what has arrived, as a value."""
-    import pydantic_core
-
-    return pydantic_core.from_json(_without_fences(text), allow_partial='trailing-strings')
 
 
 async def _lifecycles(
