@@ -77,3 +77,18 @@ def test_a_conversation_that_fails_its_seal_is_not_continued_without_force(
     assert SQLiteStore(db).sync.load('c1', scope='me').length == 2  # nothing was run or stored
     code, out, err = run(capsys, 'prompt', 'go on', '--cid', 'c1', '--force', *base)
     assert code == 0 and 'hash chain' in err  # forced: it still says so
+
+
+def test_the_model_is_found_behind_a_tail_of_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The last response is looked for in the last messages first; one further back still names
+    the model (a history that ends in many requests, appended by a client)."""
+    from threadline.cli._models import model_of_conversation
+    from threadline.messages import ModelRequest, UserPromptPart
+
+    db, base = tmp_path / 'm.db', ('--db', str(tmp_path / 'm.db'), '--scope', 'me')
+    assert run(capsys, 'prompt', '-m', 'test', 'hello', '--cid', 'c1', *base)[0] == 0
+    store = SQLiteStore(db)
+    assert model_of_conversation(store, 'c1', 'me') == 'test'
+    store.sync.append('c1', [ModelRequest(parts=[UserPromptPart(f'note {i}')]) for i in range(40)], scope='me')
+    assert model_of_conversation(store, 'c1', 'me') == 'test'
+    store.close()

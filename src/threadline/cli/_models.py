@@ -44,11 +44,9 @@ def model_of_conversation(store: Any, conversation_id: str, scope: str) -> str |
     """The `-m` name of the model the conversation's last run used, or None (no run, or a model
     this command cannot name)."""
     runs = store.sync.list_runs(conversation_id, scope=scope)
-    stored = store.sync.load(conversation_id, scope=scope) if runs else None
-    responses = [m for m in (stored.messages if stored else ()) if getattr(m, 'kind', None) == 'response']
-    if not responses:
+    last = _last_response(store, conversation_id, scope) if runs else None
+    if last is None:
         return None
-    last = responses[-1]
     provider = last.provider_name or ''
     name = next((r.model_name for r in reversed(runs) if r.model_name), None) or last.model_name
     if provider == 'threadline-demo':
@@ -57,6 +55,19 @@ def model_of_conversation(store: Any, conversation_id: str, scope: str) -> str |
         return 'test'
     prefix = _PREFIX.get(provider)
     return f'{prefix}:{name}' if prefix and name else None
+
+
+def _last_response(store: Any, conversation_id: str, scope: str) -> Any:
+    """The conversation's last response: looked for in its last messages, and only if none is
+    there in the whole history (a long conversation is not decoded whole to name its model)."""
+    for window in (16, None):
+        stored = store.sync.load(conversation_id, scope=scope, last=window)
+        responses = [m for m in stored.messages if getattr(m, 'kind', None) == 'response']
+        if responses:
+            return responses[-1]
+        if stored.offset == 0:
+            return None
+    return None
 
 
 def default_model() -> str:
