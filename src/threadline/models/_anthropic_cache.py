@@ -28,7 +28,6 @@ The rules are pydantic-ai 2.62's for the Anthropic API:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, TypeAlias, cast
 
 from threadline.exceptions import UserError
@@ -108,16 +107,17 @@ def apply_cache(request: JSONObject, settings: dict[str, Any]) -> None:
     # The automatic breakpoint lands on the last cacheable block: one placed there already wins.
     if automatic and (last is None or 'cache_control' not in last):
         body['cache_control'] = _control(automatic)
-    _limit(body, automatic='cache_control' in body)
-    _raise_earlier_ttls(body)
-
-
-def _message_blocks(body: _Body) -> Iterator[_Body]:
-    """The messages' content blocks, newest first."""
-    for message in reversed(body.get('messages') or []):
-        content = message.get('content')
-        if isinstance(content, list):
-            yield from reversed(content)
+    # The messages' breakpoints, oldest first, in one pass (a long history has tens of thousands
+    # of blocks, and most requests carry none of them).
+    marked = [
+        block
+        for message in body.get('messages') or ()
+        if isinstance(content := message.get('content'), list)
+        for block in content
+        if 'cache_control' in block
+    ]
+    _limit(body, marked, automatic='cache_control' in body)
+    _raise_earlier_ttls(body, marked)
 
 
 def _last_cacheable(body: _Body) -> _Body | None:
@@ -130,7 +130,8 @@ def _last_cacheable(body: _Body) -> _Body | None:
     return None
 
 
-def _limit(body: _Body, *, automatic: bool) -> None:
+def _limit(body: _Body, marked: list[_Body], *, automatic: bool) -> None:
+    """Keep the newest message breakpoints that fit beside the tools' and instructions' ones."""
     budget = _MAX_POINTS - automatic
     reserved = sum('cache_control' in b for b in body.get('system') or [] if isinstance(b, dict))
     reserved += sum('cache_control' in t for t in body.get('tools') or [] if isinstance(t, dict))
@@ -140,21 +141,18 @@ def _limit(body: _Body, *, automatic: bool) -> None:
             f'System prompt and tool definitions already use {reserved} cache points, '
             f'which exceeds the maximum of {budget}.'
         )
-    budget -= reserved
-    for block in _message_blocks(body):
-        if 'cache_control' in block:
-            if budget > 0:
-                budget -= 1
-            else:
-                del block['cache_control']
+    excess = max(0, len(marked) - (budget - reserved))
+    for block in marked[:excess]:
+        del block['cache_control']
+    del marked[:excess]
 
 
-def _raise_earlier_ttls(body: _Body) -> None:
+def _raise_earlier_ttls(body: _Body, marked: list[_Body]) -> None:
     """The API refuses a longer-lived breakpoint after a shorter-lived one (it reads tools, then
     system, then messages, then the automatic one): earlier ones are raised to the longest after."""
     carriers = [t for t in body.get('tools') or [] if isinstance(t, dict) and 'cache_control' in t]
     carriers += [b for b in body.get('system') or [] if isinstance(b, dict) and 'cache_control' in b]
-    carriers += [b for b in reversed(list(_message_blocks(body))) if 'cache_control' in b]
+    carriers += marked
     longest = body.get('cache_control', {}).get('ttl', '5m')
     for carrier in reversed(carriers):
         if carrier['cache_control'].get('ttl', '5m') == '1h':
