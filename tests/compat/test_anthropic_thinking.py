@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.compat.test_request_bodies import FOLD
+from tests.compat.test_thinking_setting import _settings
 from tests.models.providers.server import ProviderServer, fixture
 from threadline.exceptions import UserError
 from threadline.messages import ModelRequest, UserPromptPart
@@ -52,11 +53,6 @@ _SCHEMA = {'type': 'object', 'properties': {'answer': {'type': 'string'}}, 'requ
 def server() -> Iterator[ProviderServer]:
     with ProviderServer() as running:
         yield running
-
-
-def _settings(thinking: object, sampling: bool) -> dict[str, Any]:
-    settings: dict[str, Any] = {} if thinking is None else {'thinking': thinking}
-    return {**settings, 'temperature': 0.5, 'top_p': 0.9} if sampling else settings
 
 
 async def _ours(server: ProviderServer, name: str, settings: dict[str, Any], output_tool: bool) -> Any:

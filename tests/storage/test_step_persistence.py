@@ -32,6 +32,19 @@ def store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
     return FileStore(tmp_path / 'files')
 
 
+TOOL_TURN_EVENTS = [
+    'run_started',
+    'model_request_started',
+    'model_request_completed',
+    'tool_call_started',
+    'tool_call_completed',
+    'model_request_started',
+    'model_request_completed',
+    'run_completed',
+]
+"""The events of a run that calls one tool, then answers."""
+
+
 def support_agent(store: Any, **kwargs: Any) -> Agent[Any, Any]:
     agent = Agent(TestModel(), capabilities=[StepPersistence(store, scope='acme'), *kwargs.pop('extra', [])], **kwargs)
 
@@ -46,16 +59,7 @@ def support_agent(store: Any, **kwargs: Any) -> Agent[Any, Any]:
 async def test_a_run_is_recorded_step_by_step(store: Any) -> None:
     result = await support_agent(store).run('refund my order')
     kinds = [e.kind for e in await store.list_events(result.run_id, scope='acme')]
-    assert kinds == [
-        'run_started',
-        'model_request_started',
-        'model_request_completed',
-        'tool_call_started',
-        'tool_call_completed',
-        'model_request_started',
-        'model_request_completed',
-        'run_completed',
-    ]
+    assert kinds == TOOL_TURN_EVENTS
     snapshots = await store.list_snapshots(result.run_id, scope='acme')
     assert [(s.position, s.state) for s in snapshots] == [
         (1, 'complete'),  # with the prompt, so a crash during the first request is resumable

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.storage.test_step_persistence import TOOL_TURN_EVENTS
 from threadline import Agent, ModelMessage, ModelResponse, TextPart, ToolCallPart
 from threadline.models.function import AgentInfo, FunctionModel
 from threadline.storage import SQLiteStore, StepPersistence
@@ -98,16 +99,7 @@ def test_a_write_behind_that_has_not_started_is_carried_by_the_next_write(
     assert commits.log == ([False, True, True] if answers_at_once else [False, True, False, True])
     assert store.sync.load(result.conversation_id, scope='acme').messages == result.all_messages()
     kinds = [e.kind for e in store.sync.list_events(result.run_id, scope='acme')]
-    assert kinds == [
-        'run_started',
-        'model_request_started',
-        'model_request_completed',
-        'tool_call_started',
-        'tool_call_completed',
-        'model_request_started',
-        'model_request_completed',
-        'run_completed',
-    ]
+    assert kinds == TOOL_TURN_EVENTS
     snapshots = [(s.state, s.position) for s in store.sync.list_snapshots(result.run_id, scope='acme')]
     tools_answered = [] if answers_at_once else [('complete', 3)]
     assert snapshots == [('complete', 1), ('interrupted', 2), *tools_answered, ('complete', 4)]
