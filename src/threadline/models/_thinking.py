@@ -11,13 +11,11 @@ Rules (as pydantic-ai 2.62 resolves it before a request):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeAlias, get_args
+from collections.abc import Mapping
+from typing import Literal, Protocol, TypeAlias, get_args
 
 from threadline.exceptions import UserError
 from threadline.models._profile import ModelProfile
-
-if TYPE_CHECKING:
-    from threadline.models._base import ModelRequestParameters, ModelSettings
 
 __all__ = ['EFFORTS', 'ThinkingEffort', 'ThinkingLevel', 'request_thinks', 'resolve_thinking']
 
@@ -33,8 +31,15 @@ EFFORTS: tuple[ThinkingEffort, ...] = get_args(ThinkingEffort)
 """The effort levels, least to most."""
 
 
+class _Parameters(Protocol):
+    """What is read of `ModelRequestParameters` (typed structurally: `_base` imports this module)."""
+
+    @property
+    def thinking(self) -> ThinkingLevel | None: ...
+
+
 def resolve_thinking(
-    settings: ModelSettings | None, params: ModelRequestParameters, profile: ModelProfile
+    settings: Mapping[str, object] | None, params: _Parameters, profile: ModelProfile
 ) -> ThinkingLevel | None:
     """The `thinking` in effect for a request (see the module rules)."""
     if not settings or 'thinking' not in settings:
