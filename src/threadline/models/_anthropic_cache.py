@@ -28,6 +28,7 @@ The rules are pydantic-ai 2.62's for the Anthropic API:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeAlias, cast
 
 from threadline.exceptions import UserError
@@ -51,7 +52,7 @@ _CACHEABLE = frozenset(
 )
 
 
-def translated_cache(settings: dict[str, Any]) -> dict[str, Any]:
+def translated_cache(settings: Mapping[str, Any]) -> Mapping[str, Any]:
     """`settings` with the unified `cache` turned into `anthropic_cache*` settings (see the rules)."""
     cache = settings.get('cache')
     if cache is None or cache is False or any(key in settings for key in _KEYS):
@@ -86,7 +87,7 @@ def _control(value: object) -> _Body:
     return {'type': 'ephemeral', 'ttl': '5m' if value is True else value}
 
 
-def apply_cache(request: JSONObject, settings: dict[str, Any]) -> None:
+def apply_cache(request: JSONObject, settings: Mapping[str, Any]) -> None:
     """Put the breakpoints `settings` ask for into `request` (see the module rules)."""
     body = cast(_Body, request)
     automatic, on_messages = settings.get('anthropic_cache'), settings.get('anthropic_cache_messages')

@@ -24,6 +24,7 @@ them:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from threadline.exceptions import UserError
@@ -115,7 +116,7 @@ def anthropic_thinking_keys(model_name: str) -> dict[str, object]:
 
 
 def thinking_of(
-    settings: dict[str, Any], thinking: ThinkingLevel | None, profile: ModelProfile
+    settings: Mapping[str, Any], thinking: ThinkingLevel | None, profile: ModelProfile
 ) -> dict[str, Any] | None:
     """The `thinking` object to send (None: leave it out)."""
     if given := settings.get('anthropic_thinking'):
@@ -133,7 +134,7 @@ def thinking_of(
     return {'type': 'enabled', 'budget_tokens': _BUDGET[thinking]}
 
 
-def effort_of(settings: dict[str, Any], thinking: ThinkingLevel | None, profile: ModelProfile) -> str | None:
+def effort_of(settings: Mapping[str, Any], thinking: ThinkingLevel | None, profile: ModelProfile) -> str | None:
     """The `output_config.effort` to send (None: leave it out)."""
     effort: str | None = settings.get('anthropic_effort')
     if effort is not None or not profile.get('anthropic_supports_effort', False):
@@ -171,7 +172,7 @@ def check_thinking(model_name: str, sent: dict[str, Any] | None, effort: str | N
 
 
 def thinking_type(
-    settings: dict[str, Any], thinking: ThinkingLevel | None, profile: ModelProfile
+    settings: Mapping[str, Any], thinking: ThinkingLevel | None, profile: ModelProfile
 ) -> Literal['enabled', 'adaptive'] | None:
     """How the request thinks: by budget, adaptively, or not at all (None; `between_tools`
     does not think before it answers)."""
@@ -185,7 +186,7 @@ def thinking_type(
     return 'adaptive' if profile.thinking_enabled_by_default else None
 
 
-def max_tokens_for(settings: dict[str, Any], sent: dict[str, Any] | None, default: int) -> int:
+def max_tokens_for(settings: Mapping[str, Any], sent: dict[str, Any] | None, default: int) -> int:
     """`max_tokens` as given, else `default` raised to leave room for the answer above a budget."""
     if 'max_tokens' in settings:
         given: int = settings['max_tokens']

@@ -173,13 +173,13 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         """The Messages API request body for a (rendered) history: what `request` sends."""
         settings = settings or {}
         thinking = resolve_thinking(settings, params, self.profile)
-        sent = thinking_of(dict(settings), thinking, self.profile)
-        effort = effort_of(dict(settings), thinking, self.profile)
+        sent = thinking_of(settings, thinking, self.profile)
+        effort = effort_of(settings, thinking, self.profile)
         check_thinking(self._model_name, sent, effort, self.profile)
         system, turns = self.map_messages(messages, params)
         body: JSONObject = {
             'model': self._model_name,
-            'max_tokens': max_tokens_for(dict(settings), sent, 4096),
+            'max_tokens': max_tokens_for(settings, sent, 4096),
             'messages': turns,
         }
         if system:
@@ -208,7 +208,7 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         if effort is not None:
             body['output_config'] = {**body.get('output_config', {}), 'effort': effort}  # type: ignore[dict-item]
         self._sampling(body, settings)
-        apply_cache(body, translated_cache(dict(settings)))
+        apply_cache(body, translated_cache(settings))
         if 'stop_sequences' in settings:
             body['stop_sequences'] = settings['stop_sequences']
         return body
@@ -218,14 +218,14 @@ class AnthropicModel(ProviderModel[AnthropicProvider]):
         forced tool call an output tool needs: `'native'` where the model takes JSON schema
         output, else `'prompted'`; otherwise the default rule (`Model.structured_output_mode`)."""
         thinking = resolve_thinking(settings, params, self.profile)
-        if params.output_tools and thinking_type(dict(settings or {}), thinking, self.profile) == 'enabled':
+        if params.output_tools and thinking_type(settings or {}, thinking, self.profile) == 'enabled':
             return 'native' if self.profile.supports_json_schema_output else 'prompted'
         return super().structured_output_mode(settings, params)
 
     def _may_force(self, settings: ModelSettings, thinking: ThinkingLevel | None) -> bool:
         """Whether the tool call output tools need may be forced (`tool_choice: any`): not by a
         request that thinks, nor of a model that refuses forcing (see `_anthropic_thinking`)."""
-        thinks = thinking_type(dict(settings), thinking, self.profile) is not None
+        thinks = thinking_type(settings, thinking, self.profile) is not None
         return bool(self.profile.get('supports_forced_tool_choice', True)) and not thinks
 
     def _sampling(self, body: JSONObject, settings: ModelSettings) -> None:
